@@ -1,0 +1,35 @@
+//! The coordinator's interface to the server: what a session can ask of the
+//! database and what it gets back. The server only depends on these types.
+
+use crate::repr::{Datum, RelationDesc, ScalarType};
+
+/// What the extended protocol needs to know about a statement before it runs.
+#[derive(Clone, Debug)]
+pub struct StatementDesc {
+    /// Types of `$1..$n`, from the client's declared types where given and
+    /// otherwise inferred from the statement.
+    pub params: Vec<ScalarType>,
+    /// The result columns, `None` for statements that return no rows.
+    pub columns: Option<RelationDesc>,
+}
+
+/// The outcome of one statement.
+#[derive(Clone, Debug)]
+pub enum ExecuteResponse {
+    /// Rows for the client, with their description.
+    Rows { desc: RelationDesc, rows: Vec<Vec<Datum>> },
+    /// A command completion: `tag` such as "INSERT", "CREATE TABLE",
+    /// "DELETE"; `rows` the affected row count where the tag carries one
+    /// (INSERT is sent as `INSERT 0 n`).
+    Command { tag: String, rows: Option<u64> },
+}
+
+/// Per-connection state kept by the coordinator.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub id: u64,
+    /// Inside an explicit `BEGIN` block.
+    pub in_transaction: bool,
+    /// Session variables set with `SET`.
+    pub vars: std::collections::BTreeMap<String, String>,
+}

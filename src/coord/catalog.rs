@@ -1,0 +1,135 @@
+//! The in-memory catalog: items by id and name, their dependencies, and the
+//! persistent record each one is stored as (its `CREATE` statement, rebound
+//! on restart).
+
+use crate::expr::relation::IndexRef;
+use crate::expr::RelationExpr;
+use crate::planner::IndexCatalog;
+use crate::repr::{GlobalId, RelationDesc};
+use crate::sql::{CatalogEntry, ItemKind, SqlCatalog};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What is stored in RocksDB for each item.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ItemRecord {
+    pub id: GlobalId,
+    pub name: String,
+    pub kind: ItemKind,
+    pub create_sql: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub id: GlobalId,
+    pub name: String,
+    pub kind: ItemKind,
+    pub desc: RelationDesc,
+    /// The statement that created it, as stored.
+    #[allow(dead_code)]
+    pub create_sql: String,
+    /// Items this one reads (tables, views, materialized views; for an
+    /// index, the indexed relation).
+    pub depends_on: Vec<GlobalId>,
+    /// Bound query of a view or materialized view.
+    pub plan: Option<RelationExpr>,
+    /// For an index: the indexed relation and key columns.
+    pub index: Option<(GlobalId, Vec<usize>)>,
+}
+
+#[derive(Default)]
+pub struct Catalog {
+    pub items: BTreeMap<GlobalId, Item>,
+    pub next_id: GlobalId,
+}
+
+impl Catalog {
+    pub fn by_name(&self, name: &str) -> Option<&Item> {
+        self.items.values().find(|i| i.name == name)
+    }
+
+    pub fn insert(&mut self, item: Item) {
+        self.next_id = self.next_id.max(item.id + 1);
+        self.items.insert(item.id, item);
+    }
+
+    pub fn allocate_id(&mut self) -> GlobalId {
+        let id = self.next_id.max(1);
+        self.next_id = id + 1;
+        id
+    }
+
+    /// Items that depend on `id`, directly or transitively, in an order
+    /// safe for dropping (dependents before what they depend on).
+    pub fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        self.collect_dependents(id, &mut out, &mut seen);
+        out
+    }
+
+    fn collect_dependents(&self, id: GlobalId, out: &mut Vec<GlobalId>, seen: &mut BTreeSet<GlobalId>) {
+        for item in self.items.values() {
+            if item.depends_on.contains(&id) && seen.insert(item.id) {
+                self.collect_dependents(item.id, out, seen);
+                out.push(item.id);
+            }
+        }
+    }
+
+    pub fn indexes(&self) -> impl Iterator<Item = &Item> {
+        self.items.values().filter(|i| i.kind == ItemKind::Index)
+    }
+}
+
+/// The catalog as the binder sees it; records every item it resolves so
+/// that dependencies are known.
+pub struct BindCatalog<'a> {
+    pub catalog: &'a Catalog,
+    pub resolved: RefCell<Vec<GlobalId>>,
+}
+
+impl<'a> BindCatalog<'a> {
+    pub fn new(catalog: &'a Catalog) -> Self {
+        BindCatalog { catalog, resolved: RefCell::new(Vec::new()) }
+    }
+
+    pub fn dependencies(&self) -> Vec<GlobalId> {
+        let mut d = self.resolved.borrow().clone();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+}
+
+impl SqlCatalog for BindCatalog<'_> {
+    fn resolve(&self, name: &str) -> Option<CatalogEntry> {
+        let item = self.catalog.by_name(name)?;
+        self.resolved.borrow_mut().push(item.id);
+        Some(CatalogEntry {
+            id: item.id,
+            name: item.name.clone(),
+            kind: item.kind,
+            desc: item.desc.clone(),
+            view_plan: if item.kind == ItemKind::View { item.plan.clone() } else { None },
+        })
+    }
+}
+
+impl IndexCatalog for Catalog {
+    fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef> {
+        let on_name = self.items.get(&id).map(|i| i.name.clone()).unwrap_or_default();
+        self.indexes()
+            .filter_map(|ix| match &ix.index {
+                Some((on, key)) if *on == id => Some(IndexRef {
+                    id: ix.id,
+                    name: ix.name.clone(),
+                    on_name: on_name.clone(),
+                    key: key.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}

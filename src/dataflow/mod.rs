@@ -1,0 +1,137 @@
+//! The dataflow layer: timely workers running differential dataflows, the
+//! registry of shared arrangements (trace handles that later dataflows
+//! import), peeks, and compaction.
+//!
+//! The coordinator talks to it only through `DataflowClient`, which
+//! broadcasts `Command`s to every worker in one order (timely requires every
+//! worker to build the same dataflows in the same order); replies come back
+//! on channels carried by the commands.
+//!
+//! Must not: know SQL text, the catalog, or storage.
+
+mod render;
+mod worker;
+
+use crate::expr::RelationExpr;
+use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use std::sync::Arc;
+use std::thread::Thread;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Rows of a peek (with multiplicities) or the first error of the
+/// collection's error stream.
+pub type PeekResult = Result<Vec<(Row, Diff)>, EvalError>;
+
+/// What a dataflow exports.
+#[derive(Clone, Debug)]
+pub enum Export {
+    /// A maintained collection, arranged by whole row; registered under the
+    /// dataflow's id so reads and later dataflows can use it.
+    MaterializedView,
+    /// An arrangement of the relation `on` (a table or materialized view)
+    /// keyed by the `key` columns, registered under the dataflow's id.
+    Index { on: GlobalId, key: Vec<usize> },
+}
+
+/// A dataflow to build.
+#[derive(Clone, Debug)]
+pub struct DataflowDesc {
+    pub id: GlobalId,
+    pub name: String,
+    pub plan: Arc<RelationExpr>,
+    pub export: Export,
+}
+
+/// One arrangement held by the engine.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ArrangementInfo {
+    /// The catalog item whose dataflow holds it.
+    pub owner: GlobalId,
+    /// What it arranges and by which key.
+    pub description: String,
+    /// Number of (key, value) records currently held, on this worker.
+    pub records: usize,
+}
+
+/// Commands from the coordinator to every worker.
+#[derive(Clone, Debug)]
+pub enum Command {
+    /// Creates the input of a table and arranges it (by whole row).
+    CreateTable { id: GlobalId, name: String },
+    /// Applies updates at `time` (all inputs are at or before it), then
+    /// advances every input to `time + 1`, so that `time` is complete.
+    Advance { time: Timestamp, updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>> },
+    /// Builds a maintained dataflow.
+    CreateDataflow(Arc<DataflowDesc>),
+    /// Drops a table, materialized view or index and its arrangements.
+    Drop { id: GlobalId },
+    /// Reads the contents of a registered collection at `time`, once every
+    /// worker's arrangement is complete through `time`.
+    Peek { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Builds a short-lived dataflow for `plan`, reads its output at `time`
+    /// and drops it.
+    Query { plan: Arc<RelationExpr>, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Allows every arrangement to compact history up to `time`.
+    AllowCompaction { time: Timestamp },
+    /// Lists the arrangements the worker holds.
+    ListArrangements { reply: UnboundedSender<Vec<ArrangementInfo>> },
+    Shutdown,
+}
+
+/// The coordinator's handle on the workers.
+pub struct DataflowClient {
+    senders: Vec<crossbeam_channel::Sender<Command>>,
+    threads: Vec<Thread>,
+    _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
+}
+
+impl DataflowClient {
+    /// Starts `workers` timely worker threads in this process.
+    pub fn start(workers: usize) -> Result<DataflowClient, String> {
+        let workers = workers.max(1);
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for _ in 0..workers {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            senders.push(tx);
+            receivers.push(Some(rx));
+        }
+        let receivers = Arc::new(parking_lot::Mutex::new(receivers));
+        let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
+        let guards = timely::execute::execute(timely::Config::process(workers), move |w| {
+            let index = w.index();
+            let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");
+            let _ = thread_tx.send((index, std::thread::current()));
+            worker::run(w, rx);
+        })?;
+        let mut threads: Vec<(usize, Thread)> = Vec::new();
+        for _ in 0..workers {
+            threads.push(thread_rx.recv().map_err(|e| format!("worker failed to start: {e}"))?);
+        }
+        threads.sort_by_key(|(i, _)| *i);
+        Ok(DataflowClient {
+            senders,
+            threads: threads.into_iter().map(|(_, t)| t).collect(),
+            _guards: std::sync::Mutex::new(guards),
+        })
+    }
+
+    pub fn workers(&self) -> usize {
+        self.senders.len()
+    }
+
+    /// Sends a command to every worker and wakes them.
+    pub fn broadcast(&self, cmd: Command) {
+        for (tx, thread) in self.senders.iter().zip(&self.threads) {
+            // A worker only goes away at shutdown; nothing to do then.
+            let _ = tx.send(cmd.clone());
+            thread.unpark();
+        }
+    }
+}
+
+impl Drop for DataflowClient {
+    fn drop(&mut self) {
+        self.broadcast(Command::Shutdown);
+    }
+}

@@ -1,0 +1,401 @@
+//! Rendering MIR onto differential dataflow. Every rendered relation is a
+//! pair of collections: the rows, and the evaluation errors (which are data:
+//! a read of the result reports the first error, and deleting the offending
+//! input rows retracts it).
+//!
+//! Arrangements: `Get` imports the registered arrangement of a table or
+//! materialized view; a join step imports an existing index on its lookup
+//! input when the plan names one, and otherwise arranges that input itself.
+
+use crate::expr::{AggregateExpr, JoinPlan, RelationExpr, ScalarExpr};
+use crate::expr::relation::{compare_rows, ColumnOrder};
+use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, Timestamp};
+use differential_dataflow::input::Input;
+use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
+use differential_dataflow::{AsCollection, VecCollection};
+use std::collections::BTreeMap;
+use timely::dataflow::Scope;
+
+pub type RowTrace = TraceAgent<ValSpine<Row, Row, Timestamp, Diff>>;
+pub type ErrTrace = TraceAgent<KeySpine<EvalError, Timestamp, Diff>>;
+pub type Coll<'s> = VecCollection<'s, Timestamp, Row, Diff>;
+pub type ErrColl<'s> = VecCollection<'s, Timestamp, EvalError, Diff>;
+
+/// The arrangements an item exports.
+#[derive(Clone)]
+pub struct TraceBundle {
+    /// Rows: for tables and materialized views keyed by the whole row (value
+    /// empty); for indexes keyed by the index key with the row as value.
+    pub ok: RowTrace,
+    /// Errors of a materialized view.
+    pub err: Option<ErrTrace>,
+    /// For an index: the indexed item and key columns.
+    pub index_of: Option<(GlobalId, Vec<usize>)>,
+}
+
+fn empty<'s, D: Clone + 'static>(scope: Scope<'s, Timestamp>) -> VecCollection<'s, Timestamp, D, Diff> {
+    timely::dataflow::operators::generic::operator::empty(scope).as_collection()
+}
+
+/// A collection holding `items` at time 0, contributed by worker 0 only.
+fn constant<'s, D: differential_dataflow::Data>(
+    scope: Scope<'s, Timestamp>,
+    items: Vec<(D, Diff)>,
+    worker_index: usize,
+) -> VecCollection<'s, Timestamp, D, Diff> {
+    let items: Vec<(D, Timestamp, Diff)> =
+        if worker_index == 0 { items.into_iter().map(|(d, r)| (d, 0, r)).collect() } else { Vec::new() };
+    let (_input, coll) = scope.new_collection_from_raw(items);
+    coll
+}
+
+/// Splits a collection of results into rows and errors.
+fn split<'s>(results: VecCollection<'s, Timestamp, Result<Row, EvalError>, Diff>) -> (Coll<'s>, ErrColl<'s>) {
+    let ok = results.clone().flat_map(|r| r.ok());
+    let err = results.flat_map(|r| r.err());
+    (ok, err)
+}
+
+/// Evaluates a list of key expressions on a row into a packed key. A NULL
+/// key component never joins (SQL equality), reported as `Ok(None)`.
+fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalError> {
+    let mut vals = Vec::with_capacity(key.len());
+    for k in key {
+        let d = k.eval(datums)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        vals.push(normalize_key(d));
+    }
+    Ok(Some(Row::from_datums(vals)))
+}
+
+/// Numerics that are equal compare equal as keys (1.0 = 1.00).
+fn normalize_key(d: Datum) -> Datum {
+    match d {
+        Datum::Numeric(n) => Datum::Numeric(n.normalize()),
+        other => other,
+    }
+}
+
+/// Renders `expr` in `scope`, importing arrangements from `traces`.
+/// Descriptions of arrangements it builds are appended to `built`.
+pub fn render<'s>(
+    scope: Scope<'s, Timestamp>,
+    expr: &RelationExpr,
+    traces: &mut BTreeMap<GlobalId, TraceBundle>,
+    worker_index: usize,
+    built: &mut Vec<String>,
+) -> (Coll<'s>, ErrColl<'s>) {
+    match expr {
+        RelationExpr::Constant { rows, .. } => (constant(scope, rows.clone(), worker_index), empty(scope)),
+        RelationExpr::Get { id, name, .. } => match traces.get_mut(id) {
+            Some(bundle) => {
+                let ok = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
+                let err = match bundle.err.as_mut() {
+                    Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
+                    None => empty(scope),
+                };
+                (ok, err)
+            }
+            None => (
+                empty(scope),
+                constant(scope, vec![(EvalError::Internal(format!("relation {name} is not available")), 1)], worker_index),
+            ),
+        },
+        RelationExpr::Map { .. } | RelationExpr::Filter { .. } | RelationExpr::Project { .. } => {
+            // Fuse a stack of Map/Filter/Project into one pass over each row.
+            let mut ops = Vec::new();
+            let mut cur = expr;
+            loop {
+                match cur {
+                    RelationExpr::Map { input, scalars } => {
+                        ops.push(RowOp::Map(scalars.clone()));
+                        cur = input;
+                    }
+                    RelationExpr::Filter { input, predicates } => {
+                        ops.push(RowOp::Filter(predicates.clone()));
+                        cur = input;
+                    }
+                    RelationExpr::Project { input, outputs } => {
+                        ops.push(RowOp::Project(outputs.clone()));
+                        cur = input;
+                    }
+                    _ => break,
+                }
+            }
+            ops.reverse();
+            let (ok, err) = render(scope, cur, traces, worker_index, built);
+            let results = ok.flat_map(move |row| apply_ops(&ops, row));
+            let (ok2, err2) = split(results);
+            (ok2, err.concat(err2))
+        }
+        RelationExpr::Join { inputs, plan, .. } => {
+            let plan = plan.clone().unwrap_or_else(|| default_plan(inputs.len()));
+            render_join(scope, inputs, &plan, traces, worker_index, built)
+        }
+        RelationExpr::Reduce { input, group_key, aggregates } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push(format!("reduce input by group key {group_key:?}"));
+            render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index)
+        }
+        RelationExpr::TopK { input, group_key, order, limit, offset } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push(format!("top-k input by group key {group_key:?}"));
+            let key = group_key.clone();
+            let order = order.clone();
+            let (limit, offset) = (*limit, *offset);
+            let out = ok
+                .map(move |row| (row.project(&key), row))
+                .reduce(move |_k, vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+                    top_k(vals, &order, limit, offset, out)
+                })
+                .map(|(_k, row)| row);
+            (out, err)
+        }
+        RelationExpr::Distinct { input } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push("distinct input by row".into());
+            let out = ok.threshold(|_row, r: &Diff| if *r > 0 { 1 } else { 0 });
+            (out, err)
+        }
+        RelationExpr::Union { inputs } => {
+            let mut oks = Vec::new();
+            let mut errs = Vec::new();
+            for i in inputs {
+                let (ok, err) = render(scope, i, traces, worker_index, built);
+                oks.push(ok);
+                errs.push(err);
+            }
+            let ok = differential_dataflow::collection::concatenate(scope, oks);
+            let err = differential_dataflow::collection::concatenate(scope, errs);
+            (ok, err)
+        }
+        RelationExpr::Negate { input } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            (ok.negate(), err)
+        }
+    }
+}
+
+enum RowOp {
+    Map(Vec<ScalarExpr>),
+    Filter(Vec<ScalarExpr>),
+    Project(Vec<usize>),
+}
+
+fn apply_ops(ops: &[RowOp], row: Row) -> Option<Result<Row, EvalError>> {
+    let mut datums = row.unpack();
+    for op in ops {
+        match op {
+            RowOp::Map(scalars) => {
+                for s in scalars {
+                    match s.eval(&datums) {
+                        Ok(d) => datums.push(d),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+            }
+            RowOp::Filter(preds) => {
+                for p in preds {
+                    match p.eval_predicate(&datums) {
+                        Ok(true) => {}
+                        Ok(false) => return None,
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+            }
+            RowOp::Project(outputs) => {
+                datums = outputs.iter().map(|c| datums[*c].clone()).collect();
+            }
+        }
+    }
+    Some(Ok(Row::from_datums(datums)))
+}
+
+fn default_plan(n: usize) -> JoinPlan {
+    JoinPlan {
+        start: 0,
+        steps: (1..n)
+            .map(|i| crate::expr::JoinStep { input: i, stream_key: vec![], lookup_key: vec![], index: None })
+            .collect(),
+    }
+}
+
+fn render_join<'s>(
+    scope: Scope<'s, Timestamp>,
+    inputs: &[RelationExpr],
+    plan: &JoinPlan,
+    traces: &mut BTreeMap<GlobalId, TraceBundle>,
+    worker_index: usize,
+    built: &mut Vec<String>,
+) -> (Coll<'s>, ErrColl<'s>) {
+    let (mut acc, mut errs) = render(scope, &inputs[plan.start], traces, worker_index, built);
+    let mut order = vec![plan.start];
+    for step in &plan.steps {
+        // The stream side: the rows joined so far, keyed by `stream_key`.
+        let stream_key = step.stream_key.clone();
+        let keyed = acc.flat_map(move |row| {
+            let datums = row.unpack();
+            match eval_key(&stream_key, &datums) {
+                Ok(Some(k)) => Some(Ok((k, row))),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            }
+        });
+        let stream_ok = keyed.clone().flat_map(|r| r.ok());
+        errs = errs.concat(keyed.flat_map(|r| r.err()));
+        built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
+        let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
+
+        // The lookup side: an imported index, or the input arranged here.
+        let imported = step.index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope));
+        let lookup_arr = match imported {
+            Some(arr) => arr,
+            None => {
+                let (ok, err) = render(scope, &inputs[step.input], traces, worker_index, built);
+                errs = errs.concat(err);
+                let lookup_key = step.lookup_key.clone();
+                let keyed = ok.flat_map(move |row| {
+                    let datums = row.unpack();
+                    match eval_key(&lookup_key, &datums) {
+                        Ok(Some(k)) => Some(Ok((k, row))),
+                        Ok(None) => None,
+                        Err(e) => Some(Err(e)),
+                    }
+                });
+                errs = errs.concat(keyed.clone().flat_map(|r| r.err()));
+                built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
+                keyed.flat_map(|r| r.ok()).arrange_by_key_named("JoinLookup")
+            }
+        };
+        acc = stream_arr.join_core(lookup_arr, |_k: &Row, a: &Row, b: &Row| Some(a.concat(b)));
+        order.push(step.input);
+    }
+    // Restore the inputs' original column order.
+    let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
+    let mut offsets = vec![0; inputs.len()];
+    let mut pos = 0;
+    for &i in &order {
+        offsets[i] = pos;
+        pos += arities[i];
+    }
+    let identity = order.windows(2).all(|w| w[0] < w[1]);
+    if !identity {
+        let permutation: Vec<usize> =
+            (0..inputs.len()).flat_map(|i| (0..arities[i]).map(move |c| (i, c))).map(|(i, c)| offsets[i] + c).collect();
+        acc = acc.map(move |row| row.project(&permutation));
+    }
+    (acc, errs)
+}
+
+fn fmt_key(key: &[ScalarExpr]) -> String {
+    let parts: Vec<String> = key.iter().map(|k| k.to_string()).collect();
+    format!("({})", parts.join(", "))
+}
+
+fn render_reduce<'s>(
+    scope: Scope<'s, Timestamp>,
+    ok: Coll<'s>,
+    err: ErrColl<'s>,
+    group_key: Vec<usize>,
+    aggregates: Vec<AggregateExpr>,
+    worker_index: usize,
+) -> (Coll<'s>, ErrColl<'s>) {
+    let aggs = aggregates.clone();
+    let key = group_key.clone();
+    // (group key, aggregate inputs) per row; evaluation errors split off.
+    let prepared = ok.map(move |row| {
+        let datums = row.unpack();
+        let key_row = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
+        let mut vals = Vec::with_capacity(aggs.len());
+        for a in &aggs {
+            match a.expr.eval(&datums) {
+                Ok(d) => vals.push(d),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((key_row, Row::from_datums(vals)))
+    });
+    let err = err.concat(prepared.clone().flat_map(|r| r.err()));
+    let aggs = aggregates.clone();
+    let reduced = prepared.flat_map(|r| r.ok()).reduce(
+        move |_key: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
+            let unpacked: Vec<(Vec<Datum>, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *d)).collect();
+            let mut results = Vec::with_capacity(aggs.len());
+            for (i, a) in aggs.iter().enumerate() {
+                match a.func.eval(unpacked.iter().map(|(ds, d)| (&ds[i], *d)), a.distinct) {
+                    Ok(d) => results.push(d),
+                    Err(e) => {
+                        out.push((Err(e), 1));
+                        return;
+                    }
+                }
+            }
+            out.push((Ok(Row::from_datums(results)), 1));
+        },
+    );
+    let ok_rows = reduced.clone().flat_map(|(k, r)| r.ok().map(|vals| k.concat(&vals)));
+    let err = err.concat(reduced.flat_map(|(_k, r)| r.err()));
+    if !group_key.is_empty() {
+        return (ok_rows, err);
+    }
+    // A global aggregate has one row even over empty input: add the
+    // default row and retract it whenever a computed row exists.
+    let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
+    let d2 = default.clone();
+    let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
+    let defaults = constant(scope, vec![(default, 1)], worker_index);
+    (ok_rows.concat(defaults).concat(retract), err)
+}
+
+fn top_k(vals: &[(&Row, Diff)], order: &[ColumnOrder], limit: Option<usize>, offset: usize, out: &mut Vec<(Row, Diff)>) {
+    let mut rows: Vec<(Vec<Datum>, &Row, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *r, *d)).collect();
+    rows.sort_by(|a, b| compare_rows(&a.0, &b.0, order));
+    let mut skip = offset as i64;
+    let mut remaining = limit.map(|l| l as i64).unwrap_or(i64::MAX);
+    for (_, row, d) in rows {
+        let mut n = d;
+        if skip > 0 {
+            let s = skip.min(n);
+            skip -= s;
+            n -= s;
+        }
+        let take = n.min(remaining);
+        if take > 0 {
+            out.push((row.clone(), take));
+            remaining -= take;
+        }
+        if remaining == 0 {
+            break;
+        }
+    }
+}
+
+/// Arranges the rows and errors of a maintained collection for export.
+pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBundle> {
+    let ok = ok.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("export {name}"));
+    let err = err.arrange_by_self_named(&format!("errors {name}"));
+    Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
+}
+
+/// Arranges the relation `on` by `key` for an index.
+pub fn export_index(
+    scope: Scope<'_, Timestamp>,
+    traces: &mut BTreeMap<GlobalId, TraceBundle>,
+    on: GlobalId,
+    key: Vec<usize>,
+    name: &str,
+) -> Option<TraceBundle> {
+    let bundle = traces.get_mut(&on)?;
+    let rows = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
+    let arranged = rows
+        .map(move |row| {
+            let datums = row.unpack();
+            let k = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
+            (k, row)
+        })
+        .arrange_by_key_named(&format!("index {name}"));
+    Some(TraceBundle { ok: arranged.trace, err: bundle.err.clone(), index_of: None })
+}

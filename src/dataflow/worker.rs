@@ -1,0 +1,308 @@
+//! One timely worker: its inputs, its registry of shared arrangements
+//! (trace handles by catalog id), pending peeks, and the command loop.
+
+use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
+use crate::dataflow::{ArrangementInfo, Command, DataflowDesc, Export, PeekResult};
+use crate::expr::RelationExpr;
+use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::trace::cursor::Cursor;
+use differential_dataflow::trace::TraceReader;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use timely::progress::frontier::{Antichain, AntichainRef};
+use timely::worker::Worker;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The state of one worker.
+pub struct WorkerState {
+    pub index: usize,
+    pub peers: usize,
+    /// Input sessions of tables.
+    inputs: BTreeMap<GlobalId, InputSession<Timestamp, Row, Diff>>,
+    /// Shared arrangements by the id of the item that exports them.
+    pub traces: BTreeMap<GlobalId, TraceBundle>,
+    /// Timely dataflow index of each item's dataflow, for dropping it.
+    dataflows: BTreeMap<GlobalId, usize>,
+    /// Arrangements each item's dataflow built (for introspection).
+    pub built: BTreeMap<GlobalId, Vec<String>>,
+    /// Reads waiting for their arrangements to pass their time.
+    peeks: Vec<PendingPeek>,
+    /// Every input is at this time (all earlier times are complete).
+    input_time: Timestamp,
+    /// Times before this are compacted.
+    since: Timestamp,
+}
+
+struct PendingPeek {
+    ok: RowTrace,
+    err: Option<ErrTrace>,
+    time: Timestamp,
+    reply: UnboundedSender<PeekResult>,
+    /// The transient dataflow to drop once answered.
+    drop_dataflow: Option<usize>,
+}
+
+pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
+    let mut state = WorkerState {
+        index: worker.index(),
+        peers: worker.peers(),
+        inputs: BTreeMap::new(),
+        traces: BTreeMap::new(),
+        dataflows: BTreeMap::new(),
+        built: BTreeMap::new(),
+        peeks: Vec::new(),
+        input_time: 0,
+        since: 0,
+    };
+    loop {
+        loop {
+            match rx.try_recv() {
+                Ok(Command::Shutdown) | Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    shutdown(worker, &mut state);
+                    return;
+                }
+                Ok(cmd) => handle(worker, &mut state, cmd),
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+            }
+        }
+        let park = if state.peeks.is_empty() { Duration::from_millis(50) } else { Duration::from_millis(1) };
+        worker.step_or_park(Some(park));
+        serve_peeks(worker, &mut state);
+    }
+}
+
+fn shutdown(worker: &mut Worker, state: &mut WorkerState) {
+    state.inputs.clear();
+    state.traces.clear();
+    state.peeks.clear();
+    for (_, df) in std::mem::take(&mut state.dataflows) {
+        worker.drop_dataflow(df);
+    }
+}
+
+fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
+    match cmd {
+        Command::CreateTable { id, name } => {
+            let df = worker.next_dataflow_index();
+            let (mut input, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
+                let (input, rows) = scope.new_collection::<Row, Diff>();
+                let arranged = rows.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("table {name}"));
+                (input, arranged.trace)
+            });
+            input.advance_to(state.input_time);
+            input.flush();
+            let mut bundle = TraceBundle { ok: trace, err: None, index_of: None };
+            compact(&mut bundle, state.since);
+            state.inputs.insert(id, input);
+            state.traces.insert(id, bundle);
+            state.dataflows.insert(id, df);
+            state.built.insert(id, vec![format!("table {name} (by row)")]);
+        }
+        Command::Advance { time, updates } => {
+            for (id, rows) in updates.iter() {
+                if let Some(input) = state.inputs.get_mut(id) {
+                    if *input.time() < time {
+                        input.advance_to(time);
+                    }
+                    for (i, (row, diff)) in rows.iter().enumerate() {
+                        if i % state.peers == state.index {
+                            input.update(row.clone(), *diff);
+                        }
+                    }
+                }
+            }
+            let next = time + 1;
+            if next > state.input_time {
+                state.input_time = next;
+            }
+            for input in state.inputs.values_mut() {
+                if *input.time() < state.input_time {
+                    input.advance_to(state.input_time);
+                }
+                input.flush();
+            }
+        }
+        Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
+        Command::Drop { id } => {
+            state.inputs.remove(&id);
+            state.traces.remove(&id);
+            state.built.remove(&id);
+            if let Some(df) = state.dataflows.remove(&id) {
+                worker.drop_dataflow(df);
+            }
+        }
+        Command::Peek { id, time, reply } => match state.traces.get(&id) {
+            Some(bundle) => state.peeks.push(PendingPeek {
+                ok: bundle.ok.clone(),
+                err: bundle.err.clone(),
+                time,
+                reply,
+                drop_dataflow: None,
+            }),
+            None => {
+                let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
+            }
+        },
+        Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
+        Command::AllowCompaction { time } => {
+            state.since = state.since.max(time);
+            let since = state.since;
+            for bundle in state.traces.values_mut() {
+                compact(bundle, since);
+            }
+        }
+        Command::ListArrangements { reply } => {
+            let mut out = Vec::new();
+            for (owner, descs) in &state.built {
+                let records = state.traces.get(owner).map(|b| trace_len(&b.ok)).unwrap_or(0);
+                for (i, d) in descs.iter().enumerate() {
+                    out.push(ArrangementInfo {
+                        owner: *owner,
+                        description: d.clone(),
+                        // Record counts are reported for the exported arrangement.
+                        records: if i + 1 == descs.len() { records } else { 0 },
+                    });
+                }
+            }
+            let _ = reply.send(out);
+        }
+        Command::Shutdown => {}
+    }
+}
+
+fn compact(bundle: &mut TraceBundle, since: Timestamp) {
+    let frontier = [since];
+    bundle.ok.set_logical_compaction(AntichainRef::new(&frontier));
+    bundle.ok.set_physical_compaction(AntichainRef::new(&frontier));
+    if let Some(err) = bundle.err.as_mut() {
+        err.set_logical_compaction(AntichainRef::new(&frontier));
+        err.set_physical_compaction(AntichainRef::new(&frontier));
+    }
+}
+
+fn trace_len(trace: &RowTrace) -> usize {
+    let mut n = 0;
+    trace.map_batches(|b| n += differential_dataflow::trace::BatchReader::len(b));
+    n
+}
+
+fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &DataflowDesc) {
+    let df = worker.next_dataflow_index();
+    let mut built = Vec::new();
+    let bundle = {
+        let traces = &mut state.traces;
+        let index = state.index;
+        worker.dataflow_named(&desc.name, |scope| match &desc.export {
+            Export::MaterializedView => {
+                let (ok, err) = render::render(scope, &desc.plan, traces, index, &mut built);
+                built.push(format!("materialized view {} (by row)", desc.name));
+                render::export_rows(ok, err, &desc.name)
+            }
+            Export::Index { on, key } => {
+                built.push(format!("index {} (by {:?})", desc.name, key));
+                render::export_index(scope, traces, *on, key.clone(), &desc.name)
+            }
+        })
+    };
+    if let Some(mut bundle) = bundle {
+        if let Export::Index { on, key } = &desc.export {
+            bundle.index_of = Some((*on, key.clone()));
+        }
+        compact(&mut bundle, state.since);
+        state.traces.insert(desc.id, bundle);
+    }
+    state.dataflows.insert(desc.id, df);
+    state.built.insert(desc.id, built);
+}
+
+fn query(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, time: Timestamp, reply: UnboundedSender<PeekResult>) {
+    let df = worker.next_dataflow_index();
+    let mut built = Vec::new();
+    let bundle = {
+        let traces = &mut state.traces;
+        let index = state.index;
+        worker.dataflow_named("query", |scope| {
+            let (ok, err) = render::render(scope, plan, traces, index, &mut built);
+            render::export_rows(ok, err, "query")
+        })
+    };
+    match bundle {
+        Some(bundle) => state.peeks.push(PendingPeek { ok: bundle.ok, err: bundle.err, time, reply, drop_dataflow: Some(df) }),
+        None => {
+            worker.drop_dataflow(df);
+            let _ = reply.send(Err(EvalError::Internal("query dataflow could not be built".into())));
+        }
+    }
+}
+
+fn complete_through(trace: &mut impl TraceReader<Time = Timestamp>, time: Timestamp) -> bool {
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    !upper.less_equal(&time)
+}
+
+fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
+    let mut i = 0;
+    while i < state.peeks.len() {
+        let peek = &mut state.peeks[i];
+        let ready = complete_through(&mut peek.ok, peek.time)
+            && peek.err.as_mut().map(|e| complete_through(e, peek.time)).unwrap_or(true);
+        if !ready {
+            i += 1;
+            continue;
+        }
+        let mut peek = state.peeks.swap_remove(i);
+        let result = read_errors(peek.err.as_mut(), peek.time).and_then(|_| Ok(read_rows(&mut peek.ok, peek.time)));
+        let _ = peek.reply.send(result);
+        if let Some(df) = peek.drop_dataflow {
+            drop(peek);
+            worker.drop_dataflow(df);
+        }
+    }
+}
+
+/// Contents of a row arrangement (rows are keys) at `time`.
+fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
+    let mut out = Vec::new();
+    let (mut cursor, storage) = trace.cursor();
+    while cursor.key_valid(&storage) {
+        while cursor.val_valid(&storage) {
+            let mut count: Diff = 0;
+            cursor.map_times(&storage, |t, r| {
+                if *t <= time {
+                    count += *r;
+                }
+            });
+            if count != 0 {
+                out.push((cursor.key(&storage).clone(), count));
+            }
+            cursor.step_val(&storage);
+        }
+        cursor.step_key(&storage);
+    }
+    out
+}
+
+/// The first error of an error arrangement at `time`, if any.
+fn read_errors(trace: Option<&mut ErrTrace>, time: Timestamp) -> Result<(), EvalError> {
+    let Some(trace) = trace else { return Ok(()) };
+    let (mut cursor, storage) = trace.cursor();
+    while cursor.key_valid(&storage) {
+        while cursor.val_valid(&storage) {
+            let mut count: Diff = 0;
+            cursor.map_times(&storage, |t, r| {
+                if *t <= time {
+                    count += *r;
+                }
+            });
+            if count > 0 {
+                return Err(cursor.key(&storage).clone());
+            }
+            cursor.step_val(&storage);
+        }
+        cursor.step_key(&storage);
+    }
+    Ok(())
+}
+

@@ -1,0 +1,385 @@
+//! MIR: the relational algebra that the planner optimizes and the dataflow
+//! layer renders. Every operator maps onto differential dataflow operators;
+//! the ones that need an arrangement (Join, Reduce, TopK, Distinct) say so
+//! in `explain`.
+
+use crate::expr::agg::AggregateExpr;
+use crate::expr::func::{BinaryFunc, UnaryFunc, VariadicFunc};
+use crate::expr::scalar::ScalarExpr;
+use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
+use std::fmt::Write;
+
+/// One column of an ordering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnOrder {
+    pub column: usize,
+    pub desc: bool,
+    pub nulls_last: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RelationExpr {
+    /// Literal rows.
+    Constant { rows: Vec<(Row, Diff)>, types: Vec<ColumnType> },
+    /// A table or materialized view, read through its arrangement.
+    Get { id: GlobalId, name: String, types: Vec<ColumnType> },
+    /// Appends the values of `scalars` as new columns; each may refer to
+    /// columns appended before it.
+    Map { input: Box<RelationExpr>, scalars: Vec<ScalarExpr> },
+    /// Keeps rows for which every predicate is TRUE.
+    Filter { input: Box<RelationExpr>, predicates: Vec<ScalarExpr> },
+    /// Keeps (and reorders, or repeats) the given columns.
+    Project { input: Box<RelationExpr>, outputs: Vec<usize> },
+    /// The product of the inputs restricted to rows where the expressions of
+    /// each equivalence class (over the concatenated columns) are equal.
+    Join {
+        inputs: Vec<RelationExpr>,
+        equivalences: Vec<Vec<ScalarExpr>>,
+        /// Chosen by the planner; `None` until then.
+        plan: Option<JoinPlan>,
+    },
+    /// Groups by `group_key` columns; output is the key columns followed by
+    /// one column per aggregate.
+    Reduce { input: Box<RelationExpr>, group_key: Vec<usize>, aggregates: Vec<AggregateExpr> },
+    /// Per group, the rows at positions `offset..offset+limit` in `order`.
+    TopK {
+        input: Box<RelationExpr>,
+        group_key: Vec<usize>,
+        order: Vec<ColumnOrder>,
+        limit: Option<usize>,
+        offset: usize,
+    },
+    /// Removes duplicate rows.
+    Distinct { input: Box<RelationExpr> },
+    /// The multiset sum of the inputs.
+    Union { inputs: Vec<RelationExpr> },
+    /// Negates multiplicities.
+    Negate { input: Box<RelationExpr> },
+}
+
+/// How a join is evaluated: a chain of binary joins in `order`, each step
+/// looking up the next input by key in an arrangement, either one the step
+/// builds or an existing index that it imports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinPlan {
+    /// Input that starts the chain.
+    pub start: usize,
+    pub steps: Vec<JoinStep>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinStep {
+    /// The input joined at this step.
+    pub input: usize,
+    /// Key over the accumulated columns (inputs joined so far, in order).
+    pub stream_key: Vec<ScalarExpr>,
+    /// Key over the input's own columns.
+    pub lookup_key: Vec<ScalarExpr>,
+    /// An existing index on the input (a table or materialized view) whose
+    /// key is `lookup_key`: the step imports its arrangement.
+    pub index: Option<IndexRef>,
+}
+
+/// A reference to an index that a plan imports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexRef {
+    pub id: GlobalId,
+    pub name: String,
+    pub on_name: String,
+    pub key: Vec<usize>,
+}
+
+impl RelationExpr {
+    pub fn arity(&self) -> usize {
+        self.typ().len()
+    }
+
+    /// Column types of the output.
+    pub fn typ(&self) -> Vec<ColumnType> {
+        match self {
+            RelationExpr::Constant { types, .. } | RelationExpr::Get { types, .. } => types.clone(),
+            RelationExpr::Map { input, scalars } => {
+                let mut t = input.typ();
+                for s in scalars {
+                    let ty = scalar_type(s, &t);
+                    t.push(ty);
+                }
+                t
+            }
+            RelationExpr::Filter { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Negate { input } => input.typ(),
+            RelationExpr::Project { input, outputs } => {
+                let t = input.typ();
+                outputs.iter().map(|c| t[*c].clone()).collect()
+            }
+            RelationExpr::Join { inputs, .. } => inputs.iter().flat_map(|i| i.typ()).collect(),
+            RelationExpr::Reduce { input, group_key, aggregates } => {
+                let t = input.typ();
+                let mut out: Vec<ColumnType> = group_key.iter().map(|c| t[*c].clone()).collect();
+                for a in aggregates {
+                    let in_ty = scalar_type(&a.expr, &t);
+                    out.push(ColumnType::new(a.func.output_type(&in_ty.scalar), a.func.nullable()));
+                }
+                out
+            }
+            RelationExpr::Union { inputs } => {
+                let mut t = inputs.first().map(|i| i.typ()).unwrap_or_default();
+                for i in inputs.iter().skip(1) {
+                    for (a, b) in t.iter_mut().zip(i.typ()) {
+                        a.nullable |= b.nullable;
+                    }
+                }
+                t
+            }
+        }
+    }
+
+    /// Children, for generic traversals.
+    pub fn children(&self) -> Vec<&RelationExpr> {
+        match self {
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Map { input, .. }
+            | RelationExpr::Filter { input, .. }
+            | RelationExpr::Project { input, .. }
+            | RelationExpr::Reduce { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Negate { input } => vec![input],
+            RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// Ids of every `Get` in the expression.
+    pub fn depends_on(&self) -> Vec<GlobalId> {
+        let mut out = Vec::new();
+        self.collect_gets(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn collect_gets(&self, out: &mut Vec<GlobalId>) {
+        if let RelationExpr::Get { id, .. } = self {
+            out.push(*id);
+        }
+        for c in self.children() {
+            c.collect_gets(out);
+        }
+    }
+
+    /// Indexes that the expression's join plans import.
+    pub fn imported_indexes(&self) -> Vec<IndexRef> {
+        let mut out = Vec::new();
+        self.collect_indexes(&mut out);
+        out
+    }
+
+    fn collect_indexes(&self, out: &mut Vec<IndexRef>) {
+        if let RelationExpr::Join { plan: Some(plan), .. } = self {
+            out.extend(plan.steps.iter().filter_map(|s| s.index.clone()));
+        }
+        for c in self.children() {
+            c.collect_indexes(out);
+        }
+    }
+
+    /// Human-readable plan, one operator per line, with the arrangements
+    /// each operator imports or builds.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        self.explain_into(&mut out, 0);
+        out
+    }
+
+    fn explain_into(&self, out: &mut String, depth: usize) {
+        let pad = "  ".repeat(depth);
+        let list = |v: &[ScalarExpr]| v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
+        match self {
+            RelationExpr::Constant { rows, .. } => {
+                let _ = writeln!(out, "{pad}Constant ({} rows)", rows.len());
+            }
+            RelationExpr::Get { name, .. } => {
+                let _ = writeln!(out, "{pad}Get {name}  [imports arrangement of {name}]");
+            }
+            RelationExpr::Map { input, scalars } => {
+                let _ = writeln!(out, "{pad}Map ({})", list(scalars));
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Filter { input, predicates } => {
+                let _ = writeln!(out, "{pad}Filter ({})", list(predicates));
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Project { input, outputs } => {
+                let cols: Vec<String> = outputs.iter().map(|c| format!("#{c}")).collect();
+                let _ = writeln!(out, "{pad}Project ({})", cols.join(", "));
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Join { inputs, equivalences, plan } => {
+                let eqs: Vec<String> = equivalences.iter().map(|c| format!("[{}]", list(c))).collect();
+                let _ = writeln!(out, "{pad}Join on ({})", eqs.join(", "));
+                if let Some(plan) = plan {
+                    let _ = writeln!(out, "{pad}  starting from input {}", plan.start);
+                    for s in &plan.steps {
+                        match &s.index {
+                            Some(ix) => {
+                                let _ = writeln!(
+                                    out,
+                                    "{pad}  lookup input {} by ({}) [imports index {} on {}]; arranges stream by ({})",
+                                    s.input,
+                                    list(&s.lookup_key),
+                                    ix.name,
+                                    ix.on_name,
+                                    list(&s.stream_key)
+                                );
+                            }
+                            None => {
+                                let _ = writeln!(
+                                    out,
+                                    "{pad}  lookup input {} by ({}) [arranges input by ({})]; arranges stream by ({})",
+                                    s.input,
+                                    list(&s.lookup_key),
+                                    list(&s.lookup_key),
+                                    list(&s.stream_key)
+                                );
+                            }
+                        }
+                    }
+                }
+                for i in inputs {
+                    i.explain_into(out, depth + 1);
+                }
+            }
+            RelationExpr::Reduce { input, group_key, aggregates } => {
+                let keys: Vec<String> = group_key.iter().map(|c| format!("#{c}")).collect();
+                let aggs: Vec<String> = aggregates.iter().map(|a| a.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}Reduce group=({}) aggregates=({})  [arranges input by group key]",
+                    keys.join(", "),
+                    aggs.join(", ")
+                );
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::TopK { input, group_key, order, limit, offset } => {
+                let keys: Vec<String> = group_key.iter().map(|c| format!("#{c}")).collect();
+                let ord: Vec<String> = order
+                    .iter()
+                    .map(|o| format!("#{}{}", o.column, if o.desc { " desc" } else { "" }))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}TopK group=({}) order=({}) limit={} offset={}  [arranges input by group key]",
+                    keys.join(", "),
+                    ord.join(", "),
+                    limit.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
+                    offset
+                );
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Distinct { input } => {
+                let _ = writeln!(out, "{pad}Distinct  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Union { inputs } => {
+                let _ = writeln!(out, "{pad}Union");
+                for i in inputs {
+                    i.explain_into(out, depth + 1);
+                }
+            }
+            RelationExpr::Negate { input } => {
+                let _ = writeln!(out, "{pad}Negate");
+                input.explain_into(out, depth + 1);
+            }
+        }
+    }
+}
+
+/// The type of a scalar expression over input columns of `input` types.
+pub fn scalar_type(e: &ScalarExpr, input: &[ColumnType]) -> ColumnType {
+    match e {
+        ScalarExpr::Column(c) => input.get(*c).cloned().unwrap_or(ColumnType::new(ScalarType::Text, true)),
+        ScalarExpr::Literal(d, t) => ColumnType::new(t.clone(), d.is_null()),
+        ScalarExpr::Error(_) => ColumnType::new(ScalarType::Bool, true),
+        ScalarExpr::CallUnary { func, expr } => {
+            let t = scalar_type(expr, input);
+            match func {
+                UnaryFunc::IsNull
+                | UnaryFunc::IsNotNull
+                | UnaryFunc::IsTrue
+                | UnaryFunc::IsFalse
+                | UnaryFunc::IsNotTrue
+                | UnaryFunc::IsNotFalse => ColumnType::new(ScalarType::Bool, false),
+                UnaryFunc::Not => ColumnType::new(ScalarType::Bool, t.nullable),
+                UnaryFunc::Neg | UnaryFunc::Abs => t,
+                UnaryFunc::Cast { to, .. } => ColumnType::new(to.clone(), t.nullable),
+                UnaryFunc::Upper | UnaryFunc::Lower => ColumnType::new(ScalarType::Text, t.nullable),
+                UnaryFunc::Length => ColumnType::new(ScalarType::Int32, t.nullable),
+            }
+        }
+        ScalarExpr::CallBinary { func, left, right } => {
+            let l = scalar_type(left, input);
+            let r = scalar_type(right, input);
+            let nullable = l.nullable || r.nullable;
+            let scalar = match func {
+                f if f.is_comparison() => ScalarType::Bool,
+                BinaryFunc::Concat => ScalarType::Text,
+                BinaryFunc::RoundScale => ScalarType::Numeric { precision: None, scale: None },
+                BinaryFunc::Sub if l.scalar == ScalarType::Date && r.scalar == ScalarType::Date => ScalarType::Int32,
+                _ => match (&l.scalar, &r.scalar) {
+                    (ScalarType::Numeric { .. }, ScalarType::Numeric { .. }) => {
+                        ScalarType::Numeric { precision: None, scale: None }
+                    }
+                    (a, _) => a.clone(),
+                },
+            };
+            let nullable = if *func == BinaryFunc::IsDistinctFrom { false } else { nullable };
+            ColumnType::new(scalar, nullable)
+        }
+        ScalarExpr::CallVariadic { func, exprs } => {
+            let ts: Vec<ColumnType> = exprs.iter().map(|x| scalar_type(x, input)).collect();
+            match func {
+                VariadicFunc::And | VariadicFunc::Or => {
+                    ColumnType::new(ScalarType::Bool, ts.iter().any(|t| t.nullable))
+                }
+                VariadicFunc::Coalesce => ColumnType::new(
+                    ts.first().map(|t| t.scalar.clone()).unwrap_or(ScalarType::Text),
+                    ts.iter().all(|t| t.nullable),
+                ),
+                VariadicFunc::Greatest | VariadicFunc::Least => ColumnType::new(
+                    ts.first().map(|t| t.scalar.clone()).unwrap_or(ScalarType::Text),
+                    ts.iter().all(|t| t.nullable),
+                ),
+            }
+        }
+        ScalarExpr::If { then, els, .. } => {
+            let t = scalar_type(then, input);
+            let e = scalar_type(els, input);
+            ColumnType::new(t.scalar, t.nullable || e.nullable)
+        }
+    }
+}
+
+/// Orders rows by `order` with Postgres semantics (NULLS LAST ascending,
+/// NULLS FIRST descending unless specified).
+pub fn compare_rows(a: &[Datum], b: &[Datum], order: &[ColumnOrder]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for o in order {
+        let (x, y) = (&a[o.column], &b[o.column]);
+        let c = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if o.nulls_last { Ordering::Greater } else { Ordering::Less },
+            (false, true) => if o.nulls_last { Ordering::Less } else { Ordering::Greater },
+            _ => {
+                let c = x.sql_cmp(y);
+                if o.desc { c.reverse() } else { c }
+            }
+        };
+        if c != Ordering::Equal {
+            return c;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+

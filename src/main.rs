@@ -1,0 +1,132 @@
+//! The `ripple` server binary: parses the command line, sets up logging,
+//! opens the coordinator on the data directory and serves the Postgres wire
+//! protocol until interrupted (SIGINT/SIGTERM).
+//!
+//! Must not know SQL semantics or dataflow: it only wires `coord` to
+//! `server`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use ripple::coord::{CoordConfig, Coordinator};
+use tracing_subscriber::EnvFilter;
+
+/// A Postgres-compatible database that keeps SQL views up to date
+/// incrementally.
+#[derive(Parser, Debug)]
+#[command(name = "ripple", version, about)]
+struct Args {
+    /// Address to accept Postgres connections on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6875")]
+    listen: String,
+
+    /// Directory holding the catalog and table data (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "./ripple-data")]
+    data_dir: PathBuf,
+
+    /// Number of dataflow worker threads.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: u32,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ripple: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = match runtime.block_on(run(args)) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("ripple: {message}");
+            1
+        }
+    };
+    // Exit without waiting for worker or blocking threads to wind down.
+    std::process::exit(code);
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let workers = args.workers as usize;
+    let config = CoordConfig {
+        data_dir: args.data_dir.clone(),
+        workers,
+    };
+    let coord = Coordinator::open(config).await.map_err(|e| {
+        format!(
+            "could not open data directory {}: {e}",
+            args.data_dir.display()
+        )
+    })?;
+
+    let listener = ripple::server::bind(args.listen.as_str())
+        .await
+        .map_err(|e| format!("could not listen on {}: {e}", args.listen))?;
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| args.listen.clone());
+    eprintln!(
+        "ripple listening on {local} (data dir {}, {workers} worker{})",
+        args.data_dir.display(),
+        if workers == 1 { "" } else { "s" }
+    );
+
+    tokio::select! {
+        result = ripple::server::serve_listener(listener, coord) => {
+            result.map_err(|e| format!("server failed: {e}"))
+        }
+        signal = shutdown_signal() => {
+            tracing::info!("received {signal}, shutting down");
+            Ok(())
+        }
+    }
+}
+
+/// Resolves on SIGINT (ctrl-c) or SIGTERM, naming the signal.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        ctrl_c().await;
+        "ctrl-c"
+    }
+}
+
+/// Resolves on ctrl-c; never, if the handler cannot be installed.
+async fn ctrl_c() {
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!(error = %e, "cannot listen for ctrl-c");
+        std::future::pending::<()>().await
+    }
+}

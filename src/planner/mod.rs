@@ -1,0 +1,410 @@
+//! The optimizer: pure functions from MIR to MIR.
+//!
+//! Passes: flatten nested joins, turn predicates above a join into
+//! equivalence classes (join keys), push single-input predicates into the
+//! join's inputs, and plan each join as a chain of lookups, choosing
+//! existing indexes (shared arrangements) where their key matches.
+//!
+//! Must not: do I/O or read the catalog other than through `IndexCatalog`.
+
+use crate::expr::relation::IndexRef;
+use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr};
+use crate::repr::GlobalId;
+
+/// The indexes the planner may use.
+pub trait IndexCatalog {
+    /// Indexes on the table or materialized view `id`.
+    fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef>;
+}
+
+/// An index catalog with no indexes (for tests and plans without imports).
+pub struct NoIndexes;
+
+impl IndexCatalog for NoIndexes {
+    fn indexes_on(&self, _id: GlobalId) -> Vec<IndexRef> {
+        vec![]
+    }
+}
+
+/// Optimizes an expression.
+pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
+    let expr = fuse_filters(expr);
+    plan_joins(expr, indexes)
+}
+
+/// Merges stacked filters and moves filters above joins into the joins'
+/// equivalences and inputs.
+fn fuse_filters(expr: RelationExpr) -> RelationExpr {
+    let expr = map_children(expr, fuse_filters);
+    match expr {
+        RelationExpr::Filter { input, predicates } => {
+            let predicates: Vec<ScalarExpr> = predicates.into_iter().flat_map(|p| p.into_conjuncts()).collect();
+            match *input {
+                RelationExpr::Filter { input: inner, predicates: mut more } => {
+                    more.extend(predicates);
+                    fuse_filters(RelationExpr::Filter { input: inner, predicates: more })
+                }
+                RelationExpr::Join { inputs, equivalences, plan: None } => push_into_join(inputs, equivalences, predicates),
+                other => RelationExpr::Filter { input: Box::new(other), predicates },
+            }
+        }
+        RelationExpr::Join { inputs, equivalences, plan: None } => push_into_join(inputs, equivalences, vec![]),
+        other => other,
+    }
+}
+
+fn map_children(expr: RelationExpr, f: fn(RelationExpr) -> RelationExpr) -> RelationExpr {
+    use RelationExpr::*;
+    match expr {
+        Map { input, scalars } => Map { input: Box::new(f(*input)), scalars },
+        Filter { input, predicates } => Filter { input: Box::new(f(*input)), predicates },
+        Project { input, outputs } => Project { input: Box::new(f(*input)), outputs },
+        Join { inputs, equivalences, plan } => Join { inputs: inputs.into_iter().map(f).collect(), equivalences, plan },
+        Reduce { input, group_key, aggregates } => Reduce { input: Box::new(f(*input)), group_key, aggregates },
+        TopK { input, group_key, order, limit, offset } => TopK { input: Box::new(f(*input)), group_key, order, limit, offset },
+        Distinct { input } => Distinct { input: Box::new(f(*input)) },
+        Union { inputs } => Union { inputs: inputs.into_iter().map(f).collect() },
+        Negate { input } => Negate { input: Box::new(f(*input)) },
+        leaf => leaf,
+    }
+}
+
+/// Input index and local column for each global column of a join.
+fn column_owner(arities: &[usize]) -> Vec<(usize, usize)> {
+    arities.iter().enumerate().flat_map(|(i, a)| (0..*a).map(move |c| (i, c))).collect()
+}
+
+fn offsets(arities: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(arities.len());
+    let mut acc = 0;
+    for a in arities {
+        out.push(acc);
+        acc += a;
+    }
+    out
+}
+
+/// Which single input an expression's columns come from, if any.
+fn single_input(e: &ScalarExpr, owner: &[(usize, usize)]) -> Option<Option<usize>> {
+    let support = e.support();
+    let mut inputs = support.iter().map(|c| owner[*c].0);
+    match inputs.next() {
+        None => Some(None),
+        Some(first) => {
+            if inputs.all(|i| i == first) {
+                Some(Some(first))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExpr>>, predicates: Vec<ScalarExpr>) -> RelationExpr {
+    // Flatten nested (unplanned) joins into this one.
+    let mut flat_inputs = Vec::new();
+    let mut shift = 0;
+    let mut extra_eqs = Vec::new();
+    for input in inputs {
+        match input {
+            RelationExpr::Join { inputs: inner, equivalences: eqs, plan: None } => {
+                let arity: usize = inner.iter().map(|i| i.arity()).sum();
+                for class in eqs {
+                    extra_eqs.push(
+                        class
+                            .into_iter()
+                            .map(|mut e| {
+                                e.permute(&|c| c + shift);
+                                e
+                            })
+                            .collect::<Vec<_>>(),
+                    );
+                }
+                flat_inputs.extend(inner);
+                shift += arity;
+            }
+            other => {
+                shift += other.arity();
+                flat_inputs.push(other);
+            }
+        }
+    }
+    equivalences.extend(extra_eqs);
+    let mut inputs = flat_inputs;
+    let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
+    let owner = column_owner(&arities);
+    let offs = offsets(&arities);
+    let mut residual = Vec::new();
+    let mut pushed: Vec<Vec<ScalarExpr>> = vec![Vec::new(); inputs.len()];
+    for p in predicates {
+        match single_input(&p, &owner) {
+            Some(Some(i)) => {
+                let mut local = p;
+                let off = offs[i];
+                local.permute(&|c| c - off);
+                pushed[i].push(local);
+                continue;
+            }
+            Some(None) => {
+                residual.push(p);
+                continue;
+            }
+            None => {}
+        }
+        if let ScalarExpr::CallBinary { func: BinaryFunc::Eq, left, right } = &p {
+            let (li, ri) = (single_input(left, &owner), single_input(right, &owner));
+            if let (Some(Some(a)), Some(Some(b))) = (li, ri) {
+                if a != b {
+                    add_equivalence(&mut equivalences, (**left).clone(), (**right).clone());
+                    continue;
+                }
+            }
+        }
+        residual.push(p);
+    }
+    for (i, preds) in pushed.into_iter().enumerate() {
+        if !preds.is_empty() {
+            let input = std::mem::replace(&mut inputs[i], RelationExpr::Union { inputs: vec![] });
+            inputs[i] = fuse_filters(RelationExpr::Filter { input: Box::new(input), predicates: preds });
+        }
+    }
+    let join = RelationExpr::Join { inputs, equivalences, plan: None };
+    if residual.is_empty() {
+        join
+    } else {
+        RelationExpr::Filter { input: Box::new(join), predicates: residual }
+    }
+}
+
+fn add_equivalence(classes: &mut Vec<Vec<ScalarExpr>>, a: ScalarExpr, b: ScalarExpr) {
+    let ia = classes.iter().position(|c| c.contains(&a));
+    let ib = classes.iter().position(|c| c.contains(&b));
+    match (ia, ib) {
+        (Some(x), Some(y)) if x == y => {}
+        (Some(x), Some(y)) => {
+            let other = classes.remove(y.max(x));
+            let keep = x.min(y);
+            for e in other {
+                if !classes[keep].contains(&e) {
+                    classes[keep].push(e);
+                }
+            }
+        }
+        (Some(x), None) => classes[x].push(b),
+        (None, Some(y)) => classes[y].push(a),
+        (None, None) => classes.push(vec![a, b]),
+    }
+}
+
+/// Plans every join: order, keys, and which existing indexes to import.
+fn plan_joins(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
+    use RelationExpr::*;
+    let recurse = |e: RelationExpr| plan_joins(e, indexes);
+    let expr = match expr {
+        Map { input, scalars } => Map { input: Box::new(recurse(*input)), scalars },
+        Filter { input, predicates } => Filter { input: Box::new(recurse(*input)), predicates },
+        Project { input, outputs } => Project { input: Box::new(recurse(*input)), outputs },
+        Join { inputs, equivalences, plan } => Join { inputs: inputs.into_iter().map(recurse).collect(), equivalences, plan },
+        Reduce { input, group_key, aggregates } => Reduce { input: Box::new(recurse(*input)), group_key, aggregates },
+        TopK { input, group_key, order, limit, offset } => TopK { input: Box::new(recurse(*input)), group_key, order, limit, offset },
+        Distinct { input } => Distinct { input: Box::new(recurse(*input)) },
+        Union { inputs } => Union { inputs: inputs.into_iter().map(recurse).collect() },
+        Negate { input } => Negate { input: Box::new(recurse(*input)) },
+        leaf => leaf,
+    };
+    match expr {
+        Join { inputs, equivalences, plan: None } => plan_join(inputs, equivalences, indexes),
+        other => other,
+    }
+}
+
+/// The table or view an input reads directly, possibly under a filter.
+fn base_get(input: &RelationExpr) -> Option<GlobalId> {
+    match input {
+        RelationExpr::Get { id, .. } => Some(*id),
+        RelationExpr::Filter { input, .. } => match input.as_ref() {
+            RelationExpr::Get { id, .. } => Some(*id),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, indexes: &dyn IndexCatalog) -> RelationExpr {
+    let n = inputs.len();
+    let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
+    let owner = column_owner(&arities);
+    let offs = offsets(&arities);
+    let input_of = |e: &ScalarExpr| single_input(e, &owner);
+    let base_ids: Vec<Option<GlobalId>> = inputs.iter().map(base_get).collect();
+
+    // Key pairs (stream expr over joined inputs, lookup expr over `j`).
+    let pairs_for = |joined: &[usize], j: usize| -> Vec<(ScalarExpr, ScalarExpr)> {
+        let mut pairs = Vec::new();
+        for class in &equivalences {
+            let stream = class.iter().find(|e| {
+                let s = e.support();
+                !s.is_empty() && s.iter().all(|c| joined.contains(&owner[*c].0))
+            });
+            let Some(stream) = stream else { continue };
+            for e in class {
+                if input_of(e) == Some(Some(j)) {
+                    pairs.push((stream.clone(), e.clone()));
+                }
+            }
+        }
+        pairs
+    };
+    // An index on input `j` whose key columns are exactly the lookup key.
+    let index_for = |j: usize, pairs: &[(ScalarExpr, ScalarExpr)]| -> Option<(IndexRef, Vec<(ScalarExpr, ScalarExpr)>)> {
+        let id = base_ids[j]?;
+        let off = offs[j];
+        let cols: Vec<usize> = pairs
+            .iter()
+            .map(|(_, l)| match l {
+                ScalarExpr::Column(c) => Some(c - off),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        for ix in indexes.indexes_on(id) {
+            let mut sorted_ix = ix.key.clone();
+            sorted_ix.sort_unstable();
+            let mut sorted_cols = cols.clone();
+            sorted_cols.sort_unstable();
+            sorted_cols.dedup();
+            if sorted_ix == sorted_cols && !ix.key.is_empty() {
+                // Order the pairs as the index key.
+                let ordered = ix
+                    .key
+                    .iter()
+                    .filter_map(|k| pairs.iter().find(|(_, l)| *l == ScalarExpr::Column(k + off)).cloned())
+                    .collect();
+                return Some((ix, ordered));
+            }
+        }
+        None
+    };
+
+    let start = 0;
+    let mut joined = vec![start];
+    let mut steps = Vec::new();
+    let mut lifted = Vec::new();
+    while joined.len() < n {
+        let remaining: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
+        // Prefer a connected input with a usable index, then any connected
+        // input, then a cross join with the next input.
+        let mut choice = None;
+        for &j in &remaining {
+            let pairs = pairs_for(&joined, j);
+            if !pairs.is_empty() && index_for(j, &pairs).is_some() {
+                choice = Some(j);
+                break;
+            }
+        }
+        if choice.is_none() {
+            choice = remaining.iter().copied().find(|&j| !pairs_for(&joined, j).is_empty());
+        }
+        let j = choice.unwrap_or(remaining[0]);
+        let mut pairs = pairs_for(&joined, j);
+        let mut index = None;
+        if let Some((ix, ordered)) = index_for(j, &pairs) {
+            pairs = ordered;
+            index = Some(ix);
+            // Filters on an indexed input are applied after the join.
+            if let RelationExpr::Filter { input, predicates } = &inputs[j] {
+                let off = offs[j];
+                for p in predicates {
+                    let mut g = p.clone();
+                    g.permute(&|c| c + off);
+                    lifted.push(g);
+                }
+                inputs[j] = (**input).clone();
+            }
+        }
+        // Stream keys over the accumulated layout (inputs in join order).
+        let mut acc_off = vec![usize::MAX; n];
+        let mut pos = 0;
+        for &i in &joined {
+            acc_off[i] = pos;
+            pos += arities[i];
+        }
+        let stream_key = pairs
+            .iter()
+            .map(|(s, _)| {
+                let mut s = s.clone();
+                s.permute(&|c| {
+                    let (i, local) = owner[c];
+                    acc_off[i] + local
+                });
+                s
+            })
+            .collect();
+        let off = offs[j];
+        let lookup_key = pairs
+            .iter()
+            .map(|(_, l)| {
+                let mut l = l.clone();
+                l.permute(&|c| c - off);
+                l
+            })
+            .collect();
+        steps.push(JoinStep { input: j, stream_key, lookup_key, index });
+        joined.push(j);
+    }
+    let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, steps }) };
+    if lifted.is_empty() {
+        join
+    } else {
+        RelationExpr::Filter { input: Box::new(join), predicates: lifted }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::{ColumnType, ScalarType};
+
+    fn get(id: GlobalId, arity: usize) -> RelationExpr {
+        RelationExpr::Get {
+            id,
+            name: format!("t{id}"),
+            types: vec![ColumnType::new(ScalarType::Int32, true); arity],
+        }
+    }
+
+    struct OneIndex;
+    impl IndexCatalog for OneIndex {
+        fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef> {
+            if id == 2 {
+                vec![IndexRef { id: 10, name: "t2_a".into(), on_name: "t2".into(), key: vec![0] }]
+            } else {
+                vec![]
+            }
+        }
+    }
+
+    #[test]
+    fn equi_join_uses_index_and_pushes_filters() {
+        // SELECT * FROM t1, t2 WHERE t1.#1 = t2.#0 AND t1.#0 = 5
+        let join = RelationExpr::Join { inputs: vec![get(1, 2), get(2, 2)], equivalences: vec![], plan: None };
+        let eq = ScalarExpr::Column(1).call_binary(ScalarExpr::Column(2), BinaryFunc::Eq);
+        let five = ScalarExpr::Column(0)
+            .call_binary(ScalarExpr::Literal(crate::repr::Datum::Int32(5), ScalarType::Int32), BinaryFunc::Eq);
+        let filter = RelationExpr::Filter { input: Box::new(join), predicates: vec![eq, five] };
+        let out = optimize(filter, &OneIndex);
+        let RelationExpr::Join { inputs, plan: Some(plan), .. } = &out else { panic!("expected a planned join: {out:?}") };
+        assert!(matches!(inputs[0], RelationExpr::Filter { .. }), "filter pushed to t1");
+        assert_eq!(plan.steps.len(), 1);
+        let step = &plan.steps[0];
+        assert_eq!(step.input, 1);
+        assert_eq!(step.stream_key, vec![ScalarExpr::Column(1)]);
+        assert_eq!(step.lookup_key, vec![ScalarExpr::Column(0)]);
+        assert_eq!(step.index.as_ref().map(|i| i.name.as_str()), Some("t2_a"));
+        assert!(out.explain().contains("imports index t2_a"));
+        let plain = optimize(
+            RelationExpr::Join { inputs: vec![get(1, 2), get(3, 2)], equivalences: vec![], plan: None },
+            &OneIndex,
+        );
+        assert!(plain.imported_indexes().is_empty());
+    }
+}

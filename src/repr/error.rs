@@ -1,0 +1,249 @@
+//! Errors: the typed error every layer returns (carried to the client with
+//! its SQLSTATE), and `EvalError`, the errors of evaluating a scalar
+//! expression, which inside a maintained view travel as data.
+
+use serde::{Deserialize, Serialize};
+
+/// A Postgres SQLSTATE code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlState {
+    SyntaxError,
+    UndefinedTable,
+    UndefinedColumn,
+    UndefinedObject,
+    UndefinedFunction,
+    AmbiguousColumn,
+    DatatypeMismatch,
+    DuplicateTable,
+    DuplicateObject,
+    DuplicateColumn,
+    GroupingError,
+    WrongObjectType,
+    InvalidColumnReference,
+    DependentObjectsStillExist,
+    NotNullViolation,
+    DivisionByZero,
+    NumericValueOutOfRange,
+    InvalidTextRepresentation,
+    InvalidDatetimeFormat,
+    DatetimeFieldOverflow,
+    StringDataRightTruncation,
+    InvalidParameterValue,
+    FeatureNotSupported,
+    ProtocolViolation,
+    ActiveSqlTransaction,
+    InvalidTransactionState,
+    QueryCanceled,
+    IoError,
+    InternalError,
+    CardinalityViolation,
+    InvalidRowCountInLimitClause,
+    InvalidRowCountInResultOffsetClause,
+    UndefinedParameter,
+    IndeterminateDatatype,
+}
+
+impl SqlState {
+    /// The five-character code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SqlState::SyntaxError => "42601",
+            SqlState::UndefinedTable => "42P01",
+            SqlState::UndefinedColumn => "42703",
+            SqlState::UndefinedObject => "42704",
+            SqlState::UndefinedFunction => "42883",
+            SqlState::AmbiguousColumn => "42702",
+            SqlState::DatatypeMismatch => "42804",
+            SqlState::DuplicateTable => "42P07",
+            SqlState::DuplicateObject => "42710",
+            SqlState::DuplicateColumn => "42701",
+            SqlState::GroupingError => "42803",
+            SqlState::WrongObjectType => "42809",
+            SqlState::InvalidColumnReference => "42P10",
+            SqlState::DependentObjectsStillExist => "2BP01",
+            SqlState::NotNullViolation => "23502",
+            SqlState::DivisionByZero => "22012",
+            SqlState::NumericValueOutOfRange => "22003",
+            SqlState::InvalidTextRepresentation => "22P02",
+            SqlState::InvalidDatetimeFormat => "22007",
+            SqlState::DatetimeFieldOverflow => "22008",
+            SqlState::StringDataRightTruncation => "22001",
+            SqlState::InvalidParameterValue => "22023",
+            SqlState::FeatureNotSupported => "0A000",
+            SqlState::ProtocolViolation => "08P01",
+            SqlState::ActiveSqlTransaction => "25001",
+            SqlState::InvalidTransactionState => "25000",
+            SqlState::QueryCanceled => "57014",
+            SqlState::IoError => "58030",
+            SqlState::InternalError => "XX000",
+            SqlState::CardinalityViolation => "21000",
+            SqlState::InvalidRowCountInLimitClause => "2201W",
+            SqlState::InvalidRowCountInResultOffsetClause => "2201X",
+            SqlState::UndefinedParameter => "42P02",
+            SqlState::IndeterminateDatatype => "42P18",
+        }
+    }
+}
+
+/// An error evaluating a scalar expression. These are data: a maintained view
+/// whose input produces one holds it in its error collection, and a read of
+/// that view returns it, as Postgres would for the same query.
+#[derive(thiserror::Error, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum EvalError {
+    #[error("division by zero")]
+    DivisionByZero,
+    #[error("{0}")]
+    OutOfRange(String),
+    #[error("numeric field overflow")]
+    NumericFieldOverflow,
+    #[error("invalid input syntax for type {ty}: \"{text}\"")]
+    InvalidTextRepresentation { ty: String, text: String },
+    #[error("value too long for type {0}")]
+    StringTooLong(String),
+    #[error("{0}")]
+    DatetimeOverflow(String),
+    #[error("null value in column \"{column}\" of relation \"{relation}\" violates not-null constraint")]
+    NotNull { column: String, relation: String },
+    #[error("more than one row returned by a subquery used as an expression")]
+    MultipleRowsFromSubquery,
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl EvalError {
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            EvalError::DivisionByZero => SqlState::DivisionByZero,
+            EvalError::OutOfRange(_) | EvalError::NumericFieldOverflow => {
+                SqlState::NumericValueOutOfRange
+            }
+            EvalError::InvalidTextRepresentation { ty, .. } => {
+                if ty.starts_with("date") || ty.starts_with("timestamp") {
+                    SqlState::InvalidDatetimeFormat
+                } else {
+                    SqlState::InvalidTextRepresentation
+                }
+            }
+            EvalError::StringTooLong(_) => SqlState::StringDataRightTruncation,
+            EvalError::DatetimeOverflow(_) => SqlState::DatetimeFieldOverflow,
+            EvalError::NotNull { .. } => SqlState::NotNullViolation,
+            EvalError::MultipleRowsFromSubquery => SqlState::CardinalityViolation,
+            EvalError::InvalidParameter(_) => SqlState::InvalidParameterValue,
+            EvalError::Internal(_) => SqlState::InternalError,
+        }
+    }
+}
+
+/// The error type of every layer of ripple. Each variant maps to one
+/// SQLSTATE; the message is what the client sees.
+#[derive(thiserror::Error, Clone, Debug)]
+pub enum Error {
+    #[error("{0}")]
+    Syntax(String),
+    #[error("relation \"{0}\" does not exist")]
+    UndefinedTable(String),
+    #[error("{0}")]
+    UndefinedRelation(String),
+    #[error("missing FROM-clause entry for table \"{0}\"")]
+    MissingFromEntry(String),
+    #[error("column \"{0}\" does not exist")]
+    UndefinedColumn(String),
+    #[error("{0}")]
+    UndefinedObject(String),
+    #[error("{0}")]
+    UndefinedFunction(String),
+    #[error("column reference \"{0}\" is ambiguous")]
+    AmbiguousColumn(String),
+    #[error("{0}")]
+    DatatypeMismatch(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("{0}")]
+    DuplicateObject(String),
+    #[error("{0}")]
+    Grouping(String),
+    #[error("{0}")]
+    DuplicateColumn(String),
+    #[error("{0}")]
+    InvalidRowCount(String),
+    #[error("{0}")]
+    WrongObjectType(String),
+    #[error("{0}")]
+    InvalidColumnReference(String),
+    #[error("{message}")]
+    DependentObjects { message: String, detail: String },
+    #[error("{0}")]
+    FeatureNotSupported(String),
+    #[error("{0}")]
+    ProtocolViolation(String),
+    #[error("{0}")]
+    InvalidTransactionState(String),
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("{0}")]
+    UndefinedParameter(String),
+    #[error("{0}")]
+    IndeterminateDatatype(String),
+    #[error("{0}")]
+    Eval(#[from] EvalError),
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("canceling statement due to user request")]
+    Canceled,
+}
+
+impl Error {
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            Error::Syntax(_) => SqlState::SyntaxError,
+            Error::UndefinedTable(_) | Error::MissingFromEntry(_) | Error::UndefinedRelation(_) => SqlState::UndefinedTable,
+            Error::UndefinedColumn(_) => SqlState::UndefinedColumn,
+            Error::UndefinedObject(_) => SqlState::UndefinedObject,
+            Error::UndefinedFunction(_) => SqlState::UndefinedFunction,
+            Error::AmbiguousColumn(_) => SqlState::AmbiguousColumn,
+            Error::DatatypeMismatch(_) => SqlState::DatatypeMismatch,
+            Error::DuplicateTable(_) => SqlState::DuplicateTable,
+            Error::DuplicateObject(_) => SqlState::DuplicateObject,
+            Error::Grouping(_) => SqlState::GroupingError,
+            Error::DuplicateColumn(_) => SqlState::DuplicateColumn,
+            Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,
+            Error::WrongObjectType(_) => SqlState::WrongObjectType,
+            Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
+            Error::DependentObjects { .. } => SqlState::DependentObjectsStillExist,
+            Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
+            Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
+            Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
+            Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
+            Error::UndefinedParameter(_) => SqlState::UndefinedParameter,
+            Error::IndeterminateDatatype(_) => SqlState::IndeterminateDatatype,
+            Error::Eval(e) => e.sqlstate(),
+            Error::Storage(_) => SqlState::IoError,
+            Error::Internal(_) => SqlState::InternalError,
+            Error::Canceled => SqlState::QueryCanceled,
+        }
+    }
+
+    /// Optional DETAIL line of the ErrorResponse.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Error::DependentObjects { detail, .. } => Some(detail.clone()),
+            _ => None,
+        }
+    }
+
+    /// Optional HINT line of the ErrorResponse.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::DependentObjects { .. } => {
+                Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,353 @@
+//! `Row`: the packed encoding of a tuple of datums that dataflows and
+//! arrangements hold. One tag byte per datum followed by a fixed-size
+//! little-endian payload, or a varint length and bytes for text. A row is a
+//! single heap allocation; its size is what arrangements cost in memory.
+//!
+//! Byte order of two rows is *not* SQL order; it is only used to key
+//! arrangements (equality and hashing are exact: equal datums encode equally).
+
+use crate::repr::datum::Datum;
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+const TAG_NULL: u8 = 0;
+const TAG_FALSE: u8 = 1;
+const TAG_TRUE: u8 = 2;
+const TAG_INT16: u8 = 3;
+const TAG_INT32: u8 = 4;
+const TAG_INT64: u8 = 5;
+const TAG_FLOAT32: u8 = 6;
+const TAG_FLOAT64: u8 = 7;
+const TAG_NUMERIC: u8 = 8;
+const TAG_TEXT: u8 = 9;
+const TAG_DATE: u8 = 10;
+const TAG_TIMESTAMP: u8 = 11;
+
+/// Days from 1970-01-01 are stored for dates; microseconds since the Unix
+/// epoch for timestamps.
+fn unix_epoch_date() -> NaiveDate {
+    DateTime::UNIX_EPOCH.date_naive()
+}
+
+/// A packed tuple of datums.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Row {
+    data: Box<[u8]>,
+}
+
+impl Row {
+    /// The empty row (zero columns).
+    pub fn empty() -> Row {
+        Row::default()
+    }
+
+    /// Packs datums into a row.
+    pub fn pack<'a, I: IntoIterator<Item = &'a Datum>>(datums: I) -> Row {
+        let mut packer = RowPacker::new();
+        for d in datums {
+            packer.push(d);
+        }
+        packer.finish()
+    }
+
+    /// Packs owned datums into a row.
+    pub fn from_datums(datums: Vec<Datum>) -> Row {
+        Row::pack(datums.iter())
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A row from bytes produced by `as_bytes`; `None` if they are malformed.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Row> {
+        let row = Row { data: bytes.into() };
+        let mut pos = 0;
+        while pos < bytes.len() {
+            pos = datum_end(bytes, pos)?;
+        }
+        Some(row)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Number of bytes of the encoding (heap size of the row).
+    pub fn byte_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Decodes every datum.
+    pub fn unpack(&self) -> Vec<Datum> {
+        self.iter().collect()
+    }
+
+    /// Iterates the datums of the row.
+    pub fn iter(&self) -> RowIter<'_> {
+        RowIter { data: &self.data, pos: 0 }
+    }
+
+    /// Number of datums.
+    pub fn arity(&self) -> usize {
+        let mut pos = 0;
+        let mut n = 0;
+        while pos < self.data.len() {
+            pos = datum_end(&self.data, pos).unwrap_or(self.data.len());
+            n += 1;
+        }
+        n
+    }
+
+    /// Byte ranges of each datum, for projection without decoding.
+    fn offsets(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < self.data.len() {
+            let end = datum_end(&self.data, pos).unwrap_or(self.data.len());
+            out.push((pos, end));
+            pos = end;
+        }
+        out
+    }
+
+    /// A new row of the given columns, copied as bytes without decoding.
+    pub fn project(&self, columns: &[usize]) -> Row {
+        let offsets = self.offsets();
+        let mut data = Vec::with_capacity(self.data.len());
+        for &c in columns {
+            let (s, e) = offsets[c];
+            data.extend_from_slice(&self.data[s..e]);
+        }
+        Row { data: data.into_boxed_slice() }
+    }
+
+    /// Concatenation of two rows.
+    pub fn concat(&self, other: &Row) -> Row {
+        let mut data = Vec::with_capacity(self.data.len() + other.data.len());
+        data.extend_from_slice(&self.data);
+        data.extend_from_slice(&other.data);
+        Row { data: data.into_boxed_slice() }
+    }
+}
+
+impl fmt::Debug for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Builds a row datum by datum.
+#[derive(Default)]
+pub struct RowPacker {
+    data: Vec<u8>,
+}
+
+impl RowPacker {
+    pub fn new() -> Self {
+        RowPacker { data: Vec::with_capacity(32) }
+    }
+
+    pub fn push(&mut self, d: &Datum) {
+        let data = &mut self.data;
+        match d {
+            Datum::Null => data.push(TAG_NULL),
+            Datum::Bool(false) => data.push(TAG_FALSE),
+            Datum::Bool(true) => data.push(TAG_TRUE),
+            Datum::Int16(v) => {
+                data.push(TAG_INT16);
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+            Datum::Int32(v) => {
+                data.push(TAG_INT32);
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+            Datum::Int64(v) => {
+                data.push(TAG_INT64);
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+            Datum::Float32(v) => {
+                data.push(TAG_FLOAT32);
+                // Normalize -0 and NaN so equal values encode equally.
+                let v = if *v == 0.0 { 0.0f32 } else if v.is_nan() { f32::NAN } else { *v };
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+            Datum::Float64(v) => {
+                data.push(TAG_FLOAT64);
+                let v = if *v == 0.0 { 0.0f64 } else if v.is_nan() { f64::NAN } else { *v };
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+            Datum::Numeric(v) => {
+                data.push(TAG_NUMERIC);
+                // Normalize so that 1.0 and 1.00 are the same key... but keep
+                // the display scale, as Postgres does; equality of numerics in
+                // keys therefore goes through `normalize` in the planner where
+                // needed. The raw encoding keeps the value as written.
+                data.extend_from_slice(&v.serialize());
+            }
+            Datum::Text(s) => {
+                data.push(TAG_TEXT);
+                write_varint(data, s.len() as u64);
+                data.extend_from_slice(s.as_bytes());
+            }
+            Datum::Date(d) => {
+                data.push(TAG_DATE);
+                let days = d.signed_duration_since(unix_epoch_date()).num_days() as i32;
+                data.extend_from_slice(&days.to_le_bytes());
+            }
+            Datum::Timestamp(ts) => {
+                data.push(TAG_TIMESTAMP);
+                let micros = ts.and_utc().timestamp_micros();
+                data.extend_from_slice(&micros.to_le_bytes());
+            }
+        }
+    }
+
+    /// Appends an already-encoded row's datums.
+    pub fn extend_row(&mut self, row: &Row) {
+        self.data.extend_from_slice(&row.data);
+    }
+
+    pub fn finish(self) -> Row {
+        Row { data: self.data.into_boxed_slice() }
+    }
+
+    /// Finishes into a row and leaves the packer empty for reuse.
+    pub fn finish_and_reuse(&mut self) -> Row {
+        let row = Row { data: self.data.as_slice().into() };
+        self.data.clear();
+        row
+    }
+}
+
+fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn read_varint(data: &[u8], mut pos: usize) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut shift = 0;
+    loop {
+        let b = *data.get(pos)?;
+        pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Some((v, pos));
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+fn payload_len(tag: u8) -> Option<usize> {
+    Some(match tag {
+        TAG_NULL | TAG_FALSE | TAG_TRUE => 0,
+        TAG_INT16 => 2,
+        TAG_INT32 | TAG_FLOAT32 | TAG_DATE => 4,
+        TAG_INT64 | TAG_FLOAT64 | TAG_TIMESTAMP => 8,
+        TAG_NUMERIC => 16,
+        _ => return None,
+    })
+}
+
+/// The end offset of the datum starting at `pos`.
+fn datum_end(data: &[u8], pos: usize) -> Option<usize> {
+    let tag = *data.get(pos)?;
+    let end = if tag == TAG_TEXT {
+        let (len, p) = read_varint(data, pos + 1)?;
+        p.checked_add(len as usize)?
+    } else {
+        pos + 1 + payload_len(tag)?
+    };
+    (end <= data.len()).then_some(end)
+}
+
+/// Iterator over the datums of a row.
+pub struct RowIter<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for RowIter<'_> {
+    type Item = Datum;
+
+    fn next(&mut self) -> Option<Datum> {
+        let data = self.data;
+        let tag = *data.get(self.pos)?;
+        let p = self.pos + 1;
+        let fixed = |n: usize| -> &[u8] { &data[p..p + n] };
+        let datum = match tag {
+            TAG_NULL => Datum::Null,
+            TAG_FALSE => Datum::Bool(false),
+            TAG_TRUE => Datum::Bool(true),
+            TAG_INT16 => Datum::Int16(i16::from_le_bytes(fixed(2).try_into().ok()?)),
+            TAG_INT32 => Datum::Int32(i32::from_le_bytes(fixed(4).try_into().ok()?)),
+            TAG_INT64 => Datum::Int64(i64::from_le_bytes(fixed(8).try_into().ok()?)),
+            TAG_FLOAT32 => Datum::Float32(f32::from_le_bytes(fixed(4).try_into().ok()?)),
+            TAG_FLOAT64 => Datum::Float64(f64::from_le_bytes(fixed(8).try_into().ok()?)),
+            TAG_NUMERIC => Datum::Numeric(Decimal::deserialize(fixed(16).try_into().ok()?)),
+            TAG_TEXT => {
+                let (len, start) = read_varint(data, p)?;
+                let end = start + len as usize;
+                self.pos = end;
+                return Some(Datum::Text(String::from_utf8_lossy(&data[start..end]).into_owned()));
+            }
+            TAG_DATE => {
+                let days = i32::from_le_bytes(fixed(4).try_into().ok()?);
+                Datum::Date(unix_epoch_date() + chrono::Duration::days(days as i64))
+            }
+            TAG_TIMESTAMP => {
+                let micros = i64::from_le_bytes(fixed(8).try_into().ok()?);
+                Datum::Timestamp(
+                    DateTime::from_timestamp_micros(micros)
+                        .map(|d| d.naive_utc())
+                        .unwrap_or(NaiveDateTime::MIN),
+                )
+            }
+            _ => return None,
+        };
+        self.pos = p + payload_len(tag)?;
+        Some(datum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_project() {
+        let datums = vec![
+            Datum::Null,
+            Datum::Bool(true),
+            Datum::Int16(-3),
+            Datum::Int32(7),
+            Datum::Int64(i64::MIN),
+            Datum::Float32(1.5),
+            Datum::Float64(-0.25),
+            Datum::Numeric(Decimal::new(12345, 2)),
+            Datum::Text("héllo".into()),
+            Datum::Date(NaiveDate::from_ymd_opt(1995, 3, 15).unwrap()),
+            Datum::Timestamp(NaiveDate::from_ymd_opt(1960, 1, 2).unwrap().and_hms_micro_opt(3, 4, 5, 6).unwrap()),
+        ];
+        let row = Row::pack(datums.iter());
+        assert_eq!(row.unpack(), datums);
+        assert_eq!(row.arity(), datums.len());
+        assert_eq!(row.project(&[8, 3]).unpack(), vec![datums[8].clone(), datums[3].clone()]);
+        assert_eq!(Row::from_bytes(row.as_bytes()), Some(row.clone()));
+        assert_eq!(Row::from_bytes(&[TAG_TEXT, 5, b'a']), None);
+    }
+}

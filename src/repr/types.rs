@@ -1,0 +1,190 @@
+//! SQL types: scalar types with their Postgres names and OIDs, column types
+//! (scalar type plus nullability) and relation descriptions.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A Postgres scalar type supported by ripple.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ScalarType {
+    Bool,
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    /// `numeric(p, s)`; `None` for unconstrained `numeric`.
+    Numeric { precision: Option<u8>, scale: Option<u8> },
+    Text,
+    /// `varchar(n)`; `None` for unbounded `varchar`.
+    VarChar { max_len: Option<u32> },
+    /// `char(n)` (Postgres `bpchar`): blank-padded to `len`.
+    Char { len: u32 },
+    Date,
+    Timestamp,
+}
+
+/// Largest precision of `numeric` that ripple stores exactly (28 significant
+/// decimal digits, the range of the `rust_decimal` representation).
+pub const NUMERIC_MAX_PRECISION: u8 = 28;
+
+impl ScalarType {
+    /// Postgres type OID, as sent in RowDescription.
+    pub fn oid(&self) -> u32 {
+        match self {
+            ScalarType::Bool => 16,
+            ScalarType::Int16 => 21,
+            ScalarType::Int32 => 23,
+            ScalarType::Int64 => 20,
+            ScalarType::Float32 => 700,
+            ScalarType::Float64 => 701,
+            ScalarType::Numeric { .. } => 1700,
+            ScalarType::Text => 25,
+            ScalarType::VarChar { .. } => 1043,
+            ScalarType::Char { .. } => 1042,
+            ScalarType::Date => 1082,
+            ScalarType::Timestamp => 1114,
+        }
+    }
+
+    /// The type for a Postgres OID, where ripple supports it.
+    pub fn from_oid(oid: u32) -> Option<ScalarType> {
+        Some(match oid {
+            16 => ScalarType::Bool,
+            21 => ScalarType::Int16,
+            23 => ScalarType::Int32,
+            20 => ScalarType::Int64,
+            700 => ScalarType::Float32,
+            701 => ScalarType::Float64,
+            1700 => ScalarType::Numeric { precision: None, scale: None },
+            25 => ScalarType::Text,
+            1043 => ScalarType::VarChar { max_len: None },
+            1042 => ScalarType::Char { len: 1 },
+            1082 => ScalarType::Date,
+            1114 => ScalarType::Timestamp,
+            _ => return None,
+        })
+    }
+
+    /// The type modifier sent in RowDescription (`atttypmod`), -1 if none.
+    pub fn typmod(&self) -> i32 {
+        match self {
+            ScalarType::Numeric { precision: Some(p), scale } => {
+                (((*p as i32) << 16) | scale.unwrap_or(0) as i32) + 4
+            }
+            ScalarType::VarChar { max_len: Some(n) } => *n as i32 + 4,
+            ScalarType::Char { len } => *len as i32 + 4,
+            _ => -1,
+        }
+    }
+
+    /// The size Postgres reports for the type (`typlen`), -1 for varlena.
+    pub fn typlen(&self) -> i16 {
+        match self {
+            ScalarType::Bool => 1,
+            ScalarType::Int16 => 2,
+            ScalarType::Int32 | ScalarType::Float32 | ScalarType::Date => 4,
+            ScalarType::Int64 | ScalarType::Float64 | ScalarType::Timestamp => 8,
+            _ => -1,
+        }
+    }
+
+    pub fn is_integer(&self) -> bool {
+        matches!(self, ScalarType::Int16 | ScalarType::Int32 | ScalarType::Int64)
+    }
+
+    pub fn is_float(&self) -> bool {
+        matches!(self, ScalarType::Float32 | ScalarType::Float64)
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, ScalarType::Numeric { .. })
+    }
+
+    /// Integer, numeric or floating point.
+    pub fn is_number(&self) -> bool {
+        self.is_integer() || self.is_float() || self.is_numeric()
+    }
+
+    /// text, varchar or char.
+    pub fn is_string(&self) -> bool {
+        matches!(self, ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. })
+    }
+
+    /// The same type without modifiers (`numeric(10,2)` → `numeric`), used to
+    /// compare types for operator resolution.
+    pub fn unconstrained(&self) -> ScalarType {
+        match self {
+            ScalarType::Numeric { .. } => ScalarType::Numeric { precision: None, scale: None },
+            ScalarType::VarChar { .. } => ScalarType::VarChar { max_len: None },
+            ScalarType::Char { .. } => ScalarType::Char { len: 1 },
+            other => other.clone(),
+        }
+    }
+
+    /// Postgres's name of the type family, as used in error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ScalarType::Bool => "boolean",
+            ScalarType::Int16 => "smallint",
+            ScalarType::Int32 => "integer",
+            ScalarType::Int64 => "bigint",
+            ScalarType::Float32 => "real",
+            ScalarType::Float64 => "double precision",
+            ScalarType::Numeric { .. } => "numeric",
+            ScalarType::Text => "text",
+            ScalarType::VarChar { .. } => "character varying",
+            ScalarType::Char { .. } => "character",
+            ScalarType::Date => "date",
+            ScalarType::Timestamp => "timestamp without time zone",
+        }
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScalarType::Numeric { precision: Some(p), scale } => {
+                write!(f, "numeric({},{})", p, scale.unwrap_or(0))
+            }
+            ScalarType::VarChar { max_len: Some(n) } => write!(f, "character varying({n})"),
+            ScalarType::Char { len } => write!(f, "character({len})"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// The type of a column: its scalar type and whether it may hold NULL.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ColumnType {
+    pub scalar: ScalarType,
+    pub nullable: bool,
+}
+
+impl ColumnType {
+    pub fn new(scalar: ScalarType, nullable: bool) -> Self {
+        ColumnType { scalar, nullable }
+    }
+}
+
+/// Names and types of the columns of a relation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelationDesc {
+    pub names: Vec<String>,
+    pub types: Vec<ColumnType>,
+}
+
+impl RelationDesc {
+    pub fn new(names: Vec<String>, types: Vec<ColumnType>) -> Self {
+        debug_assert_eq!(names.len(), types.len());
+        RelationDesc { names, types }
+    }
+
+    pub fn arity(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &ColumnType)> {
+        self.names.iter().zip(self.types.iter())
+    }
+}

@@ -1,0 +1,676 @@
+//! One client connection: its coordinator `Session`, the simple query
+//! protocol and the extended query protocol (Parse, Bind, Describe, Execute
+//! with portal suspension; Sync, Flush and Close are pgwire's defaults).
+//!
+//! Owns: turning wire messages into coordinator calls (`parse`, `describe`,
+//! `execute`) and their results into wire messages, and the transaction
+//! status byte of ReadyForQuery. Must not know SQL semantics or dataflow: it
+//! never looks inside a statement, it only passes it to the coordinator.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt, StreamExt, stream};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, DEFAULT_NAME, PgWireConnectionState, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::data::{NoData, ParameterDescription};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, PortalSuspended, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
+};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ErrorResponse, ReadyForQuery, TransactionStatus,
+};
+use pgwire::messages::simplequery::Query;
+use sqlparser::ast::Statement;
+use tokio::sync::Mutex;
+
+use super::convert::{
+    INTERNAL_ERROR, PROTOCOL_VIOLATION, SYNTAX_ERROR, check_format_codes, command_tag,
+    declared_type, decode_binary_param, decode_text_param, encode_rows, error_info, field_infos,
+    pg_error, resolve_formats, row_description, user_error,
+};
+use crate::coord::{Coordinator, ExecuteResponse, Session, StatementDesc};
+use crate::repr::{Datum, Error, ScalarType};
+
+/// SQLSTATE of a reference to a prepared statement that does not exist.
+const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+/// SQLSTATE of a reference to a portal that does not exist.
+const INVALID_CURSOR_NAME: &str = "34000";
+
+/// A statement stored by Parse; after Bind, the portal's copy also holds the
+/// decoded parameter values and the requested result formats.
+#[derive(Clone, Debug)]
+pub struct PreparedStatement {
+    pub stmt: Arc<Statement>,
+    pub bound: Option<Arc<BoundParams>>,
+}
+
+/// What a Bind message fixed for a portal.
+#[derive(Debug)]
+pub struct BoundParams {
+    pub params: Vec<Datum>,
+    /// The result column format codes as sent (already checked to be 0 or 1;
+    /// their count is checked against the result's arity when it is known).
+    pub result_formats: Vec<i16>,
+}
+
+/// The extended protocol's parser: exactly one statement per Parse, or none
+/// for an empty query.
+pub struct StatementParser {
+    coord: Coordinator,
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = PreparedStatement;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<PreparedStatement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut stmts = self.coord.parse(sql).map_err(|e| pg_error(&e))?;
+        if stmts.len() > 1 {
+            return Err(user_error(
+                SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        Ok(stmts.pop().map(|s| PreparedStatement {
+            stmt: Arc::new(s),
+            bound: None,
+        }))
+    }
+
+    fn get_parameter_types(&self, _stmt: &PreparedStatement) -> PgWireResult<Vec<Type>> {
+        // Describe is answered by `Connection::on_describe` via the coordinator.
+        Ok(vec![])
+    }
+
+    fn get_result_schema(
+        &self,
+        _stmt: &PreparedStatement,
+        _column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(vec![])
+    }
+}
+
+/// The state of one client connection. pgwire processes one message of a
+/// connection at a time, so the session lock is never contended; it exists
+/// because the handlers are shared behind `Arc`.
+pub struct Connection {
+    coord: Coordinator,
+    session: Mutex<Session>,
+    parser: Arc<StatementParser>,
+}
+
+/// Whether a query string holds no statement at all (only whitespace and
+/// semicolons), which Postgres answers with EmptyQueryResponse.
+pub fn is_empty_query(sql: &str) -> bool {
+    sql.chars().all(|c| c == ';' || c.is_whitespace())
+}
+
+/// The ReadyForQuery status after a statement: idle outside a transaction
+/// block; inside one, failed once any statement of the block failed.
+pub fn status_after(
+    prev: TransactionStatus,
+    in_transaction: bool,
+    failed: bool,
+) -> TransactionStatus {
+    if !in_transaction {
+        TransactionStatus::Idle
+    } else if failed || matches!(prev, TransactionStatus::Error) {
+        TransactionStatus::Error
+    } else {
+        TransactionStatus::Transaction
+    }
+}
+
+/// Names as Postgres prints them in errors (the unnamed one is "").
+fn display_name(name: &str) -> &str {
+    if name == DEFAULT_NAME { "" } else { name }
+}
+
+fn error_response(err: PgWireError) -> PgWireBackendMessage {
+    let info: ErrorInfo = err.into();
+    PgWireBackendMessage::ErrorResponse(ErrorResponse::from(info))
+}
+
+/// The messages answering one statement of a simple query: RowDescription,
+/// DataRows and CommandComplete for rows, CommandComplete for a command.
+fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBackendMessage>> {
+    match resp {
+        ExecuteResponse::Command { tag, rows } => Ok(vec![PgWireBackendMessage::CommandComplete(
+            CommandComplete::from(command_tag(&tag, rows)),
+        )]),
+        ExecuteResponse::Rows { desc, rows } => {
+            let formats = vec![FieldFormat::Text; desc.arity()];
+            let schema = Arc::new(field_infos(&desc, &formats));
+            let data = encode_rows(schema, &desc, &rows, &formats)?;
+            let n = data.len();
+            let mut out = Vec::with_capacity(n + 2);
+            out.push(PgWireBackendMessage::RowDescription(row_description(
+                &desc, &formats,
+            )));
+            out.extend(data.into_iter().map(PgWireBackendMessage::DataRow));
+            out.push(PgWireBackendMessage::CommandComplete(
+                CommandComplete::from(Tag::new("SELECT").with_rows(n)),
+            ));
+            Ok(out)
+        }
+    }
+}
+
+impl Connection {
+    /// A new connection with a fresh session.
+    pub fn new(coord: Coordinator) -> Self {
+        let session = coord.new_session();
+        let parser = Arc::new(StatementParser {
+            coord: coord.clone(),
+        });
+        Connection {
+            coord,
+            session: Mutex::new(session),
+            parser,
+        }
+    }
+
+    /// Describes a statement with the parameter types its client declared.
+    async fn describe(
+        &self,
+        stmt: &StoredStatement<PreparedStatement>,
+    ) -> PgWireResult<StatementDesc> {
+        let declared: Vec<Option<ScalarType>> =
+            stmt.parameter_types.iter().map(declared_type).collect();
+        let session = self.session.lock().await;
+        self.coord
+            .describe(&session, &stmt.statement.stmt, &declared)
+            .await
+            .map_err(|e| pg_error(&e))
+    }
+
+    /// Executes a statement in this connection's session; also returns
+    /// whether the session is inside a transaction block afterwards.
+    async fn execute(
+        &self,
+        stmt: &Statement,
+        params: &[Datum],
+    ) -> (Result<ExecuteResponse, Error>, bool) {
+        let mut session = self.session.lock().await;
+        let result = self.coord.execute(&mut session, stmt, params).await;
+        if let Err(e) = &result {
+            tracing::debug!(session = session.id, error = %e, "statement failed");
+        }
+        (result, session.in_transaction)
+    }
+
+    /// Runs a simple-protocol query string and sends its responses (but not
+    /// ReadyForQuery); returns the transaction status for ReadyForQuery.
+    async fn run_simple_query<C>(
+        &self,
+        client: &mut C,
+        sql: &str,
+    ) -> PgWireResult<TransactionStatus>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut status = client.transaction_status();
+        if is_empty_query(sql) {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+            return Ok(status);
+        }
+        let stmts = match self.coord.parse(sql) {
+            Ok(stmts) => stmts,
+            Err(e) => {
+                let in_transaction = self.session.lock().await.in_transaction;
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                    .await?;
+                return Ok(status_after(status, in_transaction, true));
+            }
+        };
+        if stmts.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+            return Ok(status);
+        }
+        for stmt in &stmts {
+            let (result, in_transaction) = self.execute(stmt, &[]).await;
+            status = status_after(status, in_transaction, result.is_err());
+            match result
+                .map_err(|e| pg_error(&e))
+                .and_then(simple_query_messages)
+            {
+                Ok(messages) => {
+                    for m in messages {
+                        client.feed(m).await?;
+                    }
+                }
+                Err(e) => {
+                    // The first error ends the query string.
+                    client.feed(error_response(e)).await?;
+                    if matches!(status, TransactionStatus::Transaction) {
+                        status = TransactionStatus::Error;
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(status)
+    }
+
+    /// Decodes a Bind message's parameters for `stmt` and returns the portal.
+    async fn bind_portal(
+        &self,
+        message: &Bind,
+        stmt: Arc<StoredStatement<PreparedStatement>>,
+    ) -> PgWireResult<Portal<PreparedStatement>> {
+        let n = message.parameters.len();
+        let param_formats = resolve_formats(&message.parameter_format_codes, n, "parameter")?;
+        check_format_codes(&message.result_column_format_codes)?;
+
+        // The parameter types: the client's declared ones when it declared
+        // all of them, else the coordinator's (which honours declared ones).
+        let declared: Vec<Option<ScalarType>> =
+            stmt.parameter_types.iter().map(declared_type).collect();
+        let types: Vec<ScalarType> = if declared.len() == n && declared.iter().all(Option::is_some)
+        {
+            declared.into_iter().flatten().collect()
+        } else {
+            self.describe(&stmt).await?.params
+        };
+        if types.len() != n {
+            return Err(user_error(
+                PROTOCOL_VIOLATION,
+                format!(
+                    "bind message supplies {n} parameters, but prepared statement \"{}\" requires {}",
+                    display_name(&stmt.id),
+                    types.len()
+                ),
+            ));
+        }
+
+        // A portal over the unbound statement gives access to pgwire's
+        // binary decoders; the format codes were validated above.
+        let raw = Portal::try_new(message, stmt.clone())?;
+        let mut params = Vec::with_capacity(n);
+        for (i, ((value, format), ty)) in message
+            .parameters
+            .iter()
+            .zip(param_formats.iter())
+            .zip(types.iter())
+            .enumerate()
+        {
+            let datum = match (value, format) {
+                (None, _) => Datum::Null,
+                (Some(bytes), FieldFormat::Text) => decode_text_param(bytes, ty)?,
+                (Some(_), FieldFormat::Binary) => decode_binary_param(&raw, i, ty)?,
+            };
+            params.push(datum);
+        }
+
+        let bound = PreparedStatement {
+            stmt: stmt.statement.stmt.clone(),
+            bound: Some(Arc::new(BoundParams {
+                params,
+                result_formats: message.result_column_format_codes.clone(),
+            })),
+        };
+        let bound = StoredStatement::new(stmt.id.clone(), bound, stmt.parameter_types.clone());
+        Portal::try_new(message, Arc::new(bound))
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let result = self.run_simple_query(client, &query.query).await;
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        let status = result?;
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // `on_query` above answers simple queries itself.
+        Err(user_error(
+            INTERNAL_ERROR,
+            "internal error: unexpected simple query dispatch",
+        ))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = PreparedStatement;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(stmt)) => {
+                let portal = self.bind_portal(&message, stmt).await?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(user_error(
+                        PROTOCOL_VIOLATION,
+                        format!(
+                            "bind message supplies {} parameters, but prepared statement \"{}\" requires 0",
+                            message.parameters.len(),
+                            display_name(statement_name)
+                        ),
+                    ));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => {
+                return Err(user_error(
+                    INVALID_SQL_STATEMENT_NAME,
+                    format!(
+                        "prepared statement \"{}\" does not exist",
+                        display_name(statement_name)
+                    ),
+                ));
+            }
+        }
+        client
+            .send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let columns = match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                let (params, columns) = match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(stmt)) => {
+                        let desc = self.describe(&stmt).await?;
+                        (desc.params, desc.columns)
+                    }
+                    Some(Entry::Empty) => (vec![], None),
+                    None => {
+                        return Err(user_error(
+                            INVALID_SQL_STATEMENT_NAME,
+                            format!(
+                                "prepared statement \"{}\" does not exist",
+                                display_name(name)
+                            ),
+                        ));
+                    }
+                };
+                let oids = params.iter().map(ScalarType::oid).collect();
+                client
+                    .send(PgWireBackendMessage::ParameterDescription(
+                        ParameterDescription::new(oids),
+                    ))
+                    .await?;
+                // Result formats are not known before Bind: describe as text.
+                columns.map(|desc| {
+                    let formats = vec![FieldFormat::Text; desc.arity()];
+                    (desc, formats)
+                })
+            }
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let desc = self.describe(&portal.statement).await?;
+                    match desc.columns {
+                        Some(columns) => {
+                            let codes = match &portal.statement.statement.bound {
+                                Some(b) => b.result_formats.as_slice(),
+                                None => &[],
+                            };
+                            let formats = resolve_formats(codes, columns.arity(), "result column")?;
+                            Some((columns, formats))
+                        }
+                        None => None,
+                    }
+                }
+                Some(Entry::Empty) => None,
+                None => {
+                    return Err(user_error(
+                        INVALID_CURSOR_NAME,
+                        format!("portal \"{}\" does not exist", display_name(name)),
+                    ));
+                }
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        match columns {
+            Some((desc, formats)) => {
+                client
+                    .send(PgWireBackendMessage::RowDescription(row_description(
+                        &desc, &formats,
+                    )))
+                    .await?
+            }
+            None => {
+                client
+                    .send(PgWireBackendMessage::NoData(NoData::new()))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                return Ok(());
+            }
+            None => {
+                return Err(user_error(
+                    INVALID_CURSOR_NAME,
+                    format!("portal \"{}\" does not exist", display_name(name)),
+                ));
+            }
+        };
+        // max_rows <= 0 means all rows.
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        client.set_state(PgWireConnectionState::QueryInProgress);
+
+        let state = portal.state();
+        let mut state = state.lock().await;
+        if matches!(*state, PortalExecutionState::Initial) {
+            match ExtendedQueryHandler::do_query(self, client, &portal, max_rows).await? {
+                Response::Query(rows) => *state = PortalExecutionState::Suspended(rows),
+                Response::Execution(tag) => {
+                    client
+                        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                        .await?;
+                    // A completed command is not run again by another Execute.
+                    *state = PortalExecutionState::Finished;
+                    client.set_state(PgWireConnectionState::ReadyForQuery);
+                    return Ok(());
+                }
+                other => {
+                    return Err(user_error(
+                        INTERNAL_ERROR,
+                        format!("internal error: unexpected response {other:?}"),
+                    ));
+                }
+            }
+        }
+
+        let mut finished = true;
+        match &mut *state {
+            PortalExecutionState::Suspended(rows) => {
+                let mut sent = 0usize;
+                loop {
+                    if max_rows > 0 && sent >= max_rows {
+                        finished = false;
+                        break;
+                    }
+                    match rows.data_rows().next().await {
+                        Some(row) => {
+                            client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                            sent += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if finished {
+                    let tag = Tag::new(rows.command_tag()).with_rows(sent);
+                    client
+                        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                        .await?;
+                } else {
+                    client
+                        .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                        .await?;
+                }
+            }
+            PortalExecutionState::Finished | PortalExecutionState::Initial => {
+                let tag = Tag::new("SELECT").with_rows(0);
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                    .await?;
+            }
+        }
+        if finished {
+            *state = PortalExecutionState::Finished;
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        Ok(())
+    }
+
+    /// Runs a bound portal's statement; rows come back as a stream the
+    /// caller sends (possibly over several Executes).
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = &portal.statement.statement;
+        let (params, result_formats): (&[Datum], &[i16]) = match &prepared.bound {
+            Some(b) => (&b.params, &b.result_formats),
+            None => (&[], &[]),
+        };
+        let prev = client.transaction_status();
+        let (result, in_transaction) = self.execute(&prepared.stmt, params).await;
+        client.set_transaction_status(status_after(prev, in_transaction, result.is_err()));
+        match result.map_err(|e| pg_error(&e))? {
+            ExecuteResponse::Command { tag, rows } => {
+                Ok(Response::Execution(command_tag(&tag, rows)))
+            }
+            ExecuteResponse::Rows { desc, rows } => {
+                let formats = resolve_formats(result_formats, desc.arity(), "result column")?;
+                let schema = Arc::new(field_infos(&desc, &formats));
+                let data = encode_rows(schema.clone(), &desc, &rows, &formats)?;
+                Ok(Response::Query(QueryResponse::new(
+                    schema,
+                    stream::iter(data.into_iter().map(Ok)),
+                )))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_queries() {
+        assert!(is_empty_query(""));
+        assert!(is_empty_query(" ;\n; "));
+        assert!(!is_empty_query("select 1"));
+        assert!(!is_empty_query("';'"));
+    }
+
+    #[test]
+    fn transaction_status() {
+        use TransactionStatus::*;
+        assert!(matches!(status_after(Idle, false, false), Idle));
+        assert!(matches!(status_after(Idle, true, false), Transaction));
+        assert!(matches!(status_after(Transaction, true, true), Error));
+        assert!(matches!(status_after(Error, true, false), Error));
+        assert!(matches!(status_after(Error, false, false), Idle));
+        assert!(matches!(status_after(Transaction, false, true), Idle));
+    }
+}

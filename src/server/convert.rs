@@ -1,0 +1,557 @@
+//! Conversions between ripple's values and the Postgres wire formats:
+//! `Datum`s to text/binary DataRow fields, bound parameters (text and binary)
+//! to `Datum`s, result descriptions to RowDescription, coordinator errors to
+//! ErrorResponse fields, and command tags.
+//!
+//! Owns: wire encoding only. Must not know SQL semantics or dataflow: it
+//! converts a value of a given `ScalarType`, never decides what a type
+//! should be.
+
+use std::sync::Arc;
+
+use pgwire::api::Type;
+use pgwire::api::portal::Portal;
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, Tag};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_ERROR};
+use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
+use pgwire::types::format::FormatOptions;
+
+use crate::repr::{Datum, Error, RelationDesc, ScalarType};
+
+/// SQLSTATE for protocol violations (bad format codes, parameter counts).
+pub const PROTOCOL_VIOLATION: &str = "08P01";
+/// SQLSTATE for a binary parameter that does not decode.
+pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
+/// SQLSTATE for text that is not valid UTF-8.
+pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
+/// SQLSTATE for internal errors of the server layer.
+pub const INTERNAL_ERROR: &str = "XX000";
+/// SQLSTATE for a syntax error (several statements in one Parse).
+pub const SYNTAX_ERROR: &str = "42601";
+
+/// Strings inside protocol messages are C strings: a NUL would end them early
+/// and corrupt the framing seen by the client.
+fn cstring(s: &str) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// The ErrorResponse fields for a coordinator error.
+pub fn error_info(err: &Error) -> ErrorInfo {
+    let mut info = ErrorInfo::new(
+        SEVERITY_ERROR.to_string(),
+        err.sqlstate().code().to_string(),
+        cstring(&err.to_string()),
+    );
+    info.severity_nonlocalized = Some(SEVERITY_ERROR.to_string());
+    info.detail = err.detail().map(|d| cstring(&d));
+    info.hint = err.hint().map(|h| cstring(&h));
+    info
+}
+
+/// A coordinator error as a pgwire error (sent as ErrorResponse, connection
+/// stays open).
+pub fn pg_error(err: &Error) -> PgWireError {
+    PgWireError::UserError(Box::new(error_info(err)))
+}
+
+/// An ERROR-severity error produced by the server layer itself.
+pub fn user_error(code: &str, message: impl AsRef<str>) -> PgWireError {
+    let mut info = ErrorInfo::new(
+        SEVERITY_ERROR.to_string(),
+        code.to_string(),
+        cstring(message.as_ref()),
+    );
+    info.severity_nonlocalized = Some(SEVERITY_ERROR.to_string());
+    PgWireError::UserError(Box::new(info))
+}
+
+/// The CommandComplete tag of a command: INSERT carries the (always 0) OID
+/// before its row count, as Postgres sends it.
+pub fn command_tag(tag: &str, rows: Option<u64>) -> Tag {
+    match rows {
+        Some(n) if tag == "INSERT" => Tag::new(tag).with_oid(0).with_rows(n as usize),
+        Some(n) => Tag::new(tag).with_rows(n as usize),
+        None => Tag::new(tag),
+    }
+}
+
+/// The pgwire type for a scalar type (every ripple type is a builtin).
+pub fn pg_type(ty: &ScalarType) -> Type {
+    Type::from_oid(ty.oid()).unwrap_or(Type::UNKNOWN)
+}
+
+/// The scalar type a client means by a declared parameter type, if ripple
+/// supports it (`None` for unspecified or unsupported types).
+pub fn declared_type(ty: &Option<Type>) -> Option<ScalarType> {
+    ty.as_ref().and_then(|t| ScalarType::from_oid(t.oid()))
+}
+
+/// Checks that every format code is text (0) or binary (1).
+pub fn check_format_codes(codes: &[i16]) -> PgWireResult<()> {
+    match codes.iter().find(|c| **c != 0 && **c != 1) {
+        Some(c) => Err(user_error(
+            PROTOCOL_VIOLATION,
+            format!("unsupported format code: {c}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The per-column (or per-parameter) formats for `n` values from a Bind
+/// message's format codes: none means all text, one applies to all, else one
+/// per value.
+pub fn resolve_formats(codes: &[i16], n: usize, what: &str) -> PgWireResult<Vec<FieldFormat>> {
+    check_format_codes(codes)?;
+    match codes.len() {
+        0 => Ok(vec![FieldFormat::Text; n]),
+        1 => Ok(vec![FieldFormat::from(codes[0]); n]),
+        len if len == n => Ok(codes.iter().map(|c| FieldFormat::from(*c)).collect()),
+        len => Err(user_error(
+            PROTOCOL_VIOLATION,
+            format!("bind message has {len} {what} formats but there are {n} {what}s"),
+        )),
+    }
+}
+
+/// FieldInfos for a result (used as the schema of pgwire's row encoder).
+pub fn field_infos(desc: &RelationDesc, formats: &[FieldFormat]) -> Vec<FieldInfo> {
+    desc.iter()
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
+            FieldInfo::new(cstring(name), None, None, pg_type(&ty.scalar), format)
+                .with_type_size(ty.scalar.typlen())
+                .with_type_modifier(ty.scalar.typmod())
+        })
+        .collect()
+}
+
+/// The RowDescription of a result.
+pub fn row_description(desc: &RelationDesc, formats: &[FieldFormat]) -> RowDescription {
+    let fields = desc
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
+            FieldDescription::new(
+                cstring(name),
+                0,
+                0,
+                ty.scalar.oid(),
+                ty.scalar.typlen(),
+                ty.scalar.typmod(),
+                format.value(),
+            )
+        })
+        .collect();
+    RowDescription::new(fields)
+}
+
+/// Encodes rows of a result into DataRows, each column in its format.
+pub fn encode_rows(
+    schema: Arc<Vec<FieldInfo>>,
+    desc: &RelationDesc,
+    rows: &[Vec<Datum>],
+    formats: &[FieldFormat],
+) -> PgWireResult<Vec<DataRow>> {
+    let options = FormatOptions::default();
+    let mut encoder = DataRowEncoder::new(schema);
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        if row.len() != desc.arity() {
+            return Err(user_error(
+                INTERNAL_ERROR,
+                format!(
+                    "internal error: row has {} values, expected {}",
+                    row.len(),
+                    desc.arity()
+                ),
+            ));
+        }
+        for (i, (datum, ty)) in row.iter().zip(desc.types.iter()).enumerate() {
+            let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
+            encode_datum(&mut encoder, datum, &ty.scalar, format, &options)?;
+        }
+        out.push(encoder.take_row());
+    }
+    Ok(out)
+}
+
+fn mismatch(datum: &Datum, ty: &ScalarType) -> PgWireError {
+    user_error(
+        INTERNAL_ERROR,
+        format!("internal error: cannot send value {datum:?} as type {ty} in binary format"),
+    )
+}
+
+/// Encodes one value: text format is the value's Postgres text output; binary
+/// format is Postgres's binary representation of the column's type.
+fn encode_datum(
+    enc: &mut DataRowEncoder,
+    datum: &Datum,
+    ty: &ScalarType,
+    format: FieldFormat,
+    options: &FormatOptions,
+) -> PgWireResult<()> {
+    let pg = pg_type(ty);
+    if datum.is_null() {
+        return enc.encode_field_with_type_and_format(&None::<i32>, &pg, format, options);
+    }
+    if format == FieldFormat::Text {
+        return enc.encode_field_with_type_and_format(&datum.to_string(), &pg, format, options);
+    }
+    let f = FieldFormat::Binary;
+    let int = |d: &Datum| d.as_i64().ok_or_else(|| mismatch(d, ty));
+    match ty {
+        ScalarType::Bool => match datum {
+            Datum::Bool(b) => enc.encode_field_with_type_and_format(b, &pg, f, options),
+            d => Err(mismatch(d, ty)),
+        },
+        ScalarType::Int16 => {
+            let v = i16::try_from(int(datum)?).map_err(|_| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&v, &pg, f, options)
+        }
+        ScalarType::Int32 => {
+            let v = i32::try_from(int(datum)?).map_err(|_| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&v, &pg, f, options)
+        }
+        ScalarType::Int64 => enc.encode_field_with_type_and_format(&int(datum)?, &pg, f, options),
+        ScalarType::Float32 => {
+            let v = match datum {
+                Datum::Float32(v) => *v,
+                d => d.as_f64().ok_or_else(|| mismatch(d, ty))? as f32,
+            };
+            enc.encode_field_with_type_and_format(&v, &pg, f, options)
+        }
+        ScalarType::Float64 => {
+            let v = datum.as_f64().ok_or_else(|| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&v, &pg, f, options)
+        }
+        ScalarType::Numeric { .. } => {
+            let v = datum.as_exact().ok_or_else(|| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&v, &pg, f, options)
+        }
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => match datum {
+            Datum::Text(s) => enc.encode_field_with_type_and_format(&s.as_str(), &pg, f, options),
+            d => enc.encode_field_with_type_and_format(&d.to_string(), &pg, f, options),
+        },
+        ScalarType::Date => match datum {
+            Datum::Date(d) => enc.encode_field_with_type_and_format(d, &pg, f, options),
+            d => Err(mismatch(d, ty)),
+        },
+        ScalarType::Timestamp => match datum {
+            Datum::Timestamp(ts) => enc.encode_field_with_type_and_format(ts, &pg, f, options),
+            Datum::Date(d) => {
+                let ts = d.and_time(chrono::NaiveTime::MIN);
+                enc.encode_field_with_type_and_format(&ts, &pg, f, options)
+            }
+            d => Err(mismatch(d, ty)),
+        },
+    }
+}
+
+/// Decodes a text-format parameter of type `ty`. String types keep the text
+/// as is and numerics are read unconstrained: type modifiers apply when the
+/// value is assigned, not when it is bound (as in Postgres).
+pub fn decode_text_param(bytes: &[u8], ty: &ScalarType) -> PgWireResult<Datum> {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        user_error(
+            CHARACTER_NOT_IN_REPERTOIRE,
+            "invalid byte sequence for encoding \"UTF8\"",
+        )
+    })?;
+    match ty {
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
+            Ok(Datum::Text(text.to_string()))
+        }
+        ScalarType::Numeric { .. } => Datum::parse(
+            text,
+            &ScalarType::Numeric {
+                precision: None,
+                scale: None,
+            },
+        )
+        .map_err(|e| pg_error(&Error::from(e))),
+        _ => Datum::parse(text, ty).map_err(|e| pg_error(&Error::from(e))),
+    }
+}
+
+/// Decodes the binary-format parameter `idx` of a portal as type `ty`. The
+/// portal's parameter format codes must have been validated (see
+/// [`resolve_formats`]).
+pub fn decode_binary_param<S: Clone>(
+    portal: &Portal<S>,
+    idx: usize,
+    ty: &ScalarType,
+) -> PgWireResult<Datum> {
+    let pg = pg_type(ty);
+    let bad = |_e: PgWireError| {
+        user_error(
+            INVALID_BINARY_REPRESENTATION,
+            format!("incorrect binary data format in bind parameter {}", idx + 1),
+        )
+    };
+    let d = match ty {
+        ScalarType::Bool => portal
+            .parameter::<bool>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Bool),
+        ScalarType::Int16 => portal
+            .parameter::<i16>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Int16),
+        ScalarType::Int32 => portal
+            .parameter::<i32>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Int32),
+        ScalarType::Int64 => portal
+            .parameter::<i64>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Int64),
+        ScalarType::Float32 => portal
+            .parameter::<f32>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Float32),
+        ScalarType::Float64 => portal
+            .parameter::<f64>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Float64),
+        ScalarType::Numeric { .. } => portal
+            .parameter::<rust_decimal::Decimal>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Numeric),
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => portal
+            .parameter::<String>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Text),
+        ScalarType::Date => portal
+            .parameter::<chrono::NaiveDate>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Date),
+        ScalarType::Timestamp => portal
+            .parameter::<chrono::NaiveDateTime>(idx, &pg)
+            .map_err(bad)?
+            .map(Datum::Timestamp),
+    };
+    Ok(d.unwrap_or(Datum::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::ColumnType;
+    use pgwire::api::stmt::StoredStatement;
+    use pgwire::messages::extendedquery::Bind;
+    use pgwire::messages::response::CommandComplete;
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+
+    fn tag_string(tag: &str, rows: Option<u64>) -> String {
+        CommandComplete::from(command_tag(tag, rows)).tag
+    }
+
+    #[test]
+    fn command_tags() {
+        assert_eq!(tag_string("INSERT", Some(3)), "INSERT 0 3");
+        assert_eq!(tag_string("DELETE", Some(2)), "DELETE 2");
+        assert_eq!(tag_string("UPDATE", Some(0)), "UPDATE 0");
+        assert_eq!(tag_string("CREATE TABLE", None), "CREATE TABLE");
+    }
+
+    #[test]
+    fn format_codes() {
+        assert_eq!(
+            resolve_formats(&[], 2, "column").unwrap(),
+            vec![FieldFormat::Text; 2]
+        );
+        assert_eq!(
+            resolve_formats(&[1], 3, "column").unwrap(),
+            vec![FieldFormat::Binary; 3]
+        );
+        assert_eq!(
+            resolve_formats(&[0, 1], 2, "column").unwrap(),
+            vec![FieldFormat::Text, FieldFormat::Binary]
+        );
+        assert!(resolve_formats(&[0, 1], 3, "column").is_err());
+        assert!(resolve_formats(&[2], 1, "column").is_err());
+        assert!(resolve_formats(&[1], 0, "parameter").is_ok());
+    }
+
+    #[test]
+    fn errors_carry_sqlstate_detail_and_hint() {
+        let err = Error::DependentObjects {
+            message: "cannot drop".into(),
+            detail: "view v".into(),
+        };
+        let info = error_info(&err);
+        assert_eq!(info.code, "2BP01");
+        assert_eq!(info.severity, "ERROR");
+        assert_eq!(info.message, "cannot drop");
+        assert_eq!(info.detail.as_deref(), Some("view v"));
+        assert!(info.hint.is_some());
+        let info = error_info(&Error::UndefinedTable("t\0".into()));
+        assert_eq!(info.code, "42P01");
+        assert!(!info.message.contains('\0'));
+    }
+
+    #[test]
+    fn text_params() {
+        assert_eq!(
+            decode_text_param(b"42", &ScalarType::Int32).unwrap(),
+            Datum::Int32(42)
+        );
+        assert_eq!(
+            decode_text_param(b"abc", &ScalarType::Char { len: 1 }).unwrap(),
+            Datum::Text("abc".into())
+        );
+        assert_eq!(
+            decode_text_param(
+                b"1.005",
+                &ScalarType::Numeric {
+                    precision: Some(5),
+                    scale: Some(2)
+                }
+            )
+            .unwrap(),
+            Datum::Numeric(Decimal::from_str("1.005").unwrap())
+        );
+        match decode_text_param(b"x", &ScalarType::Int64) {
+            Err(PgWireError::UserError(info)) => assert_eq!(info.code, "22P02"),
+            other => panic!("unexpected {other:?}"),
+        }
+        match decode_text_param(&[0xff, 0xfe], &ScalarType::Text) {
+            Err(PgWireError::UserError(info)) => assert_eq!(info.code, "22021"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn portal(formats: Vec<i16>, params: Vec<Option<Vec<u8>>>) -> Portal<()> {
+        let bind = Bind::new(
+            None,
+            None,
+            formats,
+            params.into_iter().map(|p| p.map(Into::into)).collect(),
+            vec![],
+        );
+        Portal::try_new(
+            &bind,
+            Arc::new(StoredStatement::new("s".into(), (), vec![])),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn binary_params() {
+        let date = chrono::NaiveDate::from_ymd_opt(2000, 1, 2).unwrap();
+        let p = portal(
+            vec![1],
+            vec![
+                Some(7i32.to_be_bytes().to_vec()),
+                Some(vec![1]),
+                Some(b"hi".to_vec()),
+                None,
+                Some(1i32.to_be_bytes().to_vec()),
+                Some(2.5f64.to_be_bytes().to_vec()),
+                // numeric 12.5: ndigits 2, weight 0, sign +, dscale 1, digits [12, 5000]
+                Some([0u8, 2, 0, 0, 0, 0, 0, 1, 0, 12, 0x13, 0x88].to_vec()),
+                Some(vec![1, 2]),
+            ],
+        );
+        assert_eq!(
+            decode_binary_param(&p, 0, &ScalarType::Int32).unwrap(),
+            Datum::Int32(7)
+        );
+        assert_eq!(
+            decode_binary_param(&p, 1, &ScalarType::Bool).unwrap(),
+            Datum::Bool(true)
+        );
+        assert_eq!(
+            decode_binary_param(&p, 2, &ScalarType::VarChar { max_len: Some(1) }).unwrap(),
+            Datum::Text("hi".into())
+        );
+        assert_eq!(
+            decode_binary_param(&p, 3, &ScalarType::Int64).unwrap(),
+            Datum::Null
+        );
+        assert_eq!(
+            decode_binary_param(&p, 4, &ScalarType::Date).unwrap(),
+            Datum::Date(date)
+        );
+        assert_eq!(
+            decode_binary_param(&p, 5, &ScalarType::Float64).unwrap(),
+            Datum::Float64(2.5)
+        );
+        assert_eq!(
+            decode_binary_param(
+                &p,
+                6,
+                &ScalarType::Numeric {
+                    precision: None,
+                    scale: None
+                }
+            )
+            .unwrap(),
+            Datum::Numeric(Decimal::from_str("12.5").unwrap())
+        );
+        // two bytes are not an int4
+        match decode_binary_param(&p, 7, &ScalarType::Int32) {
+            Err(PgWireError::UserError(info)) => assert_eq!(info.code, "22P03"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rows_in_text_and_binary() {
+        let desc = RelationDesc::new(
+            vec!["a".into(), "b".into(), "c".into()],
+            vec![
+                ColumnType::new(ScalarType::Int32, false),
+                ColumnType::new(
+                    ScalarType::Numeric {
+                        precision: Some(10),
+                        scale: Some(2),
+                    },
+                    true,
+                ),
+                ColumnType::new(ScalarType::Text, true),
+            ],
+        );
+        let rows = vec![vec![
+            Datum::Int32(5),
+            Datum::Numeric(Decimal::from_str("1.50").unwrap()),
+            Datum::Null,
+        ]];
+        let text = vec![FieldFormat::Text; 3];
+        let schema = Arc::new(field_infos(&desc, &text));
+        let out = encode_rows(schema, &desc, &rows, &text).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].field_count, 3);
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&1i32.to_be_bytes());
+        expected.extend_from_slice(b"5");
+        expected.extend_from_slice(&4i32.to_be_bytes());
+        expected.extend_from_slice(b"1.50");
+        expected.extend_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(&out[0].data[..], &expected[..]);
+
+        let binary = vec![FieldFormat::Binary; 3];
+        let schema = Arc::new(field_infos(&desc, &binary));
+        let out = encode_rows(schema, &desc, &rows, &binary).unwrap();
+        assert_eq!(&out[0].data[..8], &[0, 0, 0, 4, 0, 0, 0, 5]);
+
+        let rd = row_description(&desc, &binary);
+        assert_eq!(rd.fields[1].type_id, 1700);
+        assert_eq!(rd.fields[1].type_modifier, ((10 << 16) | 2) + 4);
+        assert_eq!(rd.fields[0].type_size, 4);
+        assert_eq!(rd.fields[0].format_code, 1);
+
+        // wrong arity is an error, not a panic
+        let bad = vec![vec![Datum::Int32(1)]];
+        let schema = Arc::new(field_infos(&desc, &text));
+        assert!(encode_rows(schema, &desc, &bad, &text).is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! The Postgres wire-protocol server (on pgwire): accepts TCP connections,
+//! runs start-up without authentication or TLS, and serves the simple and
+//! extended query protocols by calling the coordinator.
+//!
+//! Owns: sockets, the per-connection task and `Session`, and the mapping
+//! between wire messages and `coord::api`. Must not know SQL semantics or
+//! dataflow: statements are opaque values passed to the coordinator, and
+//! results come back as `Datum`s with their `ScalarType`s.
+//!
+//! Not supported: TLS (SSLRequest is answered 'N'), authentication (every
+//! user and database is accepted), COPY, and cancel requests (accepted and
+//! ignored; the running statement completes).
+
+mod connection;
+mod convert;
+mod startup;
+
+use std::fmt::Display;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use pgwire::api::PgWireServerHandlers;
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::tokio::process_socket;
+use tokio::net::{TcpListener, ToSocketAddrs};
+
+use crate::coord::Coordinator;
+use crate::repr::Error;
+
+pub use connection::{Connection, PreparedStatement};
+pub use startup::SERVER_VERSION;
+
+/// The handlers of one connection. pgwire asks for them once per
+/// connection, so each connection gets its own `Connection` and with it its
+/// own coordinator `Session`, dropped when the connection closes.
+struct ConnectionHandlers {
+    connection: Arc<Connection>,
+    startup: Arc<startup::RippleStartup>,
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+}
+
+/// Binds the listening socket.
+pub async fn bind<A: ToSocketAddrs>(addr: A) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Binds `addr` and serves connections forever.
+pub async fn serve<A>(addr: A, coord: Coordinator) -> Result<(), Error>
+where
+    A: ToSocketAddrs + Display,
+{
+    let listener = bind(&addr)
+        .await
+        .map_err(|e| Error::Internal(format!("could not listen on {addr}: {e}")))?;
+    serve_listener(listener, coord).await
+}
+
+/// Serves connections accepted on `listener` forever, one task per
+/// connection. A failing connection is logged and never affects others.
+pub async fn serve_listener(listener: TcpListener, coord: Coordinator) -> Result<(), Error> {
+    static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "accepting connections");
+    }
+    let startup = Arc::new(startup::RippleStartup::new());
+    loop {
+        let (socket, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // E.g. out of file descriptors: back off instead of spinning.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let coord = coord.clone();
+        let startup = startup.clone();
+        let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            tracing::debug!(conn_id, %peer, "connection opened");
+            let handlers = ConnectionHandlers {
+                connection: Arc::new(Connection::new(coord)),
+                startup,
+            };
+            match process_socket(socket, None, handlers).await {
+                Ok(()) => tracing::debug!(conn_id, %peer, "connection closed"),
+                Err(e) => {
+                    tracing::debug!(conn_id, %peer, error = %e, "connection closed with error")
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,655 @@
+//! Binding scalar expressions: column resolution, literal and parameter
+//! typing, Postgres's operator coercions, aggregates in grouped queries.
+
+use crate::expr::func::cast;
+use crate::expr::{AggregateExpr, AggregateFunc, BinaryFunc, ScalarExpr, UnaryFunc, VariadicFunc};
+use crate::repr::{ColumnType, Datum, Error, ScalarType};
+use crate::sql::binder::{ident, Binder};
+use crate::sql::scope::Scope;
+use crate::sql::types::{castable, common_type, scalar_type_from_sql};
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    UnaryOperator, Value,
+};
+
+/// A literal or parameter whose type comes from context, as in Postgres.
+#[derive(Clone, Debug)]
+pub enum Unknown {
+    Text(String),
+    Null,
+    Param(usize),
+}
+
+/// A bound expression with its type; `ty == None` for unknown-typed
+/// literals and parameters not yet coerced.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub expr: ScalarExpr,
+    pub ty: Option<ScalarType>,
+    pub nullable: bool,
+    pub unknown: Option<Unknown>,
+}
+
+impl Bound {
+    fn typed(expr: ScalarExpr, ty: ScalarType, nullable: bool) -> Bound {
+        Bound { expr, ty: Some(ty), nullable, unknown: None }
+    }
+}
+
+/// Grouped-query state: the group key (over the input scope) and the
+/// aggregates found so far. Output columns are keys then aggregates.
+#[derive(Clone, Debug, Default)]
+pub struct Grouping {
+    pub keys: Vec<ScalarExpr>,
+    pub key_types: Vec<ColumnType>,
+    pub aggregates: Vec<AggregateExpr>,
+    pub agg_types: Vec<ColumnType>,
+}
+
+/// Where an expression is bound.
+pub struct ExprCtx<'a> {
+    pub scope: &'a Scope,
+    /// Clause name for errors, e.g. "WHERE".
+    pub clause: &'static str,
+    pub grouping: Option<&'a mut Grouping>,
+}
+
+fn is_aggregate_name(name: &str) -> bool {
+    matches!(name, "count" | "sum" | "min" | "max" | "avg")
+}
+
+impl Binder<'_> {
+    /// Binds an expression and gives it a definite type (unknowns → text).
+    pub fn bind_scalar(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<(ScalarExpr, ColumnType), Error> {
+        let b = self.bind_expr(e, ctx)?;
+        let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+        let nullable = b.nullable;
+        Ok((self.coerce(b, &ty)?, ColumnType::new(ty, nullable)))
+    }
+
+    /// Binds a boolean condition (WHERE, HAVING, ON).
+    pub fn bind_condition(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<ScalarExpr, Error> {
+        let clause = ctx.clause;
+        let b = self.bind_expr(e, ctx)?;
+        self.coerce_bool(b, clause)
+    }
+
+    fn coerce_bool(&mut self, b: Bound, what: &str) -> Result<ScalarExpr, Error> {
+        match &b.ty {
+            None | Some(ScalarType::Bool) => self.coerce(b, &ScalarType::Bool),
+            Some(t) => Err(Error::DatatypeMismatch(format!("argument of {what} must be type boolean, not type {}", t.name()))),
+        }
+    }
+
+    /// Coerces a bound expression to `target` (implicitly).
+    pub fn coerce(&mut self, b: Bound, target: &ScalarType) -> Result<ScalarExpr, Error> {
+        match b.unknown {
+            Some(Unknown::Text(s)) => Ok(ScalarExpr::Literal(Datum::parse(&s, target)?, target.clone())),
+            Some(Unknown::Null) => Ok(ScalarExpr::Literal(Datum::Null, target.clone())),
+            Some(Unknown::Param(n)) => {
+                let slot = &mut self.params.types[n];
+                if slot.is_none() {
+                    *slot = Some(target.clone());
+                }
+                let declared = slot.clone().unwrap_or(target.clone());
+                match &self.params.values {
+                    Some(values) => {
+                        let v = values.get(n).cloned().unwrap_or(Datum::Null);
+                        let v = if declared.unconstrained() == target.unconstrained() { v } else { cast(v, target, false)? };
+                        Ok(ScalarExpr::Literal(v, target.clone()))
+                    }
+                    None => Ok(ScalarExpr::Literal(Datum::Null, target.clone())),
+                }
+            }
+            None => {
+                let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+                if ty == *target || (ty.unconstrained() == target.unconstrained() && !matches!(target, ScalarType::Numeric { precision: Some(_), .. } | ScalarType::VarChar { max_len: Some(_) } | ScalarType::Char { .. })) {
+                    Ok(b.expr)
+                } else {
+                    Ok(b.expr.call_unary(UnaryFunc::Cast { to: target.clone(), explicit: false }))
+                }
+            }
+        }
+    }
+
+    pub fn bind_expr(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        // In a grouped query, an expression equal to a group key is that
+        // key's output column.
+        if ctx.grouping.is_some() && !matches!(e, Expr::Value(_) | Expr::Nested(_)) {
+            let mut plain = ExprCtx { scope: ctx.scope, clause: ctx.clause, grouping: None };
+            let saved = self.params.types.clone();
+            let attempt = self.bind_expr(e, &mut plain);
+            self.params.types = saved;
+            if let Ok(b) = attempt {
+                let g = ctx.grouping.as_ref().expect("checked above");
+                if let Some(k) = g.keys.iter().position(|k| *k == b.expr) {
+                    let t = g.key_types[k].clone();
+                    return Ok(Bound::typed(ScalarExpr::Column(k), t.scalar, t.nullable));
+                }
+            }
+        }
+        match e {
+            Expr::Identifier(id) => self.bind_column(None, &ident(id), ctx),
+            Expr::CompoundIdentifier(ids) => {
+                let names: Vec<String> = ids.iter().map(ident).collect();
+                match names.as_slice() {
+                    [t, c] => self.bind_column(Some(t), c, ctx),
+                    [_, t, c] => self.bind_column(Some(t), c, ctx),
+                    _ => Err(Error::FeatureNotSupported(format!("improper qualified name: {e}"))),
+                }
+            }
+            Expr::Nested(inner) => self.bind_expr(inner, ctx),
+            Expr::Value(v) => self.bind_value(&v.value),
+            Expr::TypedString(ts) => {
+                let ty = scalar_type_from_sql(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let d = Datum::parse(&text, &ty)?;
+                Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false))
+            }
+            Expr::Cast { kind, expr, data_type, .. } => {
+                if matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
+                    return Err(Error::FeatureNotSupported("TRY_CAST is not supported".into()));
+                }
+                let to = scalar_type_from_sql(data_type)?;
+                let b = self.bind_expr(expr, ctx)?;
+                let nullable = b.nullable;
+                if b.ty.is_none() {
+                    return Ok(Bound::typed(self.coerce(b, &to)?, to, nullable));
+                }
+                let from = b.ty.clone().unwrap_or(ScalarType::Text);
+                if !castable(&from, &to) {
+                    return Err(Error::FeatureNotSupported(format!("cannot cast type {} to {}", from.name(), to.name())))
+                        .map_err(|e| Error::UndefinedFunction(e.to_string()));
+                }
+                let expr = b.expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true });
+                Ok(Bound::typed(expr, to, nullable))
+            }
+            Expr::UnaryOp { op, expr } => {
+                let b = self.bind_expr(expr, ctx)?;
+                match op {
+                    UnaryOperator::Not => {
+                        let nullable = b.nullable;
+                        let x = self.coerce_bool(b, "NOT")?;
+                        Ok(Bound::typed(x.call_unary(UnaryFunc::Not), ScalarType::Bool, nullable))
+                    }
+                    UnaryOperator::Minus => {
+                        // Fold `-literal` so that i64::MIN and friends parse.
+                        if let Expr::Value(v) = expr.as_ref() {
+                            if let Value::Number(n, _) = &v.value {
+                                return self.bind_number(&format!("-{n}"));
+                            }
+                        }
+                        let nullable = b.nullable;
+                        let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
+                        if !ty.is_number() {
+                            return Err(Error::UndefinedFunction(format!("operator does not exist: - {}", ty.name())));
+                        }
+                        let x = self.coerce(b, &ty)?;
+                        Ok(Bound::typed(x.call_unary(UnaryFunc::Neg), ty, nullable))
+                    }
+                    UnaryOperator::Plus => Ok(b),
+                    other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported"))),
+                }
+            }
+            Expr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, ctx),
+            Expr::IsNull(x) | Expr::IsNotNull(x) => {
+                let b = self.bind_expr(x, ctx)?;
+                let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+                let x = self.coerce(b, &ty)?;
+                let f = if matches!(e, Expr::IsNull(_)) { UnaryFunc::IsNull } else { UnaryFunc::IsNotNull };
+                Ok(Bound::typed(x.call_unary(f), ScalarType::Bool, false))
+            }
+            Expr::IsTrue(x) | Expr::IsFalse(x) | Expr::IsNotTrue(x) | Expr::IsNotFalse(x) => {
+                let b = self.bind_expr(x, ctx)?;
+                let x = self.coerce_bool(b, "IS TRUE")?;
+                let f = match e {
+                    Expr::IsTrue(_) => UnaryFunc::IsTrue,
+                    Expr::IsFalse(_) => UnaryFunc::IsFalse,
+                    Expr::IsNotTrue(_) => UnaryFunc::IsNotTrue,
+                    _ => UnaryFunc::IsNotFalse,
+                };
+                Ok(Bound::typed(x.call_unary(f), ScalarType::Bool, false))
+            }
+            Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
+                let (l, r, _) = self.bind_comparable(a, b, "IS DISTINCT FROM", ctx)?;
+                let d = l.call_binary(r, BinaryFunc::IsDistinctFrom);
+                let d = if matches!(e, Expr::IsNotDistinctFrom(..)) { d.call_unary(UnaryFunc::Not) } else { d };
+                Ok(Bound::typed(d, ScalarType::Bool, false))
+            }
+            Expr::Between { expr, negated, low, high } => {
+                let lo = Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::GtEq, right: low.clone() };
+                let hi = Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::LtEq, right: high.clone() };
+                let both = Expr::BinaryOp { left: Box::new(lo), op: BinaryOperator::And, right: Box::new(hi) };
+                let b = self.bind_expr(&both, ctx)?;
+                if *negated {
+                    let nullable = b.nullable;
+                    let x = self.coerce_bool(b, "NOT")?;
+                    return Ok(Bound::typed(x.call_unary(UnaryFunc::Not), ScalarType::Bool, nullable));
+                }
+                Ok(b)
+            }
+            Expr::InList { expr, list, negated } => {
+                let mut disjuncts = Vec::new();
+                let mut nullable = false;
+                for item in list {
+                    let (l, r, n) = self.bind_comparable(expr, item, "=", ctx)?;
+                    nullable |= n;
+                    disjuncts.push(l.call_binary(r, BinaryFunc::Eq));
+                }
+                let any = ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: disjuncts };
+                let out = if *negated { any.call_unary(UnaryFunc::Not) } else { any };
+                Ok(Bound::typed(out, ScalarType::Bool, nullable))
+            }
+            Expr::Case { operand, conditions, else_result, .. } => {
+                let mut results = Vec::new();
+                for c in conditions {
+                    results.push(self.bind_expr(&c.result, ctx)?);
+                }
+                let els = match else_result {
+                    Some(x) => self.bind_expr(x, ctx)?,
+                    None => Bound { expr: ScalarExpr::Literal(Datum::Null, ScalarType::Text), ty: None, nullable: true, unknown: Some(Unknown::Null) },
+                };
+                results.push(els);
+                let ty = self.unify(&results, "CASE")?;
+                let nullable = results.iter().any(|r| r.nullable);
+                let mut out_exprs = Vec::new();
+                for r in results {
+                    out_exprs.push(self.coerce(r, &ty)?);
+                }
+                let mut acc = out_exprs.pop().expect("else branch");
+                for (c, then) in conditions.iter().zip(out_exprs).rev() {
+                    let cond = match operand {
+                        Some(op) => {
+                            let (l, r, _) = self.bind_comparable(op, &c.condition, "=", ctx)?;
+                            l.call_binary(r, BinaryFunc::Eq)
+                        }
+                        None => {
+                            let b = self.bind_expr(&c.condition, ctx)?;
+                            self.coerce_bool(b, "CASE/WHEN")?
+                        }
+                    };
+                    acc = ScalarExpr::If { cond: Box::new(cond), then: Box::new(then), els: Box::new(acc) };
+                }
+                Ok(Bound::typed(acc, ty, nullable))
+            }
+            Expr::Function(f) => self.bind_function(f, ctx),
+            other => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
+        }
+    }
+
+    fn bind_column(&mut self, table: Option<&str>, name: &str, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        let i = ctx.scope.resolve(table, name)?;
+        if ctx.grouping.is_some() {
+            let item = &ctx.scope.items[i];
+            let full = match &item.table {
+                Some(t) => format!("{t}.{}", item.name),
+                None => item.name.clone(),
+            };
+            return Err(Error::Grouping(format!(
+                "column \"{full}\" must appear in the GROUP BY clause or be used in an aggregate function"
+            )));
+        }
+        let t = ctx.scope.items[i].typ.clone();
+        Ok(Bound::typed(ScalarExpr::Column(i), t.scalar, t.nullable))
+    }
+
+    fn bind_value(&mut self, v: &Value) -> Result<Bound, Error> {
+        match v {
+            Value::Number(n, _) => self.bind_number(n),
+            Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) | Value::DoubleQuotedString(s) => Ok(Bound {
+                expr: ScalarExpr::Literal(Datum::Text(s.clone()), ScalarType::Text),
+                ty: None,
+                nullable: false,
+                unknown: Some(Unknown::Text(s.clone())),
+            }),
+            Value::Boolean(b) => Ok(Bound::typed(ScalarExpr::Literal(Datum::Bool(*b), ScalarType::Bool), ScalarType::Bool, false)),
+            Value::Null => Ok(Bound {
+                expr: ScalarExpr::Literal(Datum::Null, ScalarType::Text),
+                ty: None,
+                nullable: true,
+                unknown: Some(Unknown::Null),
+            }),
+            Value::Placeholder(p) => {
+                let n: usize = p
+                    .trim_start_matches('$')
+                    .parse()
+                    .map_err(|_| Error::Syntax(format!("syntax error at or near \"{p}\"")))?;
+                if n == 0 || n > 65535 {
+                    return Err(Error::UndefinedParameter(format!("there is no parameter ${n}")));
+                }
+                if self.params.types.len() < n {
+                    self.params.types.resize(n, None);
+                }
+                let idx = n - 1;
+                if let Some(ty) = self.params.types[idx].clone() {
+                    let expr = match &self.params.values {
+                        Some(vals) => ScalarExpr::Literal(vals.get(idx).cloned().unwrap_or(Datum::Null), ty.clone()),
+                        None => ScalarExpr::Literal(Datum::Null, ty.clone()),
+                    };
+                    return Ok(Bound::typed(expr, ty, true));
+                }
+                Ok(Bound { expr: ScalarExpr::Literal(Datum::Null, ScalarType::Text), ty: None, nullable: true, unknown: Some(Unknown::Param(idx)) })
+            }
+            other => Err(Error::FeatureNotSupported(format!("literal not supported yet: {other}"))),
+        }
+    }
+
+    fn bind_number(&mut self, n: &str) -> Result<Bound, Error> {
+        if !n.contains(['.', 'e', 'E']) {
+            if let Ok(v) = n.parse::<i32>() {
+                return Ok(Bound::typed(ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32), ScalarType::Int32, false));
+            }
+            if let Ok(v) = n.parse::<i64>() {
+                return Ok(Bound::typed(ScalarExpr::Literal(Datum::Int64(v), ScalarType::Int64), ScalarType::Int64, false));
+            }
+        }
+        let ty = ScalarType::Numeric { precision: None, scale: None };
+        let d = Datum::parse(n, &ty)?;
+        Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false))
+    }
+
+    /// The common type of several expressions (CASE, COALESCE...).
+    fn unify(&mut self, items: &[Bound], what: &str) -> Result<ScalarType, Error> {
+        let mut ty: Option<ScalarType> = None;
+        for b in items {
+            if let Some(t) = &b.ty {
+                ty = Some(match ty {
+                    None => t.clone(),
+                    Some(cur) => common_type(&cur, t).ok_or_else(|| {
+                        Error::DatatypeMismatch(format!("{what} types {} and {} cannot be matched", cur.name(), t.name()))
+                    })?,
+                });
+            }
+        }
+        Ok(ty.unwrap_or(ScalarType::Text))
+    }
+
+    /// Binds two operands of a comparison, coerced to their common type.
+    fn bind_comparable(&mut self, a: &Expr, b: &Expr, op: &str, ctx: &mut ExprCtx) -> Result<(ScalarExpr, ScalarExpr, bool), Error> {
+        let l = self.bind_expr(a, ctx)?;
+        let r = self.bind_expr(b, ctx)?;
+        let nullable = l.nullable || r.nullable;
+        let ty = match (&l.ty, &r.ty) {
+            (None, None) => ScalarType::Text,
+            (Some(t), None) | (None, Some(t)) => t.clone(),
+            (Some(x), Some(y)) => common_type(x, y).ok_or_else(|| {
+                Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
+            })?,
+        };
+        Ok((self.coerce(l, &ty)?, self.coerce(r, &ty)?, nullable))
+    }
+
+    fn bind_binary(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        use BinaryOperator as B;
+        match op {
+            B::And | B::Or => {
+                let name = if *op == B::And { "AND" } else { "OR" };
+                let l = self.bind_expr(left, ctx)?;
+                let r = self.bind_expr(right, ctx)?;
+                let nullable = l.nullable || r.nullable;
+                let l = self.coerce_bool(l, name)?;
+                let r = self.coerce_bool(r, name)?;
+                let func = if *op == B::And { VariadicFunc::And } else { VariadicFunc::Or };
+                Ok(Bound::typed(ScalarExpr::CallVariadic { func, exprs: vec![l, r] }, ScalarType::Bool, nullable))
+            }
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let func = match op {
+                    B::Eq => BinaryFunc::Eq,
+                    B::NotEq => BinaryFunc::NotEq,
+                    B::Lt => BinaryFunc::Lt,
+                    B::LtEq => BinaryFunc::Lte,
+                    B::Gt => BinaryFunc::Gt,
+                    _ => BinaryFunc::Gte,
+                };
+                let (l, r, nullable) = self.bind_comparable(left, right, &op.to_string(), ctx)?;
+                Ok(Bound::typed(l.call_binary(r, func), ScalarType::Bool, nullable))
+            }
+            B::StringConcat => {
+                let l = self.bind_expr(left, ctx)?;
+                let r = self.bind_expr(right, ctx)?;
+                let nullable = l.nullable || r.nullable;
+                let l = self.to_text(l)?;
+                let r = self.to_text(r)?;
+                Ok(Bound::typed(l.call_binary(r, BinaryFunc::Concat), ScalarType::Text, nullable))
+            }
+            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
+                let func = match op {
+                    B::Plus => BinaryFunc::Add,
+                    B::Minus => BinaryFunc::Sub,
+                    B::Multiply => BinaryFunc::Mul,
+                    B::Divide => BinaryFunc::Div,
+                    _ => BinaryFunc::Mod,
+                };
+                let l = self.bind_expr(left, ctx)?;
+                let r = self.bind_expr(right, ctx)?;
+                let nullable = l.nullable || r.nullable;
+                // date ± integer, date - date.
+                if l.ty == Some(ScalarType::Date) && matches!(func, BinaryFunc::Add | BinaryFunc::Sub) {
+                    let rt = r.ty.clone();
+                    if rt.as_ref().map(|t| t.is_integer()).unwrap_or(true) {
+                        let l = self.coerce(l, &ScalarType::Date)?;
+                        let r = self.coerce(r, &ScalarType::Int32)?;
+                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Date, nullable));
+                    }
+                    if rt == Some(ScalarType::Date) && func == BinaryFunc::Sub {
+                        let l = self.coerce(l, &ScalarType::Date)?;
+                        let r = self.coerce(r, &ScalarType::Date)?;
+                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Int32, nullable));
+                    }
+                }
+                let ty = match (&l.ty, &r.ty) {
+                    (None, None) => ScalarType::Numeric { precision: None, scale: None },
+                    (Some(t), None) | (None, Some(t)) => t.clone(),
+                    (Some(x), Some(y)) => common_type(x, y).filter(|t| t.is_number()).ok_or_else(|| {
+                        Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
+                    })?,
+                };
+                if !ty.is_number() {
+                    return Err(Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", ty.name(), ty.name())));
+                }
+                let ty = ty.unconstrained();
+                let l = self.coerce(l, &ty)?;
+                let r = self.coerce(r, &ty)?;
+                Ok(Bound::typed(l.call_binary(r, func), ty, nullable))
+            }
+            other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported yet"))),
+        }
+    }
+
+    fn to_text(&mut self, b: Bound) -> Result<ScalarExpr, Error> {
+        match &b.ty {
+            None => self.coerce(b, &ScalarType::Text),
+            Some(t) if t.is_string() => Ok(b.expr),
+            Some(_) => Ok(b.expr.call_unary(UnaryFunc::Cast { to: ScalarType::Text, explicit: true })),
+        }
+    }
+
+    fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
+        match &f.args {
+            FunctionArguments::None => Ok((vec![], false, false)),
+            FunctionArguments::Subquery(_) => Err(Error::FeatureNotSupported("subqueries are not supported yet".into())),
+            FunctionArguments::List(list) => {
+                let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+                let mut out = Vec::new();
+                let mut star = false;
+                for a in &list.args {
+                    match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => out.push(e.clone()),
+                        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                        other => return Err(Error::FeatureNotSupported(format!("function argument {other} is not supported"))),
+                    }
+                }
+                Ok((out, distinct, star))
+            }
+        }
+    }
+
+    fn bind_function(&mut self, f: &sqlparser::ast::Function, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        let name = name.trim_matches('"').to_string();
+        let (args, distinct, star) = self.function_args(f)?;
+        if is_aggregate_name(&name) {
+            return self.bind_aggregate(&name, &args, distinct, star, ctx);
+        }
+        let mut bound = Vec::new();
+        for a in &args {
+            bound.push(self.bind_expr(a, ctx)?);
+        }
+        let arity_err = || Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len()));
+        match name.as_str() {
+            "abs" => {
+                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
+                let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
+                if !ty.is_number() {
+                    return Err(Error::UndefinedFunction(format!("function abs({}) does not exist", ty.name())));
+                }
+                let ty = ty.unconstrained();
+                let n = b.nullable;
+                Ok(Bound::typed(self.coerce(b, &ty)?.call_unary(UnaryFunc::Abs), ty, n))
+            }
+            "upper" | "lower" | "length" | "char_length" | "character_length" => {
+                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
+                let n = b.nullable;
+                let x = self.to_text(b)?;
+                let (func, ty) = match name.as_str() {
+                    "upper" => (UnaryFunc::Upper, ScalarType::Text),
+                    "lower" => (UnaryFunc::Lower, ScalarType::Text),
+                    _ => (UnaryFunc::Length, ScalarType::Int32),
+                };
+                Ok(Bound::typed(x.call_unary(func), ty, n))
+            }
+            "round" => {
+                let numeric = ScalarType::Numeric { precision: None, scale: None };
+                match bound.len() {
+                    1 => {
+                        let b = bound.into_iter().next().ok_or_else(arity_err)?;
+                        let n = b.nullable;
+                        if b.ty.as_ref().map(|t| t.is_float()).unwrap_or(false) {
+                            let x = self.coerce(b, &ScalarType::Float64)?;
+                            // round(float) rounds half to even via the int cast path.
+                            let r = x.call_unary(UnaryFunc::Cast { to: ScalarType::Int64, explicit: true })
+                                .call_unary(UnaryFunc::Cast { to: ScalarType::Float64, explicit: true });
+                            return Ok(Bound::typed(r, ScalarType::Float64, n));
+                        }
+                        let x = self.coerce(b, &numeric)?;
+                        let zero = ScalarExpr::Literal(Datum::Int32(0), ScalarType::Int32);
+                        Ok(Bound::typed(x.call_binary(zero, BinaryFunc::RoundScale), numeric, n))
+                    }
+                    2 => {
+                        let mut it = bound.into_iter();
+                        let (a, s) = (it.next().ok_or_else(arity_err)?, it.next().ok_or_else(arity_err)?);
+                        let n = a.nullable || s.nullable;
+                        let x = self.coerce(a, &numeric)?;
+                        let s = self.coerce(s, &ScalarType::Int32)?;
+                        Ok(Bound::typed(x.call_binary(s, BinaryFunc::RoundScale), numeric, n))
+                    }
+                    _ => Err(arity_err()),
+                }
+            }
+            "coalesce" | "greatest" | "least" => {
+                if bound.is_empty() {
+                    return Err(arity_err());
+                }
+                let ty = self.unify(&bound, &name.to_uppercase())?;
+                let nullable = bound.iter().all(|b| b.nullable);
+                let mut exprs = Vec::new();
+                for b in bound {
+                    exprs.push(self.coerce(b, &ty)?);
+                }
+                let func = match name.as_str() {
+                    "coalesce" => VariadicFunc::Coalesce,
+                    "greatest" => VariadicFunc::Greatest,
+                    _ => VariadicFunc::Least,
+                };
+                Ok(Bound::typed(ScalarExpr::CallVariadic { func, exprs }, ty, nullable))
+            }
+            "nullif" => {
+                if args.len() != 2 {
+                    return Err(arity_err());
+                }
+                let (l, r, _) = self.bind_comparable(&args[0], &args[1], "=", ctx)?;
+                let first = bound.into_iter().next().ok_or_else(arity_err)?;
+                let ty = first.ty.clone().unwrap_or(ScalarType::Text);
+                let value = self.coerce(first, &ty)?;
+                let cond = l.call_binary(r, BinaryFunc::Eq);
+                Ok(Bound::typed(
+                    ScalarExpr::If { cond: Box::new(cond), then: Box::new(ScalarExpr::null(ty.clone())), els: Box::new(value) },
+                    ty,
+                    true,
+                ))
+            }
+            _ => Err(Error::UndefinedFunction(format!("function {name} does not exist"))),
+        }
+    }
+
+    fn bind_aggregate(&mut self, name: &str, args: &[Expr], distinct: bool, star: bool, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        if ctx.grouping.is_none() {
+            return Err(Error::Grouping(format!("aggregate functions are not allowed in {}", ctx.clause)));
+        }
+        let mut inner = ExprCtx { scope: ctx.scope, clause: "aggregate function calls", grouping: None };
+        let (expr, in_ty) = if star || (name == "count" && args.is_empty()) {
+            if name != "count" {
+                return Err(Error::UndefinedFunction(format!("function {name}(*) does not exist")));
+            }
+            (ScalarExpr::literal_true(), ColumnType::new(ScalarType::Bool, false))
+        } else {
+            if args.len() != 1 {
+                return Err(Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len())));
+            }
+            if contains_aggregate(&args[0]) {
+                return Err(Error::Grouping("aggregate function calls cannot be nested".into()));
+            }
+            self.bind_scalar(&args[0], &mut inner)?
+        };
+        let t = &in_ty.scalar;
+        let func = match name {
+            "count" => AggregateFunc::Count,
+            "min" => AggregateFunc::Min,
+            "max" => AggregateFunc::Max,
+            "sum" => match t {
+                ScalarType::Int16 | ScalarType::Int32 => AggregateFunc::SumInt,
+                ScalarType::Int64 | ScalarType::Numeric { .. } => AggregateFunc::SumNumeric,
+                ScalarType::Float32 => AggregateFunc::SumFloat32,
+                ScalarType::Float64 => AggregateFunc::SumFloat64,
+                other => return Err(Error::UndefinedFunction(format!("function sum({}) does not exist", other.name()))),
+            },
+            _ => match t {
+                t if t.is_integer() || t.is_numeric() => AggregateFunc::AvgNumeric,
+                t if t.is_float() => AggregateFunc::AvgFloat,
+                other => return Err(Error::UndefinedFunction(format!("function avg({}) does not exist", other.name()))),
+            },
+        };
+        let out_ty = ColumnType::new(func.output_type(t), func.nullable());
+        let agg = AggregateExpr { func, expr, distinct };
+        let g = ctx.grouping.as_mut().expect("checked above");
+        let pos = match g.aggregates.iter().position(|a| *a == agg) {
+            Some(p) => p,
+            None => {
+                g.aggregates.push(agg);
+                g.agg_types.push(out_ty.clone());
+                g.aggregates.len() - 1
+            }
+        };
+        let col = g.keys.len() + pos;
+        Ok(Bound::typed(ScalarExpr::Column(col), out_ty.scalar, out_ty.nullable))
+    }
+}
+
+/// Whether an expression contains an aggregate call (outside subqueries).
+pub fn contains_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    let _ = sqlparser::ast::visit_expressions(e, |x| {
+        if let Expr::Function(f) = x {
+            let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+            if is_aggregate_name(&name) {
+                found = true;
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    found
+}
+

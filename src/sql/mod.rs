@@ -1,0 +1,46 @@
+//! SQL front end: sqlparser (PostgreSQL dialect) → name resolution →
+//! Postgres typing and coercion → a `Plan` per statement, whose queries are
+//! unoptimized MIR (`crate::expr::RelationExpr`).
+//!
+//! Owns: the meaning of SQL text. Must not: touch the catalog other than
+//! through the read-only `SqlCatalog` trait, or do I/O.
+
+mod binder;
+mod expr;
+mod plan;
+mod scope;
+mod types;
+
+pub use binder::{bind_statement, Params};
+pub use plan::{Finishing, ItemKind, Plan, ShowKind};
+
+use crate::repr::{Error, GlobalId, RelationDesc};
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+/// A catalog item as the binder sees it.
+#[derive(Clone, Debug)]
+pub struct CatalogEntry {
+    pub id: GlobalId,
+    pub name: String,
+    pub kind: ItemKind,
+    pub desc: RelationDesc,
+    /// For a (non-materialized) view: its bound query, inlined where used.
+    pub view_plan: Option<crate::expr::RelationExpr>,
+}
+
+/// Read-only access to the catalog for name resolution.
+pub trait SqlCatalog {
+    /// The relation or index called `name` (already case-folded).
+    fn resolve(&self, name: &str) -> Option<CatalogEntry>;
+}
+
+/// Parses a string of zero or more statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>, Error> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
+        Error::Syntax(format!("syntax error: {msg}"))
+    })
+}

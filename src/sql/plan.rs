@@ -1,0 +1,78 @@
+//! Bound statements: what the coordinator executes.
+
+use crate::expr::relation::ColumnOrder;
+use crate::expr::{RelationExpr, ScalarExpr};
+use crate::repr::{GlobalId, RelationDesc};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ItemKind {
+    Table,
+    View,
+    MaterializedView,
+    Index,
+}
+
+impl ItemKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ItemKind::Table => "table",
+            ItemKind::View => "view",
+            ItemKind::MaterializedView => "materialized view",
+            ItemKind::Index => "index",
+        }
+    }
+}
+
+/// What to do with a query's rows after reading them: order, offset, limit
+/// and which leading columns the client sees.
+#[derive(Clone, Debug, Default)]
+pub struct Finishing {
+    pub order: Vec<ColumnOrder>,
+    pub limit: Option<usize>,
+    pub offset: usize,
+    /// Number of leading columns returned (the rest were only for ORDER BY).
+    pub arity: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum ShowKind {
+    Tables,
+    Views,
+    MaterializedViews,
+    Indexes,
+    Arrangements,
+    Variable(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum Plan {
+    CreateTable { name: String, desc: RelationDesc, if_not_exists: bool },
+    CreateView {
+        name: String,
+        query: RelationExpr,
+        desc: RelationDesc,
+        materialized: bool,
+        if_not_exists: bool,
+        or_replace: bool,
+    },
+    CreateIndex { name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool },
+    /// `source` produces rows in the table's column order, already cast to
+    /// the column types (typmods and NOT NULL are checked on write).
+    Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr },
+    Update {
+        table: GlobalId,
+        table_name: String,
+        desc: RelationDesc,
+        predicates: Vec<ScalarExpr>,
+        assignments: Vec<(usize, ScalarExpr)>,
+    },
+    Delete { table: GlobalId, table_name: String, predicates: Vec<ScalarExpr> },
+    Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing },
+    Explain { query: RelationExpr },
+    Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },
+    Show(ShowKind),
+    SetVariable { name: String, value: String },
+    StartTransaction,
+    Commit,
+    Rollback,
+}

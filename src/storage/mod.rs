@@ -1,0 +1,563 @@
+//! Durable storage on RocksDB: the catalog records, the table update log and
+//! small metadata, written atomically and durably, and read back on start.
+//!
+//! Owns: the RocksDB database under the data directory, its column families
+//! and key/value encodings (`codec`), the atomicity and durability of a
+//! commit, recovery, and folding the table log into snapshots.
+//! Must not: know about dataflow, SQL or what a catalog record means (the
+//! coordinator serializes catalog records; storage keeps opaque bytes).
+//!
+//! Layout (one column family per concern):
+//! - `catalog`: key = item id (u64 big-endian), value = opaque record bytes.
+//! - `table_log`: key = table id ++ timestamp ++ sequence number (each u64
+//!   big-endian), value = a batch of `(Row, Diff)` updates (see `codec`). The
+//!   sequence number is per process so two writes at one timestamp never
+//!   collide. The key `(table, 0, 0)` holds a table's consolidated snapshot,
+//!   written by recovery when it folds the log; live sequence numbers start
+//!   at 1 so no write ever lands on it.
+//! - `meta`: key = UTF-8 name, value = bytes, for the coordinator's small
+//!   metadata (next id, ...). Names starting with `\0` are reserved for
+//!   storage itself: `\0max_timestamp` is merged (max) on every commit.
+//!
+//! Every commit is one RocksDB `WriteBatch` written with `sync = true`, so it
+//! is atomic and on disk before `commit` returns; concurrent commits are
+//! grouped into one fsync by RocksDB's write leader. Recovery reads the
+//! catalog, metadata and every table log, consolidates each table (sums the
+//! diffs per row, drops zeros), and writes each table back as a single
+//! snapshot record in one synced batch that also deletes the folded entries,
+//! so restart cost tracks live data rather than history.
+
+mod codec;
+
+use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
+use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, MergeOperands, Options, WriteBatch, WriteOptions};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const CF_CATALOG: &str = "catalog";
+const CF_TABLE_LOG: &str = "table_log";
+const CF_META: &str = "meta";
+
+/// Reserved metadata key holding the largest committed timestamp.
+const META_MAX_TIMESTAMP: &[u8] = b"\0max_timestamp";
+/// Prefix of metadata keys reserved for storage.
+const RESERVED_META_PREFIX: u8 = 0;
+
+/// Sequence number of a table's snapshot record; log entries use 1 and up.
+const SNAPSHOT_SEQ: u64 = 0;
+const SNAPSHOT_TS: Timestamp = 0;
+
+/// The storage of one data directory. `Send + Sync`: commits may come from
+/// several threads at once.
+pub struct Storage {
+    db: DB,
+    /// Next per-process sequence number of a table-log key.
+    next_seq: AtomicU64,
+}
+
+/// Everything one atomic, durable write consists of.
+#[derive(Clone, Debug, Default)]
+pub struct WriteSet {
+    /// The timestamp of the write; recorded as `max_timestamp` if largest.
+    pub timestamp: Timestamp,
+    /// Catalog records to create or replace (opaque bytes).
+    pub catalog_puts: Vec<(GlobalId, Vec<u8>)>,
+    /// Catalog records to delete; applied after `catalog_puts`.
+    pub catalog_deletes: Vec<GlobalId>,
+    /// Updates to append to each table's log at `timestamp`.
+    pub table_updates: Vec<(GlobalId, Vec<(Row, Diff)>)>,
+    /// Tables whose data is deleted entirely; applied after `table_updates`.
+    pub dropped_tables: Vec<GlobalId>,
+    /// Small metadata values to set.
+    pub meta_puts: Vec<(String, Vec<u8>)>,
+}
+
+impl WriteSet {
+    pub fn new(timestamp: Timestamp) -> Self {
+        WriteSet { timestamp, ..Default::default() }
+    }
+
+    /// True if the write changes nothing (updates lists that are empty count
+    /// as nothing).
+    pub fn is_empty(&self) -> bool {
+        self.catalog_puts.is_empty()
+            && self.catalog_deletes.is_empty()
+            && self.table_updates.iter().all(|(_, updates)| updates.is_empty())
+            && self.dropped_tables.is_empty()
+            && self.meta_puts.is_empty()
+    }
+}
+
+/// What recovery read back.
+#[derive(Clone, Debug, Default)]
+pub struct Recovered {
+    /// Every catalog record, sorted by id.
+    pub catalog: Vec<(GlobalId, Vec<u8>)>,
+    /// The consolidated contents of every table that has any rows (diffs
+    /// summed per row, zeros dropped, rows in byte order). A table with no
+    /// rows has no entry.
+    pub tables: HashMap<GlobalId, Vec<(Row, Diff)>>,
+    /// The largest timestamp ever committed (0 if none).
+    pub max_timestamp: Timestamp,
+    /// The metadata set through `WriteSet::meta_puts`.
+    pub meta: HashMap<String, Vec<u8>>,
+}
+
+fn rocks_err(context: &str) -> impl Fn(rocksdb::Error) -> Error + '_ {
+    move |e| Error::Storage(format!("{context}: {e}"))
+}
+
+/// Merge operator of the reserved u64 metadata keys: the maximum of the
+/// existing value and every operand. Returns `None` (reported by RocksDB as
+/// corruption) if a value is not 8 bytes.
+fn merge_max_u64(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+    let mut max = match existing {
+        Some(bytes) => codec::decode_u64(bytes)?,
+        None => 0,
+    };
+    for op in operands {
+        max = max.max(codec::decode_u64(op)?);
+    }
+    Some(codec::encode_u64(max).to_vec())
+}
+
+impl Storage {
+    /// Opens (creating if missing) the database in `dir`.
+    pub fn open(dir: &Path) -> Result<Storage, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::Storage(format!("could not create data directory {}: {e}", dir.display()))
+        })?;
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+
+        let cf_opts = |name: &str| {
+            let mut opts = Options::default();
+            opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            if name == CF_META {
+                opts.set_merge_operator_associative("ripple_max_u64", merge_max_u64);
+            }
+            opts
+        };
+        // Open every column family present (a newer version may have added
+        // some), plus ours.
+        let mut names: Vec<String> = match DB::list_cf(&db_opts, dir) {
+            Ok(names) => names,
+            Err(_) => Vec::new(), // no database yet
+        };
+        for name in [CF_CATALOG, CF_TABLE_LOG, CF_META] {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        let descriptors = names.iter().map(|n| ColumnFamilyDescriptor::new(n, cf_opts(n)));
+        let db = DB::open_cf_descriptors(&db_opts, dir, descriptors).map_err(|e| {
+            Error::Storage(format!("could not open the database in {}: {e}", dir.display()))
+        })?;
+        Ok(Storage { db, next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1) })
+    }
+
+    fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| Error::Storage(format!("column family {name} is missing")))
+    }
+
+    /// Writes `ws` atomically (one `WriteBatch`) and durably (fsync) before
+    /// returning.
+    pub fn commit(&self, ws: WriteSet) -> Result<(), Error> {
+        if let Some((key, _)) = ws.meta_puts.iter().find(|(k, _)| k.as_bytes().first() == Some(&RESERVED_META_PREFIX)) {
+            return Err(Error::Storage(format!("metadata key {key:?} is reserved")));
+        }
+        let catalog = self.cf(CF_CATALOG)?;
+        let log = self.cf(CF_TABLE_LOG)?;
+        let meta = self.cf(CF_META)?;
+        let mut batch = WriteBatch::default();
+
+        for (id, record) in &ws.catalog_puts {
+            batch.put_cf(catalog, codec::catalog_key(*id), record);
+        }
+        for id in &ws.catalog_deletes {
+            batch.delete_cf(catalog, codec::catalog_key(*id));
+        }
+        for (table, updates) in &ws.table_updates {
+            if updates.is_empty() {
+                continue;
+            }
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            let value = codec::encode_updates(updates.iter().map(|(row, diff)| (row, *diff)));
+            batch.put_cf(log, codec::log_key(*table, ws.timestamp, seq), value);
+        }
+        for table in &ws.dropped_tables {
+            batch.delete_range_cf(log, codec::table_start(*table), codec::table_end(*table));
+        }
+        for (key, value) in &ws.meta_puts {
+            batch.put_cf(meta, key.as_bytes(), value);
+        }
+        batch.merge_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(ws.timestamp));
+
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.db.write_opt(batch, &opts).map_err(rocks_err("commit failed"))
+    }
+
+    /// Reads back everything committed, and folds each table's log into one
+    /// consolidated snapshot record (one synced batch). Call before any
+    /// `commit` of this process: folding assumes no concurrent writes.
+    pub fn recover(&self) -> Result<Recovered, Error> {
+        let mut recovered = Recovered::default();
+
+        // Catalog, in id order (keys are big-endian ids).
+        let catalog = self.cf(CF_CATALOG)?;
+        for item in self.db.iterator_cf(catalog, IteratorMode::Start) {
+            let (key, value) = item.map_err(rocks_err("reading the catalog failed"))?;
+            let id = codec::decode_catalog_key(&key)?;
+            recovered.catalog.push((id, value.into_vec()));
+        }
+
+        // Metadata.
+        let meta = self.cf(CF_META)?;
+        for item in self.db.iterator_cf(meta, IteratorMode::Start) {
+            let (key, value) = item.map_err(rocks_err("reading metadata failed"))?;
+            if key.as_ref() == META_MAX_TIMESTAMP {
+                recovered.max_timestamp = codec::decode_u64(&value).ok_or_else(|| {
+                    codec::corrupt(format!("max timestamp has {} bytes, expected 8", value.len()))
+                })?;
+            } else if key.first() == Some(&RESERVED_META_PREFIX) {
+                // Another reserved key (from a newer version): not ours to show.
+            } else {
+                let name = String::from_utf8(key.into_vec())
+                    .map_err(|e| codec::corrupt(format!("metadata key is not UTF-8: {e}")))?;
+                recovered.meta.insert(name, value.into_vec());
+            }
+        }
+
+        // Table logs, in (table, timestamp, sequence) order.
+        let log = self.cf(CF_TABLE_LOG)?;
+        // Per table: accumulated diffs, and whether anything but a snapshot
+        // was read (only then does the table need folding).
+        let mut contents: HashMap<GlobalId, (HashMap<Row, Diff>, bool)> = HashMap::new();
+        let mut max_seq = SNAPSHOT_SEQ;
+        for item in self.db.iterator_cf(log, IteratorMode::Start) {
+            let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
+            let (table, ts, seq) = codec::decode_log_key(&key)?;
+            let is_snapshot = ts == SNAPSHOT_TS && seq == SNAPSHOT_SEQ;
+            max_seq = max_seq.max(seq);
+            if !is_snapshot {
+                recovered.max_timestamp = recovered.max_timestamp.max(ts);
+            }
+            let (acc, needs_fold) = contents.entry(table).or_default();
+            *needs_fold |= !is_snapshot;
+            let what = || {
+                if is_snapshot {
+                    format!("snapshot of table {table}")
+                } else {
+                    format!("table log entry of table {table} at timestamp {ts} (sequence {seq})")
+                }
+            };
+            codec::decode_updates(&value, &what, |row, diff| {
+                let entry = acc.entry(row).or_insert(0);
+                *entry = entry.checked_add(diff).ok_or_else(|| {
+                    codec::corrupt(format!("{}: multiplicity overflows", what()))
+                })?;
+                Ok(())
+            })?;
+        }
+        // Never reuse a sequence number that is still on disk.
+        self.next_seq.fetch_max(max_seq + 1, Ordering::Relaxed);
+
+        // Fold: one snapshot per table, the folded entries deleted, in one
+        // synced batch (a crash before it leaves the log as it was).
+        let mut batch = WriteBatch::default();
+        let mut folded_any = false;
+        for (table, (acc, needs_fold)) in contents {
+            let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
+            rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if needs_fold {
+                folded_any = true;
+                let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
+                if rows.is_empty() {
+                    batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
+                } else {
+                    let value = codec::encode_updates(rows.iter().map(|(r, d)| (r, *d)));
+                    batch.put_cf(log, start, value);
+                    let after_snapshot = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ + 1);
+                    batch.delete_range_cf(log, after_snapshot.to_vec(), codec::table_end(table));
+                }
+            }
+            if !rows.is_empty() {
+                recovered.tables.insert(table, rows);
+            }
+        }
+        if folded_any {
+            // Collapse the merge operands of the max timestamp as well.
+            batch.put_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(recovered.max_timestamp));
+            let mut opts = WriteOptions::default();
+            opts.set_sync(true);
+            self.db
+                .write_opt(batch, &opts)
+                .map_err(rocks_err("writing the recovered table snapshots failed"))?;
+            // Let RocksDB drop the deleted ranges' tombstones and data.
+            self.db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
+        }
+        Ok(recovered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::Datum;
+
+    fn row(i: i32, s: &str) -> Row {
+        Row::pack(&[Datum::Int32(i), Datum::Text(s.into())])
+    }
+
+    fn sorted(mut v: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
+        v.sort();
+        v
+    }
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn storage_is_send_and_sync() {
+        assert_send_sync::<Storage>();
+    }
+
+    #[test]
+    fn commit_recover_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Storage::open(dir.path()).unwrap();
+            let r = s.recover().unwrap();
+            assert!(r.catalog.is_empty() && r.tables.is_empty() && r.meta.is_empty());
+            assert_eq!(r.max_timestamp, 0);
+
+            let mut ws = WriteSet::new(100);
+            assert!(ws.is_empty());
+            ws.catalog_puts = vec![(7, b"table seven".to_vec()), (3, b"table three".to_vec())];
+            ws.meta_puts = vec![("next_id".into(), 8u64.to_le_bytes().to_vec())];
+            assert!(!ws.is_empty());
+            s.commit(ws).unwrap();
+
+            let mut ws = WriteSet::new(101);
+            ws.table_updates = vec![
+                (7, vec![(row(1, "a"), 1), (row(2, "b"), 2)]),
+                (3, vec![(Row::pack(&[Datum::Null]), 1)]),
+            ];
+            s.commit(ws).unwrap();
+            // Two writes at one timestamp never collide.
+            let mut ws = WriteSet::new(101);
+            ws.table_updates = vec![(7, vec![(row(3, "c"), 1)])];
+            s.commit(ws).unwrap();
+        }
+        let s = Storage::open(dir.path()).unwrap();
+        let r = s.recover().unwrap();
+        assert_eq!(r.catalog, vec![(3, b"table three".to_vec()), (7, b"table seven".to_vec())]);
+        assert_eq!(r.max_timestamp, 101);
+        assert_eq!(r.meta.get("next_id"), Some(&8u64.to_le_bytes().to_vec()));
+        assert_eq!(r.meta.len(), 1, "reserved keys are not shown: {:?}", r.meta.keys());
+        assert_eq!(
+            sorted(r.tables[&7].clone()),
+            sorted(vec![(row(1, "a"), 1), (row(2, "b"), 2), (row(3, "c"), 1)])
+        );
+        assert_eq!(r.tables[&3], vec![(Row::pack(&[Datum::Null]), 1)]);
+    }
+
+    #[test]
+    fn max_timestamp_includes_catalog_only_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Storage::open(dir.path()).unwrap();
+            let mut ws = WriteSet::new(500);
+            ws.table_updates = vec![(1, vec![(row(1, "x"), 1)])];
+            s.commit(ws).unwrap();
+            let mut ws = WriteSet::new(900);
+            ws.catalog_puts = vec![(1, vec![1])];
+            s.commit(ws).unwrap();
+            // An older timestamp never lowers the maximum.
+            let mut ws = WriteSet::new(600);
+            ws.catalog_puts = vec![(2, vec![2])];
+            s.commit(ws).unwrap();
+        }
+        let s = Storage::open(dir.path()).unwrap();
+        assert_eq!(s.recover().unwrap().max_timestamp, 900);
+        drop(s);
+        let s = Storage::open(dir.path()).unwrap();
+        assert_eq!(s.recover().unwrap().max_timestamp, 900);
+    }
+
+    #[test]
+    fn consolidation_insert_then_delete_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let mut ws = WriteSet::new(1);
+        ws.table_updates = vec![(5, vec![(row(1, "a"), 1), (row(2, "b"), 1)])];
+        s.commit(ws).unwrap();
+        let mut ws = WriteSet::new(2);
+        ws.table_updates = vec![(5, vec![(row(1, "a"), -1)])];
+        s.commit(ws).unwrap();
+        let mut ws = WriteSet::new(3);
+        // An UPDATE: retract the old row, insert the new one.
+        ws.table_updates = vec![(5, vec![(row(2, "b"), -1), (row(2, "B"), 1)])];
+        s.commit(ws).unwrap();
+        let r = s.recover().unwrap();
+        assert_eq!(r.tables[&5], vec![(row(2, "B"), 1)]);
+
+        let mut ws = WriteSet::new(4);
+        ws.table_updates = vec![(5, vec![(row(2, "B"), -1)])];
+        s.commit(ws).unwrap();
+        let r = s.recover().unwrap();
+        assert!(!r.tables.contains_key(&5), "{:?}", r.tables);
+        assert_eq!(r.max_timestamp, 4);
+        // Nothing is left on disk for the table.
+        let log = s.cf(CF_TABLE_LOG).unwrap();
+        assert_eq!(s.db.iterator_cf(log, IteratorMode::Start).count(), 0);
+    }
+
+    #[test]
+    fn dropped_table_loses_its_data_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let mut ws = WriteSet::new(10);
+        ws.catalog_puts = vec![(1, b"t1".to_vec()), (2, b"t2".to_vec()), (u64::MAX, b"tmax".to_vec())];
+        ws.table_updates = vec![
+            (1, vec![(row(1, "one"), 1)]),
+            (2, vec![(row(2, "two"), 1)]),
+            (u64::MAX, vec![(row(3, "max"), 1)]),
+        ];
+        s.commit(ws).unwrap();
+        // Fold table 1 into a snapshot first, then add a log entry on top, so
+        // the drop must remove both kinds of record.
+        s.recover().unwrap();
+        let mut ws = WriteSet::new(11);
+        ws.table_updates = vec![(1, vec![(row(4, "four"), 1)])];
+        s.commit(ws).unwrap();
+
+        let mut ws = WriteSet::new(12);
+        ws.catalog_deletes = vec![1, u64::MAX];
+        ws.dropped_tables = vec![1, u64::MAX];
+        s.commit(ws).unwrap();
+        drop(s);
+
+        let s = Storage::open(dir.path()).unwrap();
+        let r = s.recover().unwrap();
+        assert_eq!(r.catalog, vec![(2, b"t2".to_vec())]);
+        assert_eq!(r.tables.len(), 1);
+        assert_eq!(r.tables[&2], vec![(row(2, "two"), 1)]);
+        assert_eq!(r.max_timestamp, 12);
+    }
+
+    #[test]
+    fn a_batch_is_atomic() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let mut ws = WriteSet::new(1);
+        ws.catalog_puts = vec![(1, b"t".to_vec())];
+        ws.table_updates = vec![(1, vec![(row(1, "kept"), 1)])];
+        s.commit(ws).unwrap();
+
+        // A batch that fails (reserved metadata key) writes none of its parts.
+        let mut ws = WriteSet::new(2);
+        ws.catalog_puts = vec![(2, b"u".to_vec())];
+        ws.catalog_deletes = vec![1];
+        ws.table_updates = vec![(1, vec![(row(2, "lost"), 1)])];
+        ws.dropped_tables = vec![1];
+        ws.meta_puts = vec![("ok".into(), vec![1]), ("\0bad".into(), vec![2])];
+        assert!(matches!(s.commit(ws), Err(Error::Storage(_))));
+
+        // A batch that succeeds applies every part together, deletes after puts.
+        let mut ws = WriteSet::new(3);
+        ws.catalog_puts = vec![(2, b"u".to_vec()), (3, b"gone".to_vec())];
+        ws.catalog_deletes = vec![3];
+        ws.table_updates = vec![(2, vec![(row(5, "x"), 1)]), (3, vec![(row(6, "y"), 1)])];
+        ws.dropped_tables = vec![3];
+        ws.meta_puts = vec![("k".into(), b"v".to_vec())];
+        s.commit(ws).unwrap();
+        drop(s);
+
+        let s = Storage::open(dir.path()).unwrap();
+        let r = s.recover().unwrap();
+        assert_eq!(r.catalog, vec![(1, b"t".to_vec()), (2, b"u".to_vec())]);
+        assert_eq!(r.tables.len(), 2);
+        assert_eq!(r.tables[&1], vec![(row(1, "kept"), 1)]);
+        assert_eq!(r.tables[&2], vec![(row(5, "x"), 1)]);
+        assert_eq!(r.meta.len(), 1);
+        assert_eq!(r.meta["k"], b"v".to_vec());
+        assert_eq!(r.max_timestamp, 3);
+    }
+
+    #[test]
+    fn reopen_after_recover_compaction_gives_the_same_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = {
+            let s = Storage::open(dir.path()).unwrap();
+            for ts in 1..=50u64 {
+                let mut ws = WriteSet::new(ts);
+                let i = ts as i32;
+                let mut updates = vec![(row(i, "v"), 1)];
+                if ts % 3 == 0 {
+                    updates.push((row(i - 1, "v"), -1));
+                }
+                ws.table_updates = vec![(1, updates), (2, vec![(row(0, "dup"), 1)])];
+                s.commit(ws).unwrap();
+            }
+            let r = s.recover().unwrap();
+            // After folding only one record per table remains.
+            let log = s.cf(CF_TABLE_LOG).unwrap();
+            assert_eq!(s.db.iterator_cf(log, IteratorMode::Start).count(), 2);
+            r
+        };
+        assert_eq!(first.tables[&2], vec![(row(0, "dup"), 50)]);
+        assert_eq!(first.tables[&1].len(), 50 - 50 / 3);
+
+        let s = Storage::open(dir.path()).unwrap();
+        let second = s.recover().unwrap();
+        assert_eq!(second.tables, first.tables);
+        assert_eq!(second.max_timestamp, 50);
+
+        // Writes after a fold land on top of the snapshot.
+        let mut ws = WriteSet::new(51);
+        ws.table_updates = vec![(2, vec![(row(0, "dup"), -50), (row(9, "new"), 1)])];
+        s.commit(ws).unwrap();
+        drop(s);
+        let s = Storage::open(dir.path()).unwrap();
+        let third = s.recover().unwrap();
+        assert_eq!(third.tables[&2], vec![(row(9, "new"), 1)]);
+        assert_eq!(third.tables[&1], first.tables[&1]);
+        assert_eq!(third.max_timestamp, 51);
+    }
+
+    #[test]
+    fn corrupt_data_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let log = s.cf(CF_TABLE_LOG).unwrap();
+        s.db.put_cf(log, codec::log_key(1, 5, 1), [1u8, 1, 200]).unwrap();
+        let err = s.recover().unwrap_err();
+        assert!(matches!(err, Error::Storage(_)));
+        assert!(err.to_string().contains("table 1 at timestamp 5"), "{err}");
+
+        s.db.delete_cf(log, codec::log_key(1, 5, 1)).unwrap();
+        s.db.put_cf(log, [1u8, 2, 3], [1u8, 0]).unwrap();
+        assert!(matches!(s.recover(), Err(Error::Storage(_))));
+        s.db.delete_cf(log, [1u8, 2, 3]).unwrap();
+
+        let catalog = s.cf(CF_CATALOG).unwrap();
+        s.db.put_cf(catalog, [1u8], b"x").unwrap();
+        assert!(matches!(s.recover(), Err(Error::Storage(_))));
+    }
+
+    #[test]
+    fn open_twice_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let _s = Storage::open(dir.path()).unwrap();
+        match Storage::open(dir.path()) {
+            Err(Error::Storage(msg)) => assert!(msg.contains("could not open"), "{msg}"),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("second open succeeded"),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Shared harness of the integration tests: a real `ripple` process on a
+//! fresh data directory and a free port, driven over pgwire.
+//!
+//! `TestServer::start(workers)` spawns the binary that cargo built for this
+//! package, waits until it answers a pgwire startup message, and kills it
+//! (SIGKILL) when dropped. `kill()` and `restart()` exercise crash recovery on
+//! the same data directory. The server's stderr goes to a log file that is
+//! printed when start-up fails.
+
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start accepting pgwire connections.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running `ripple` server owned by a test.
+pub struct TestServer {
+    child: Option<Child>,
+    port: u16,
+    workers: usize,
+    data_dir: tempfile::TempDir,
+    /// Holds the stderr log, outside the data directory.
+    log_dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// Starts a server with `workers` timely worker threads on a fresh data
+    /// directory. Panics (with the server's stderr) if it does not accept
+    /// pgwire connections within `START_TIMEOUT`.
+    pub fn start(workers: usize) -> TestServer {
+        let data_dir = tempfile::Builder::new()
+            .prefix("ripple-test-data-")
+            .tempdir()
+            .expect("create data dir");
+        let log_dir = tempfile::Builder::new()
+            .prefix("ripple-test-log-")
+            .tempdir()
+            .expect("create log dir");
+        let mut server = TestServer { child: None, port: 0, workers, data_dir, log_dir };
+        server.spawn();
+        server
+    }
+
+    /// The port the server listens on (changes on restart).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.log_dir.path().join("stderr.log")
+    }
+
+    /// Everything the server (all its incarnations) wrote to stderr.
+    pub fn stderr(&self) -> String {
+        let mut out = String::new();
+        if let Ok(mut f) = File::open(self.log_path()) {
+            let _ = f.read_to_string(&mut out);
+        }
+        out
+    }
+
+    /// The connection string for tokio-postgres.
+    pub fn conn_str(&self) -> String {
+        format!("host=127.0.0.1 port={} user=ripple dbname=ripple", self.port)
+    }
+
+    /// Opens a new session. The connection task runs on the current tokio
+    /// runtime.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.conn_str(), tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connect to ripple on port {}: {e}\n{}", self.port, self.stderr_tail()));
+        tokio::spawn(async move {
+            // The connection ends with an error when the server is killed;
+            // that is expected in the restart tests.
+            let _ = connection.await;
+        });
+        client
+    }
+
+    /// Kills the server with SIGKILL (no chance to flush or clean up) and
+    /// waits for it to exit.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill(); // SIGKILL on Unix
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server if it is running, then starts it again on the same
+    /// data directory (on a new free port).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The last lines of the server's stderr, for failure messages.
+    pub fn stderr_tail(&self) -> String {
+        let all = self.stderr();
+        let lines: Vec<&str> = all.lines().collect();
+        let start = lines.len().saturating_sub(60);
+        format!("--- ripple stderr (last {} lines) ---\n{}", lines.len() - start, lines[start..].join("\n"))
+    }
+
+    fn spawn(&mut self) {
+        let port = free_port();
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("open server log");
+        let _ = writeln!(log, "=== starting ripple on port {port} with {} workers ===", self.workers);
+        let child = Command::new(env!("CARGO_BIN_EXE_ripple"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(self.data_dir.path())
+            .arg("--workers")
+            .arg(self.workers.to_string())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log handle"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn the ripple binary");
+        self.child = Some(child);
+        self.port = port;
+        self.wait_ready();
+    }
+
+    /// Waits until the server completes a pgwire startup handshake.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    panic!("ripple exited during start-up with {status}\n{}", self.stderr_tail());
+                }
+            }
+            if pgwire_handshake(addr) {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.kill();
+                panic!(
+                    "ripple did not accept pgwire connections on port {} within {:?}\n{}",
+                    self.port,
+                    START_TIMEOUT,
+                    self.stderr_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port that was free a moment ago (bind to port 0 and release it).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Sends a pgwire StartupMessage and reports whether the server answered
+/// with an authentication request ('R'), then says goodbye (Terminate).
+fn pgwire_handshake(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+    let mut body = Vec::new();
+    body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
+    for (k, v) in [("user", "ripple"), ("database", "ripple")] {
+        body.extend_from_slice(k.as_bytes());
+        body.push(0);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(&body);
+    if stream.write_all(&msg).is_err() {
+        return false;
+    }
+    let mut tag = [0u8; 1];
+    let ok = matches!(stream.read_exact(&mut tag), Ok(()) if tag[0] == b'R');
+    let _ = stream.write_all(&[b'X', 0, 0, 0, 4]);
+    ok
+}
+
+/// Runs one query with the simple protocol and renders every value as
+/// Postgres text (NULL as `NULL`), rows in the order the server sent them.
+pub async fn query_text(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<String>> {
+    try_query_text(client, sql).await.unwrap_or_else(|e| panic!("{sql}: {}", describe_error(&e)))
+}
+
+pub async fn try_query_text(
+    client: &tokio_postgres::Client,
+    sql: &str,
+) -> Result<Vec<Vec<String>>, tokio_postgres::Error> {
+    use tokio_postgres::SimpleQueryMessage;
+    let mut rows = Vec::new();
+    for msg in client.simple_query(sql).await? {
+        if let SimpleQueryMessage::Row(row) = msg {
+            rows.push(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_string).unwrap_or_else(|| "NULL".into()))
+                    .collect(),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Like `query_text`, with the rows sorted (for unordered results).
+pub async fn query_sorted(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<String>> {
+    let mut rows = query_text(client, sql).await;
+    rows.sort();
+    rows
+}
+
+/// Runs statements with the simple protocol, panicking with the server's
+/// message on error.
+pub async fn exec(client: &tokio_postgres::Client, sql: &str) {
+    if let Err(e) = client.batch_execute(sql).await {
+        panic!("{sql}: {}", describe_error(&e));
+    }
+}
+
+/// An error with its SQLSTATE and server message, for assertion messages.
+pub fn describe_error(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// Builds rows of strings from string slices, for comparisons.
+pub fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
+    data.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect()
+}

@@ -1,0 +1,285 @@
+//! Crash recovery: kill -9 the server and start it again on the same data
+//! directory. Every table with its rows, every view, materialized view and
+//! index must be back, materialized views must keep updating, and a write
+//! acknowledged to the client is never lost.
+
+mod common;
+
+use common::{TestServer, exec, query_text, rows};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SCHEMA: &str = "
+    CREATE TABLE all_types (
+        b boolean, i2 smallint, i4 integer NOT NULL, i8 bigint, f4 real, f8 double precision,
+        n numeric(10,2), t text, vc varchar(8), c char(4), d date, ts timestamp
+    );
+    CREATE TABLE customers (id integer NOT NULL, name text NOT NULL, city text);
+    CREATE TABLE orders (id integer NOT NULL, customer_id integer NOT NULL, amount numeric(10,2), status text);
+    CREATE INDEX orders_by_customer ON orders (customer_id);
+    CREATE VIEW open_orders AS SELECT id, customer_id, amount FROM orders WHERE status = 'open';
+    CREATE MATERIALIZED VIEW customer_totals AS
+        SELECT c.name, count(*) AS n, sum(o.amount) AS total, max(o.amount) AS biggest
+        FROM customers c JOIN orders o ON o.customer_id = c.id
+        GROUP BY c.name;
+    CREATE MATERIALIZED VIEW big_spenders AS
+        SELECT name, total FROM customer_totals WHERE total > 100;
+";
+
+const DATA: &str = "
+    INSERT INTO all_types VALUES
+        (true, 1, 10, 100, 1.5, 2.25, 12.34, 'text', 'varchar', 'ch', '2024-02-29', '2024-02-29 23:59:58.25'),
+        (false, -32768, -2147483648, -9223372036854775808, -0.5, 1e100, -99999999.99, '', '', '', '1970-01-01', '1970-01-01 00:00:00'),
+        (NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    INSERT INTO customers VALUES (1, 'ada', 'london'), (2, 'bob', 'paris'), (3, 'cy', NULL);
+    INSERT INTO orders VALUES
+        (10, 1, 50.00, 'open'), (11, 1, 75.50, 'shipped'), (12, 2, 20.00, 'open'), (13, 3, 5.25, 'open');
+    UPDATE orders SET status = 'shipped' WHERE id = 12;
+    DELETE FROM customers WHERE id = 3;
+";
+
+/// The state after `DATA`, as the queries of `check_state` render it.
+struct Expected {
+    tables: Vec<&'static str>,
+    /// Contents of `later`, a table created after the first restart.
+    later: Option<Vec<Vec<String>>>,
+    all_types: Vec<Vec<String>>,
+    customers: Vec<Vec<String>>,
+    orders: Vec<Vec<String>>,
+    open_orders: Vec<Vec<String>>,
+    customer_totals: Vec<Vec<String>>,
+    big_spenders: Vec<Vec<String>>,
+}
+
+fn expected_initial() -> Expected {
+    Expected {
+        tables: vec!["all_types", "customers", "orders"],
+        later: None,
+        all_types: rows(&[
+            &["f", "-32768", "-2147483648", "-9223372036854775808", "-0.5", "1e+100", "-99999999.99", "", "", "    ", "1970-01-01", "1970-01-01 00:00:00"],
+            &["NULL", "NULL", "0", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"],
+            &["t", "1", "10", "100", "1.5", "2.25", "12.34", "text", "varchar", "ch  ", "2024-02-29", "2024-02-29 23:59:58.25"],
+        ]),
+        customers: rows(&[&["1", "ada", "london"], &["2", "bob", "paris"]]),
+        orders: rows(&[
+            &["10", "1", "50.00", "open"],
+            &["11", "1", "75.50", "shipped"],
+            &["12", "2", "20.00", "shipped"],
+            &["13", "3", "5.25", "open"],
+        ]),
+        open_orders: rows(&[&["10", "1", "50.00"], &["13", "3", "5.25"]]),
+        customer_totals: rows(&[&["ada", "2", "125.50", "75.50"], &["bob", "1", "20.00", "20.00"]]),
+        big_spenders: rows(&[&["ada", "125.50"]]),
+    }
+}
+
+async fn check_state(server: &TestServer, expected: &Expected, when: &str) {
+    let client = server.connect().await;
+    let check = |what: &'static str, got: Vec<Vec<String>>, want: &Vec<Vec<String>>| {
+        assert_eq!(&got, want, "{what} {when}\n{}", server.stderr_tail());
+    };
+    check("all_types", query_text(&client, "SELECT * FROM all_types ORDER BY i4").await, &expected.all_types);
+    check("customers", query_text(&client, "SELECT * FROM customers ORDER BY id").await, &expected.customers);
+    check("orders", query_text(&client, "SELECT * FROM orders ORDER BY id").await, &expected.orders);
+    check("open_orders", query_text(&client, "SELECT * FROM open_orders ORDER BY id").await, &expected.open_orders);
+    check(
+        "customer_totals",
+        query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
+        &expected.customer_totals,
+    );
+    check("big_spenders", query_text(&client, "SELECT * FROM big_spenders ORDER BY name").await, &expected.big_spenders);
+
+    let catalog = |sql: &'static str| {
+        let client = &client;
+        async move { query_text(client, sql).await.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>() }
+    };
+    assert_eq!(catalog("SHOW TABLES").await, expected.tables, "SHOW TABLES {when}");
+    if let Some(later) = &expected.later {
+        check("later", query_text(&client, "SELECT x FROM later ORDER BY x").await, later);
+    }
+    assert_eq!(catalog("SHOW VIEWS").await, ["open_orders"], "SHOW VIEWS {when}");
+    assert_eq!(
+        catalog("SHOW MATERIALIZED VIEWS").await,
+        ["big_spenders", "customer_totals"],
+        "SHOW MATERIALIZED VIEWS {when}"
+    );
+    assert_eq!(catalog("SHOW INDEXES").await, ["orders_by_customer"], "SHOW INDEXES {when}");
+}
+
+async fn restart_recovers_everything(workers: usize) {
+    let mut server = TestServer::start(workers);
+    {
+        let client = server.connect().await;
+        exec(&client, SCHEMA).await;
+        exec(&client, DATA).await;
+    }
+    let mut expected = expected_initial();
+    check_state(&server, &expected, "before the first kill").await;
+
+    // kill -9 and restart on the same data directory.
+    server.restart();
+    check_state(&server, &expected, "after the first restart").await;
+
+    // The materialized views keep updating after recovery.
+    {
+        let client = server.connect().await;
+        exec(&client, "INSERT INTO customers VALUES (3, 'cy', 'rome')").await;
+        exec(&client, "INSERT INTO orders VALUES (14, 2, 200.00, 'open')").await;
+        exec(&client, "UPDATE orders SET amount = 80.00 WHERE id = 10").await;
+        exec(&client, "DELETE FROM orders WHERE id = 11").await;
+        exec(&client, "INSERT INTO all_types (i4, t) VALUES (20, 'after restart')").await;
+        // A table created after the restart survives the next one.
+        exec(&client, "CREATE TABLE later (x integer)").await;
+        exec(&client, "INSERT INTO later VALUES (1), (2)").await;
+    }
+    expected.customers = rows(&[&["1", "ada", "london"], &["2", "bob", "paris"], &["3", "cy", "rome"]]);
+    expected.orders = rows(&[
+        &["10", "1", "80.00", "open"],
+        &["12", "2", "20.00", "shipped"],
+        &["13", "3", "5.25", "open"],
+        &["14", "2", "200.00", "open"],
+    ]);
+    expected.open_orders = rows(&[&["10", "1", "80.00"], &["13", "3", "5.25"], &["14", "2", "200.00"]]);
+    expected.customer_totals = rows(&[
+        &["ada", "1", "80.00", "80.00"],
+        &["bob", "2", "220.00", "200.00"],
+        &["cy", "1", "5.25", "5.25"],
+    ]);
+    expected.big_spenders = rows(&[&["bob", "220.00"]]);
+    expected.all_types.push(
+        ["NULL", "NULL", "20", "NULL", "NULL", "NULL", "NULL", "after restart", "NULL", "NULL", "NULL", "NULL"]
+            .map(String::from)
+            .to_vec(),
+    );
+
+    expected.tables = vec!["all_types", "customers", "later", "orders"];
+    expected.later = Some(rows(&[&["1"], &["2"]]));
+    check_state(&server, &expected, "after writes following the first restart").await;
+
+    // Second kill -9 and restart.
+    server.restart();
+    check_state(&server, &expected, "after the second restart").await;
+
+    // Still maintained after the second restart; a drop survives a restart too.
+    {
+        let client = server.connect().await;
+        exec(&client, "DELETE FROM orders WHERE customer_id = 2").await;
+        assert_eq!(
+            query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
+            rows(&[&["ada", "1", "80.00", "80.00"], &["cy", "1", "5.25", "5.25"]])
+        );
+        assert_eq!(query_text(&client, "SELECT * FROM big_spenders").await, Vec::<Vec<String>>::new());
+        exec(&client, "DROP TABLE later").await;
+        exec(&client, "DROP INDEX orders_by_customer").await;
+    }
+    server.restart();
+    let client = server.connect().await;
+    let tables: Vec<String> = query_text(&client, "SHOW TABLES").await.into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(tables, ["all_types", "customers", "orders"], "SHOW TABLES after the third restart");
+    assert!(query_text(&client, "SHOW INDEXES").await.is_empty(), "the dropped index came back");
+    assert_eq!(
+        query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
+        rows(&[&["ada", "1", "80.00", "80.00"], &["cy", "1", "5.25", "5.25"]])
+    );
+    exec(&client, "INSERT INTO orders VALUES (15, 1, 1000.00, 'open')").await;
+    assert_eq!(
+        query_text(&client, "SELECT * FROM big_spenders").await,
+        rows(&[&["ada", "1080.00"]])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_recovers_everything_workers_1() {
+    restart_recovers_everything(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_recovers_everything_workers_2() {
+    restart_recovers_everything(2).await;
+}
+
+/// Writes acknowledged just before a SIGKILL are present after restart.
+/// Two sessions insert (and one also updates) as fast as they can; the
+/// server is killed while statements are in flight. Every acknowledged
+/// write must be there afterwards; unacknowledged ones may or may not be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acknowledged_writes_survive_sigkill() {
+    let mut server = TestServer::start(2);
+    {
+        let client = server.connect().await;
+        exec(&client, "CREATE TABLE acked (session integer NOT NULL, seq integer NOT NULL)").await;
+        exec(&client, "CREATE TABLE counter (id integer NOT NULL, v integer NOT NULL)").await;
+        exec(&client, "INSERT INTO counter VALUES (1, 0)").await;
+        exec(&client, "CREATE MATERIALIZED VIEW acked_count AS SELECT session, count(*) AS n FROM acked GROUP BY session").await;
+    }
+
+    // Highest acknowledged sequence number per session, and counter value.
+    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(vec![-1, -1]));
+    let counter_acked = Arc::new(Mutex::new(0i64));
+    let mut tasks = Vec::new();
+    for session in 0..2usize {
+        let client = server.connect().await;
+        let acked = acked.clone();
+        let counter_acked = counter_acked.clone();
+        tasks.push(tokio::spawn(async move {
+            for seq in 0i64.. {
+                if client.simple_query(&format!("INSERT INTO acked VALUES ({session}, {seq})")).await.is_err() {
+                    return;
+                }
+                acked.lock().unwrap()[session] = seq;
+                if session == 0 {
+                    if client.simple_query("UPDATE counter SET v = v + 1 WHERE id = 1").await.is_err() {
+                        return;
+                    }
+                    *counter_acked.lock().unwrap() += 1;
+                }
+            }
+        }));
+    }
+
+    // Let both sessions get some writes acknowledged, then kill mid-stream.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let a = acked.lock().unwrap().clone();
+        if a.iter().all(|&s| s >= 20) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "writes too slow: {a:?}\n{}", server.stderr_tail());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.kill();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let counter_acked = *counter_acked.lock().unwrap();
+
+    server.restart();
+    let client = server.connect().await;
+    for (session, &max_acked) in acked.iter().enumerate() {
+        let seqs: Vec<i64> = query_text(
+            &client,
+            &format!("SELECT seq FROM acked WHERE session = {session} ORDER BY seq"),
+        )
+        .await
+        .into_iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+        // Statements of a session are sequential, so what is there must be
+        // 0..=k with k >= the last acknowledged (at most one unacknowledged
+        // write may have made it).
+        let n = seqs.len() as i64;
+        assert!(n >= max_acked + 1, "session {session}: acknowledged up to {max_acked}, recovered {n} rows");
+        assert!(n <= max_acked + 2, "session {session}: recovered {n} rows, acknowledged {max_acked}");
+        assert_eq!(seqs, (0..n).collect::<Vec<_>>(), "session {session}: rows are not a prefix");
+        // The materialized view agrees with its input after recovery.
+        let mv = query_text(&client, &format!("SELECT n FROM acked_count WHERE session = {session}")).await;
+        assert_eq!(mv, rows(&[&[n.to_string().as_str()]]), "acked_count for session {session}");
+    }
+    let v: i64 = query_text(&client, "SELECT v FROM counter WHERE id = 1").await[0][0].parse().unwrap();
+    assert!(
+        v == counter_acked || v == counter_acked + 1,
+        "counter is {v}, acknowledged updates {counter_acked}"
+    );
+    assert_eq!(query_text(&client, "SELECT count(*) FROM counter").await, rows(&[&["1"]]), "UPDATE lost or duplicated a row");
+}
