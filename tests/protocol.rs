@@ -87,7 +87,10 @@ async fn prepared_statements_with_parameters() {
     let n = client
         .execute(
             &insert,
-            &[&2i32, &none_bool, &none_i16, &none_i64, &none_f32, &none_f64, &none_str, &none_str, &none_date, &none_ts, &none_str],
+            &[
+                &2i32, &none_bool, &none_i16, &none_i64, &none_f32, &none_f64, &none_str,
+                &none_str, &none_date, &none_ts, &none_str,
+            ],
         )
         .await
         .unwrap_or_else(|e| panic!("execute INSERT with NULLs: {}", describe_error(&e)));
@@ -100,7 +103,10 @@ async fn prepared_statements_with_parameters() {
         .unwrap_or_else(|e| panic!("prepare SELECT: {}", describe_error(&e)));
     assert_eq!(select.params(), &[Type::INT4]);
     let names: Vec<&str> = select.columns().iter().map(|c| c.name()).collect();
-    assert_eq!(names, ["id", "b", "i2", "i8", "f4", "f8", "t", "vc", "d", "ts"]);
+    assert_eq!(
+        names,
+        ["id", "b", "i2", "i8", "f4", "f8", "t", "vc", "d", "ts"]
+    );
     let types: Vec<&Type> = select.columns().iter().map(|c| c.type_()).collect();
     assert_eq!(
         types,
@@ -128,7 +134,10 @@ async fn prepared_statements_with_parameters() {
     assert_eq!(row.get::<_, &str>("t"), "hello");
     assert_eq!(row.get::<_, &str>("vc"), "short");
     assert_eq!(row.get::<_, NaiveDate>("d"), date(2024, 2, 29));
-    assert_eq!(row.get::<_, NaiveDateTime>("ts"), ts(2024, 2, 29, 13, 14, 15, 500_000));
+    assert_eq!(
+        row.get::<_, NaiveDateTime>("ts"),
+        ts(2024, 2, 29, 13, 14, 15, 500_000)
+    );
 
     let row = client.query_one(&select, &[&2i32]).await.unwrap();
     assert_eq!(row.get::<_, i32>(0), 2);
@@ -142,44 +151,107 @@ async fn prepared_statements_with_parameters() {
     assert_eq!(row.get::<_, Option<NaiveDateTime>>(9), None);
 
     // No row for an unknown id.
-    assert!(client.query_opt(&select, &[&99i32]).await.unwrap().is_none());
+    assert!(
+        client
+            .query_opt(&select, &[&99i32])
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // The numeric value, read as text through the simple protocol.
-    assert_eq!(query_text(&client, "SELECT n FROM typed ORDER BY id").await, rows(&[&["123.46"], &["NULL"]]));
+    assert_eq!(
+        query_text(&client, "SELECT n FROM typed ORDER BY id").await,
+        rows(&[&["123.46"], &["NULL"]])
+    );
 
     // Parameters in WHERE of several types, with types inferred from the
     // columns they are compared with.
-    let by_text = client.prepare("SELECT id FROM typed WHERE t = $1 AND d = $2 AND b = $3").await.unwrap();
+    let by_text = client
+        .prepare("SELECT id FROM typed WHERE t = $1 AND d = $2 AND b = $3")
+        .await
+        .unwrap();
     assert_eq!(by_text.params(), &[Type::TEXT, Type::DATE, Type::BOOL]);
-    let got = client.query(&by_text, &[&"hello", &date(2024, 2, 29), &true]).await.unwrap();
-    assert_eq!(got.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(), [1]);
-    let got = client.query(&by_text, &[&"nope", &date(2024, 2, 29), &true]).await.unwrap();
+    let got = client
+        .query(&by_text, &[&"hello", &date(2024, 2, 29), &true])
+        .await
+        .unwrap();
+    assert_eq!(
+        got.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(),
+        [1]
+    );
+    let got = client
+        .query(&by_text, &[&"nope", &date(2024, 2, 29), &true])
+        .await
+        .unwrap();
     assert!(got.is_empty());
 
     // Parameters in expressions and an explicitly typed parameter.
-    let row = client.query_one("SELECT $1::integer + 1, $2::text || '!'", &[&41i32, &"hi"]).await.unwrap();
+    let row = client
+        .query_one("SELECT $1::integer + 1, $2::text || '!'", &[&41i32, &"hi"])
+        .await
+        .unwrap();
     assert_eq!(row.get::<_, i32>(0), 42);
     assert_eq!(row.get::<_, &str>(1), "hi!");
-    let row = client.query_one("SELECT $1::double precision * 2, $2::bigint", &[&1.25f64, &-5i64]).await.unwrap();
+    let row = client
+        .query_one(
+            "SELECT $1::double precision * 2, $2::bigint",
+            &[&1.25f64, &-5i64],
+        )
+        .await
+        .unwrap();
     assert_eq!(row.get::<_, f64>(0), 2.5);
     assert_eq!(row.get::<_, i64>(1), -5);
 
     // UPDATE and DELETE with parameters report the affected rows.
-    let n = client.execute("UPDATE typed SET t = $1 WHERE id = $2", &[&"changed", &2i32]).await.unwrap();
+    let n = client
+        .execute(
+            "UPDATE typed SET t = $1 WHERE id = $2",
+            &[&"changed", &2i32],
+        )
+        .await
+        .unwrap();
     assert_eq!(n, 1);
-    let n = client.execute("UPDATE typed SET i8 = i8 + $1 WHERE id > $2", &[&1i64, &100i32]).await.unwrap();
+    let n = client
+        .execute(
+            "UPDATE typed SET i8 = i8 + $1 WHERE id > $2",
+            &[&1i64, &100i32],
+        )
+        .await
+        .unwrap();
     assert_eq!(n, 0);
-    assert_eq!(query_text(&client, "SELECT t FROM typed WHERE id = 2").await, rows(&[&["changed"]]));
-    let n = client.execute("DELETE FROM typed WHERE id = $1", &[&2i32]).await.unwrap();
+    assert_eq!(
+        query_text(&client, "SELECT t FROM typed WHERE id = 2").await,
+        rows(&[&["changed"]])
+    );
+    let n = client
+        .execute("DELETE FROM typed WHERE id = $1", &[&2i32])
+        .await
+        .unwrap();
     assert_eq!(n, 1);
-    assert_eq!(query_text(&client, "SELECT count(*) FROM typed").await, rows(&[&["1"]]));
+    assert_eq!(
+        query_text(&client, "SELECT count(*) FROM typed").await,
+        rows(&[&["1"]])
+    );
 
     // A prepared statement is reusable many times.
-    let ins = client.prepare("INSERT INTO typed (id, t) VALUES ($1, $2)").await.unwrap();
+    let ins = client
+        .prepare("INSERT INTO typed (id, t) VALUES ($1, $2)")
+        .await
+        .unwrap();
     for i in 10..60i32 {
-        client.execute(&ins, &[&i, &format!("row {i}")]).await.unwrap();
+        client
+            .execute(&ins, &[&i, &format!("row {i}")])
+            .await
+            .unwrap();
     }
-    let all = client.query("SELECT id, t FROM typed WHERE id >= $1 ORDER BY id", &[&10i32]).await.unwrap();
+    let all = client
+        .query(
+            "SELECT id, t FROM typed WHERE id >= $1 ORDER BY id",
+            &[&10i32],
+        )
+        .await
+        .unwrap();
     assert_eq!(all.len(), 50);
     assert_eq!(all[49].get::<_, &str>(1), "row 59");
 }
@@ -189,15 +261,25 @@ async fn large_results_and_aggregates_in_binary() {
     let server = TestServer::start(2);
     let client = server.connect().await;
     exec(&client, "CREATE TABLE nums (k integer NOT NULL, g integer)").await;
-    let ins = client.prepare("INSERT INTO nums VALUES ($1, $2)").await.unwrap();
+    let ins = client
+        .prepare("INSERT INTO nums VALUES ($1, $2)")
+        .await
+        .unwrap();
     for k in 0..200i32 {
         client.execute(&ins, &[&k, &(k % 4)]).await.unwrap();
     }
     exec(&client, "INSERT INTO nums SELECT k + 200, g FROM nums").await;
 
-    let rows = client.query("SELECT k FROM nums ORDER BY k", &[]).await.unwrap();
+    let rows = client
+        .query("SELECT k FROM nums ORDER BY k", &[])
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 400);
-    assert!(rows.iter().enumerate().all(|(i, r)| r.get::<_, i32>(0) == i as i32));
+    assert!(
+        rows.iter()
+            .enumerate()
+            .all(|(i, r)| r.get::<_, i32>(0) == i as i32)
+    );
 
     // count is bigint, sum(integer) is bigint, min/max keep the input type.
     let agg = client
@@ -208,21 +290,45 @@ async fn large_results_and_aggregates_in_binary() {
     let g0 = &agg[0];
     assert_eq!(g0.get::<_, i32>(0), 0);
     assert_eq!(g0.get::<_, i64>(1), 100);
-    assert_eq!(g0.get::<_, i64>(2), (0..400).filter(|k| k % 4 == 0).sum::<i64>());
+    assert_eq!(
+        g0.get::<_, i64>(2),
+        (0..400).filter(|k| k % 4 == 0).sum::<i64>()
+    );
     assert_eq!(g0.get::<_, i32>(3), 0);
     assert_eq!(g0.get::<_, i32>(4), 396);
 
-    let limited = client.query("SELECT k FROM nums ORDER BY k DESC LIMIT $1 OFFSET $2", &[&3i64, &1i64]).await.unwrap();
-    assert_eq!(limited.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(), [398, 397, 396]);
+    let limited = client
+        .query(
+            "SELECT k FROM nums ORDER BY k DESC LIMIT $1 OFFSET $2",
+            &[&3i64, &1i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        limited
+            .iter()
+            .map(|r| r.get::<_, i32>(0))
+            .collect::<Vec<_>>(),
+        [398, 397, 396]
+    );
 }
 
 /// Asserts that `result` failed with `code`; returns the message.
-fn expect_code<T: std::fmt::Debug>(result: Result<T, tokio_postgres::Error>, code: &SqlState, what: &str) -> String {
+fn expect_code<T: std::fmt::Debug>(
+    result: Result<T, tokio_postgres::Error>,
+    code: &SqlState,
+    what: &str,
+) -> String {
     match result {
-        Ok(v) => panic!("{what}: expected SQLSTATE {}, got success: {v:?}", code.code()),
+        Ok(v) => panic!(
+            "{what}: expected SQLSTATE {}, got success: {v:?}",
+            code.code()
+        ),
         Err(e) => {
             assert_eq!(e.code(), Some(code), "{what}: {}", describe_error(&e));
-            e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default()
+            e.as_db_error()
+                .map(|d| d.message().to_string())
+                .unwrap_or_default()
         }
     }
 }
@@ -231,55 +337,117 @@ fn expect_code<T: std::fmt::Debug>(result: Result<T, tokio_postgres::Error>, cod
 async fn errors_carry_sqlstate_and_the_session_survives() {
     let server = TestServer::start(1);
     let client = server.connect().await;
-    exec(&client, "CREATE TABLE t (id integer NOT NULL, v integer, n numeric(5,2), s smallint)").await;
-    exec(&client, "INSERT INTO t VALUES (1, 10, 1.00, 1), (2, 0, 2.00, 2)").await;
+    exec(
+        &client,
+        "CREATE TABLE t (id integer NOT NULL, v integer, n numeric(5,2), s smallint)",
+    )
+    .await;
+    exec(
+        &client,
+        "INSERT INTO t VALUES (1, 10, 1.00, 1), (2, 0, 2.00, 2)",
+    )
+    .await;
 
     // Errors at prepare time (parse, bind, type check).
-    let msg = expect_code(client.prepare("SELEC 1").await, &SqlState::SYNTAX_ERROR, "syntax error");
+    let msg = expect_code(
+        client.prepare("SELEC 1").await,
+        &SqlState::SYNTAX_ERROR,
+        "syntax error",
+    );
     assert!(msg.contains("syntax error"), "{msg}");
-    let msg = expect_code(client.prepare("SELECT * FROM nosuch WHERE id = $1").await, &SqlState::UNDEFINED_TABLE, "unknown table");
+    let msg = expect_code(
+        client.prepare("SELECT * FROM nosuch WHERE id = $1").await,
+        &SqlState::UNDEFINED_TABLE,
+        "unknown table",
+    );
     assert_eq!(msg, "relation \"nosuch\" does not exist");
-    let msg = expect_code(client.prepare("SELECT nosuch FROM t WHERE id = $1").await, &SqlState::UNDEFINED_COLUMN, "unknown column");
+    let msg = expect_code(
+        client.prepare("SELECT nosuch FROM t WHERE id = $1").await,
+        &SqlState::UNDEFINED_COLUMN,
+        "unknown column",
+    );
     assert_eq!(msg, "column \"nosuch\" does not exist");
     let msg = expect_code(
-        client.prepare("INSERT INTO t (id, v) VALUES ($1, 'x'::text)").await,
+        client
+            .prepare("INSERT INTO t (id, v) VALUES ($1, 'x'::text)")
+            .await,
         &SqlState::DATATYPE_MISMATCH,
         "type mismatch",
     );
-    assert_eq!(msg, "column \"v\" is of type integer but expression is of type text");
+    assert_eq!(
+        msg,
+        "column \"v\" is of type integer but expression is of type text"
+    );
     // DDL is checked when it runs (PostgreSQL prepares it without error).
-    let msg = expect_code(client.execute("CREATE TABLE t (x integer)", &[]).await, &SqlState::DUPLICATE_TABLE, "duplicate");
+    let msg = expect_code(
+        client.execute("CREATE TABLE t (x integer)", &[]).await,
+        &SqlState::DUPLICATE_TABLE,
+        "duplicate",
+    );
     assert_eq!(msg, "relation \"t\" already exists");
 
     // Errors at execute time, caused by parameter values.
-    let ins = client.prepare("INSERT INTO t (id, v) VALUES ($1, $2)").await.unwrap();
+    let ins = client
+        .prepare("INSERT INTO t (id, v) VALUES ($1, $2)")
+        .await
+        .unwrap();
     let null_id: Option<i32> = None;
-    let msg = expect_code(client.execute(&ins, &[&null_id, &5i32]).await, &SqlState::NOT_NULL_VIOLATION, "not null");
-    assert_eq!(msg, "null value in column \"id\" of relation \"t\" violates not-null constraint");
-    let div = client.prepare("SELECT id, 100 / $1::integer FROM t").await.unwrap();
-    let msg = expect_code(client.query(&div, &[&0i32]).await, &SqlState::DIVISION_BY_ZERO, "division by zero");
+    let msg = expect_code(
+        client.execute(&ins, &[&null_id, &5i32]).await,
+        &SqlState::NOT_NULL_VIOLATION,
+        "not null",
+    );
+    assert_eq!(
+        msg,
+        "null value in column \"id\" of relation \"t\" violates not-null constraint"
+    );
+    let div = client
+        .prepare("SELECT id, 100 / $1::integer FROM t")
+        .await
+        .unwrap();
+    let msg = expect_code(
+        client.query(&div, &[&0i32]).await,
+        &SqlState::DIVISION_BY_ZERO,
+        "division by zero",
+    );
     assert_eq!(msg, "division by zero");
-    expect_code(client.query("SELECT 100 / v FROM t", &[]).await, &SqlState::DIVISION_BY_ZERO, "division by zero in data");
     expect_code(
-        client.query("SELECT v * $1::integer FROM t", &[&2147483647i32]).await,
+        client.query("SELECT 100 / v FROM t", &[]).await,
+        &SqlState::DIVISION_BY_ZERO,
+        "division by zero in data",
+    );
+    expect_code(
+        client
+            .query("SELECT v * $1::integer FROM t", &[&2147483647i32])
+            .await,
         &SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
         "integer overflow",
     );
     let msg = expect_code(
-        client.execute("UPDATE t SET n = n * $1::integer", &[&1000i32]).await,
+        client
+            .execute("UPDATE t SET n = n * $1::integer", &[&1000i32])
+            .await,
         &SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
         "numeric overflow",
     );
     assert_eq!(msg, "numeric field overflow");
     expect_code(
-        client.execute("INSERT INTO t (id, s) VALUES (3, $1::integer)", &[&40000i32]).await,
+        client
+            .execute(
+                "INSERT INTO t (id, s) VALUES (3, $1::integer)",
+                &[&40000i32],
+            )
+            .await,
         &SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
         "smallint overflow",
     );
 
     // The session still works, with both protocols, and nothing was written
     // by the failed statements.
-    let row = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap();
+    let row = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap();
     assert_eq!(row.get::<_, i64>(0), 2);
     assert_eq!(
         query_text(&client, "SELECT id, v, n, s FROM t ORDER BY id").await,

@@ -56,9 +56,38 @@ fn expected_initial() -> Expected {
         tables: vec!["all_types", "customers", "orders"],
         later: None,
         all_types: rows(&[
-            &["f", "-32768", "-2147483648", "-9223372036854775808", "-0.5", "1e+100", "-99999999.99", "", "", "    ", "1970-01-01", "1970-01-01 00:00:00"],
-            &["NULL", "NULL", "0", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"],
-            &["t", "1", "10", "100", "1.5", "2.25", "12.34", "text", "varchar", "ch  ", "2024-02-29", "2024-02-29 23:59:58.25"],
+            &[
+                "f",
+                "-32768",
+                "-2147483648",
+                "-9223372036854775808",
+                "-0.5",
+                "1e+100",
+                "-99999999.99",
+                "",
+                "",
+                "    ",
+                "1970-01-01",
+                "1970-01-01 00:00:00",
+            ],
+            &[
+                "NULL", "NULL", "0", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL",
+                "NULL", "NULL",
+            ],
+            &[
+                "t",
+                "1",
+                "10",
+                "100",
+                "1.5",
+                "2.25",
+                "12.34",
+                "text",
+                "varchar",
+                "ch  ",
+                "2024-02-29",
+                "2024-02-29 23:59:58.25",
+            ],
         ]),
         customers: rows(&[&["1", "ada", "london"], &["2", "bob", "paris"]]),
         orders: rows(&[
@@ -68,7 +97,10 @@ fn expected_initial() -> Expected {
             &["13", "3", "5.25", "open"],
         ]),
         open_orders: rows(&[&["10", "1", "50.00"], &["13", "3", "5.25"]]),
-        customer_totals: rows(&[&["ada", "2", "125.50", "75.50"], &["bob", "1", "20.00", "20.00"]]),
+        customer_totals: rows(&[
+            &["ada", "2", "125.50", "75.50"],
+            &["bob", "1", "20.00", "20.00"],
+        ]),
         big_spenders: rows(&[&["ada", "125.50"]]),
     }
 }
@@ -78,32 +110,74 @@ async fn check_state(server: &TestServer, expected: &Expected, when: &str) {
     let check = |what: &'static str, got: Vec<Vec<String>>, want: &Vec<Vec<String>>| {
         assert_eq!(&got, want, "{what} {when}\n{}", server.stderr_tail());
     };
-    check("all_types", query_text(&client, "SELECT * FROM all_types ORDER BY i4").await, &expected.all_types);
-    check("customers", query_text(&client, "SELECT * FROM customers ORDER BY id").await, &expected.customers);
-    check("orders", query_text(&client, "SELECT * FROM orders ORDER BY id").await, &expected.orders);
-    check("open_orders", query_text(&client, "SELECT * FROM open_orders ORDER BY id").await, &expected.open_orders);
+    check(
+        "all_types",
+        query_text(&client, "SELECT * FROM all_types ORDER BY i4").await,
+        &expected.all_types,
+    );
+    check(
+        "customers",
+        query_text(&client, "SELECT * FROM customers ORDER BY id").await,
+        &expected.customers,
+    );
+    check(
+        "orders",
+        query_text(&client, "SELECT * FROM orders ORDER BY id").await,
+        &expected.orders,
+    );
+    check(
+        "open_orders",
+        query_text(&client, "SELECT * FROM open_orders ORDER BY id").await,
+        &expected.open_orders,
+    );
     check(
         "customer_totals",
         query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
         &expected.customer_totals,
     );
-    check("big_spenders", query_text(&client, "SELECT * FROM big_spenders ORDER BY name").await, &expected.big_spenders);
+    check(
+        "big_spenders",
+        query_text(&client, "SELECT * FROM big_spenders ORDER BY name").await,
+        &expected.big_spenders,
+    );
 
     let catalog = |sql: &'static str| {
         let client = &client;
-        async move { query_text(client, sql).await.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>() }
+        async move {
+            query_text(client, sql)
+                .await
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+        }
     };
-    assert_eq!(catalog("SHOW TABLES").await, expected.tables, "SHOW TABLES {when}");
+    assert_eq!(
+        catalog("SHOW TABLES").await,
+        expected.tables,
+        "SHOW TABLES {when}"
+    );
     if let Some(later) = &expected.later {
-        check("later", query_text(&client, "SELECT x FROM later ORDER BY x").await, later);
+        check(
+            "later",
+            query_text(&client, "SELECT x FROM later ORDER BY x").await,
+            later,
+        );
     }
-    assert_eq!(catalog("SHOW VIEWS").await, ["open_orders"], "SHOW VIEWS {when}");
+    assert_eq!(
+        catalog("SHOW VIEWS").await,
+        ["open_orders"],
+        "SHOW VIEWS {when}"
+    );
     assert_eq!(
         catalog("SHOW MATERIALIZED VIEWS").await,
         ["big_spenders", "customer_totals"],
         "SHOW MATERIALIZED VIEWS {when}"
     );
-    assert_eq!(catalog("SHOW INDEXES").await, ["orders_by_customer"], "SHOW INDEXES {when}");
+    assert_eq!(
+        catalog("SHOW INDEXES").await,
+        ["orders_by_customer"],
+        "SHOW INDEXES {when}"
+    );
 }
 
 async fn restart_recovers_everything(workers: usize) {
@@ -127,19 +201,31 @@ async fn restart_recovers_everything(workers: usize) {
         exec(&client, "INSERT INTO orders VALUES (14, 2, 200.00, 'open')").await;
         exec(&client, "UPDATE orders SET amount = 80.00 WHERE id = 10").await;
         exec(&client, "DELETE FROM orders WHERE id = 11").await;
-        exec(&client, "INSERT INTO all_types (i4, t) VALUES (20, 'after restart')").await;
+        exec(
+            &client,
+            "INSERT INTO all_types (i4, t) VALUES (20, 'after restart')",
+        )
+        .await;
         // A table created after the restart survives the next one.
         exec(&client, "CREATE TABLE later (x integer)").await;
         exec(&client, "INSERT INTO later VALUES (1), (2)").await;
     }
-    expected.customers = rows(&[&["1", "ada", "london"], &["2", "bob", "paris"], &["3", "cy", "rome"]]);
+    expected.customers = rows(&[
+        &["1", "ada", "london"],
+        &["2", "bob", "paris"],
+        &["3", "cy", "rome"],
+    ]);
     expected.orders = rows(&[
         &["10", "1", "80.00", "open"],
         &["12", "2", "20.00", "shipped"],
         &["13", "3", "5.25", "open"],
         &["14", "2", "200.00", "open"],
     ]);
-    expected.open_orders = rows(&[&["10", "1", "80.00"], &["13", "3", "5.25"], &["14", "2", "200.00"]]);
+    expected.open_orders = rows(&[
+        &["10", "1", "80.00"],
+        &["13", "3", "5.25"],
+        &["14", "2", "200.00"],
+    ]);
     expected.customer_totals = rows(&[
         &["ada", "1", "80.00", "80.00"],
         &["bob", "2", "220.00", "200.00"],
@@ -147,14 +233,32 @@ async fn restart_recovers_everything(workers: usize) {
     ]);
     expected.big_spenders = rows(&[&["bob", "220.00"]]);
     expected.all_types.push(
-        ["NULL", "NULL", "20", "NULL", "NULL", "NULL", "NULL", "after restart", "NULL", "NULL", "NULL", "NULL"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "NULL",
+            "NULL",
+            "20",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+            "after restart",
+            "NULL",
+            "NULL",
+            "NULL",
+            "NULL",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
 
     expected.tables = vec!["all_types", "customers", "later", "orders"];
     expected.later = Some(rows(&[&["1"], &["2"]]));
-    check_state(&server, &expected, "after writes following the first restart").await;
+    check_state(
+        &server,
+        &expected,
+        "after writes following the first restart",
+    )
+    .await;
 
     // Second kill -9 and restart.
     server.restart();
@@ -166,22 +270,46 @@ async fn restart_recovers_everything(workers: usize) {
         exec(&client, "DELETE FROM orders WHERE customer_id = 2").await;
         assert_eq!(
             query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
-            rows(&[&["ada", "1", "80.00", "80.00"], &["cy", "1", "5.25", "5.25"]])
+            rows(&[
+                &["ada", "1", "80.00", "80.00"],
+                &["cy", "1", "5.25", "5.25"]
+            ])
         );
-        assert_eq!(query_text(&client, "SELECT * FROM big_spenders").await, Vec::<Vec<String>>::new());
+        assert_eq!(
+            query_text(&client, "SELECT * FROM big_spenders").await,
+            Vec::<Vec<String>>::new()
+        );
         exec(&client, "DROP TABLE later").await;
         exec(&client, "DROP INDEX orders_by_customer").await;
     }
     server.restart();
     let client = server.connect().await;
-    let tables: Vec<String> = query_text(&client, "SHOW TABLES").await.into_iter().map(|r| r[0].clone()).collect();
-    assert_eq!(tables, ["all_types", "customers", "orders"], "SHOW TABLES after the third restart");
-    assert!(query_text(&client, "SHOW INDEXES").await.is_empty(), "the dropped index came back");
+    let tables: Vec<String> = query_text(&client, "SHOW TABLES")
+        .await
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert_eq!(
+        tables,
+        ["all_types", "customers", "orders"],
+        "SHOW TABLES after the third restart"
+    );
+    assert!(
+        query_text(&client, "SHOW INDEXES").await.is_empty(),
+        "the dropped index came back"
+    );
     assert_eq!(
         query_text(&client, "SELECT * FROM customer_totals ORDER BY name").await,
-        rows(&[&["ada", "1", "80.00", "80.00"], &["cy", "1", "5.25", "5.25"]])
+        rows(&[
+            &["ada", "1", "80.00", "80.00"],
+            &["cy", "1", "5.25", "5.25"]
+        ])
     );
-    exec(&client, "INSERT INTO orders VALUES (15, 1, 1000.00, 'open')").await;
+    exec(
+        &client,
+        "INSERT INTO orders VALUES (15, 1, 1000.00, 'open')",
+    )
+    .await;
     assert_eq!(
         query_text(&client, "SELECT * FROM big_spenders").await,
         rows(&[&["ada", "1080.00"]])
@@ -207,8 +335,16 @@ async fn acknowledged_writes_survive_sigkill() {
     let mut server = TestServer::start(2);
     {
         let client = server.connect().await;
-        exec(&client, "CREATE TABLE acked (session integer NOT NULL, seq integer NOT NULL)").await;
-        exec(&client, "CREATE TABLE counter (id integer NOT NULL, v integer NOT NULL)").await;
+        exec(
+            &client,
+            "CREATE TABLE acked (session integer NOT NULL, seq integer NOT NULL)",
+        )
+        .await;
+        exec(
+            &client,
+            "CREATE TABLE counter (id integer NOT NULL, v integer NOT NULL)",
+        )
+        .await;
         exec(&client, "INSERT INTO counter VALUES (1, 0)").await;
         exec(&client, "CREATE MATERIALIZED VIEW acked_count AS SELECT session, count(*) AS n FROM acked GROUP BY session").await;
     }
@@ -223,12 +359,20 @@ async fn acknowledged_writes_survive_sigkill() {
         let counter_acked = counter_acked.clone();
         tasks.push(tokio::spawn(async move {
             for seq in 0i64.. {
-                if client.simple_query(&format!("INSERT INTO acked VALUES ({session}, {seq})")).await.is_err() {
+                if client
+                    .simple_query(&format!("INSERT INTO acked VALUES ({session}, {seq})"))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 acked.lock().unwrap()[session] = seq;
                 if session == 0 {
-                    if client.simple_query("UPDATE counter SET v = v + 1 WHERE id = 1").await.is_err() {
+                    if client
+                        .simple_query("UPDATE counter SET v = v + 1 WHERE id = 1")
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                     *counter_acked.lock().unwrap() += 1;
@@ -244,7 +388,11 @@ async fn acknowledged_writes_survive_sigkill() {
         if a.iter().all(|&s| s >= 20) {
             break;
         }
-        assert!(Instant::now() < deadline, "writes too slow: {a:?}\n{}", server.stderr_tail());
+        assert!(
+            Instant::now() < deadline,
+            "writes too slow: {a:?}\n{}",
+            server.stderr_tail()
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     server.kill();
@@ -269,17 +417,41 @@ async fn acknowledged_writes_survive_sigkill() {
         // 0..=k with k >= the last acknowledged (at most one unacknowledged
         // write may have made it).
         let n = seqs.len() as i64;
-        assert!(n >= max_acked + 1, "session {session}: acknowledged up to {max_acked}, recovered {n} rows");
-        assert!(n <= max_acked + 2, "session {session}: recovered {n} rows, acknowledged {max_acked}");
-        assert_eq!(seqs, (0..n).collect::<Vec<_>>(), "session {session}: rows are not a prefix");
+        assert!(
+            n > max_acked,
+            "session {session}: acknowledged up to {max_acked}, recovered {n} rows"
+        );
+        assert!(
+            n <= max_acked + 2,
+            "session {session}: recovered {n} rows, acknowledged {max_acked}"
+        );
+        assert_eq!(
+            seqs,
+            (0..n).collect::<Vec<_>>(),
+            "session {session}: rows are not a prefix"
+        );
         // The materialized view agrees with its input after recovery.
-        let mv = query_text(&client, &format!("SELECT n FROM acked_count WHERE session = {session}")).await;
-        assert_eq!(mv, rows(&[&[n.to_string().as_str()]]), "acked_count for session {session}");
+        let mv = query_text(
+            &client,
+            &format!("SELECT n FROM acked_count WHERE session = {session}"),
+        )
+        .await;
+        assert_eq!(
+            mv,
+            rows(&[&[n.to_string().as_str()]]),
+            "acked_count for session {session}"
+        );
     }
-    let v: i64 = query_text(&client, "SELECT v FROM counter WHERE id = 1").await[0][0].parse().unwrap();
+    let v: i64 = query_text(&client, "SELECT v FROM counter WHERE id = 1").await[0][0]
+        .parse()
+        .unwrap();
     assert!(
         v == counter_acked || v == counter_acked + 1,
         "counter is {v}, acknowledged updates {counter_acked}"
     );
-    assert_eq!(query_text(&client, "SELECT count(*) FROM counter").await, rows(&[&["1"]]), "UPDATE lost or duplicated a row");
+    assert_eq!(
+        query_text(&client, "SELECT count(*) FROM counter").await,
+        rows(&[&["1"]]),
+        "UPDATE lost or duplicated a row"
+    );
 }

@@ -57,8 +57,14 @@ impl std::error::Error for SltError {}
 impl From<tokio_postgres::Error> for SltError {
     fn from(e: tokio_postgres::Error) -> Self {
         match e.as_db_error() {
-            Some(db) => SltError { message: db.message().to_string(), sqlstate: Some(db.code().code().to_string()) },
-            None => SltError { message: e.to_string(), sqlstate: e.code().map(|c| c.code().to_string()) },
+            Some(db) => SltError {
+                message: db.message().to_string(),
+                sqlstate: Some(db.code().code().to_string()),
+            },
+            None => SltError {
+                message: e.to_string(),
+                sqlstate: e.code().map(|c| c.code().to_string()),
+            },
         }
     }
 }
@@ -107,7 +113,10 @@ impl AsyncDB for PgSession {
                 }
                 SimpleQueryMessage::CommandComplete(n) => {
                     output = match rows.take() {
-                        Some((ncols, rows)) => DBOutput::Rows { types: vec![DefaultColumnType::Any; ncols], rows },
+                        Some((ncols, rows)) => DBOutput::Rows {
+                            types: vec![DefaultColumnType::Any; ncols],
+                            rows,
+                        },
                         None => DBOutput::StatementComplete(n),
                     };
                 }
@@ -134,7 +143,9 @@ impl AsyncDB for PgSession {
 
 /// The `.slt` files, sorted, filtered by `RIPPLE_SLT_FILTER`.
 fn slt_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test").join("sqllogic");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("test")
+        .join("sqllogic");
     let filter = std::env::var("RIPPLE_SLT_FILTER").unwrap_or_default();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
@@ -169,7 +180,7 @@ async fn run_file(path: &Path, conn_str: String, engine: &'static str) -> Vec<St
         };
         match tokio::time::timeout(RECORD_TIMEOUT, runner.run_async(record)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => failures.push(format!("at {}: {}", e.location(), e.display(false))),
+            Ok(Err(e)) => failures.push(e.display(false).to_string()),
             Err(_) => {
                 failures.push(format!(
                     "timed out after {RECORD_TIMEOUT:?} at {}; the rest of the file was skipped",
@@ -199,7 +210,10 @@ where
     Fut: std::future::Future<Output = (String, G)>,
 {
     let files = slt_files();
-    assert!(!files.is_empty(), "no .slt files selected (RIPPLE_SLT_FILTER)");
+    assert!(
+        !files.is_empty(),
+        "no .slt files selected (RIPPLE_SLT_FILTER)"
+    );
     let mut failed: Vec<(String, Vec<String>)> = Vec::new();
     let mut passed = 0;
     for file in &files {
@@ -269,10 +283,16 @@ impl Drop for PgDatabase {
         // Drop on a separate thread with its own runtime (we may be inside
         // the test's runtime).
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 if let Ok(s) = PgSession::connect(&admin, "postgres").await {
-                    let _ = s.client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+                    let _ = s
+                        .client
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await;
                 }
             });
         })
@@ -285,7 +305,9 @@ impl Drop for PgDatabase {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqllogic_against_postgres() {
     let Ok(admin) = std::env::var("RIPPLE_SLT_POSTGRES") else {
-        report("sqllogic_against_postgres: skipped (set RIPPLE_SLT_POSTGRES to a PostgreSQL connection string)\n");
+        report(
+            "sqllogic_against_postgres: skipped (set RIPPLE_SLT_POSTGRES to a PostgreSQL connection string)\n",
+        );
         return;
     };
     run_all("postgres", "postgres", |name| {
@@ -293,13 +315,25 @@ async fn sqllogic_against_postgres() {
         async move {
             let db: String = format!(
                 "ripple_slt_{}",
-                name.trim_end_matches(".slt").replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                name.trim_end_matches(".slt")
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
             );
-            let s = PgSession::connect(&admin, "postgres").await.expect("connect to PostgreSQL");
-            for sql in [format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"), format!("CREATE DATABASE {db}")] {
-                s.client.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let s = PgSession::connect(&admin, "postgres")
+                .await
+                .expect("connect to PostgreSQL");
+            for sql in [
+                format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+                format!("CREATE DATABASE {db}"),
+            ] {
+                s.client
+                    .batch_execute(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
             }
-            (format!("{admin} dbname={db}"), PgDatabase { admin, name: db })
+            (
+                format!("{admin} dbname={db}"),
+                PgDatabase { admin, name: db },
+            )
         }
     })
     .await;

@@ -36,6 +36,8 @@ pub struct Item {
     pub plan: Option<RelationExpr>,
     /// For an index: the indexed relation and key columns.
     pub index: Option<(GlobalId, Vec<usize>)>,
+    /// Indexes whose arrangements this item's dataflow imports.
+    pub imports: Vec<GlobalId>,
 }
 
 #[derive(Default)]

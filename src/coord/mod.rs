@@ -48,6 +48,9 @@ struct State {
     catalog: Catalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
+    /// Dropped indexes whose arrangements live on because a maintained
+    /// dataflow still imports them; dropped when the last importer goes.
+    orphans: Vec<GlobalId>,
     dataflow: Arc<DataflowClient>,
 }
 
@@ -71,6 +74,7 @@ impl Coordinator {
             storage,
             catalog: Catalog::default(),
             write_ts: recovered.max_timestamp.max(now_ms()),
+            orphans: Vec::new(),
             dataflow: dataflow.clone(),
         };
         if let Some(bytes) = recovered.meta.get(META_NEXT_ID) {
@@ -85,11 +89,12 @@ impl Coordinator {
                 .map_err(|e| Error::Storage(format!("corrupt catalog record {id}: {e}")))?;
             records.push(rec);
         }
-        records.sort_by_key(|r| r.id);
+        // Tables depend on nothing: install them all and load their data
+        // before anything that reads them; then the rest in id order.
+        records.sort_by_key(|r| (r.kind != ItemKind::Table, r.id));
         let load_ts = state.write_ts;
         let mut loaded_tables = false;
         for rec in records {
-            // Tables get their data before anything reads them.
             if rec.kind != ItemKind::Table && !loaded_tables {
                 state.load_tables(&recovered.tables, load_ts);
                 loaded_tables = true;
@@ -497,11 +502,13 @@ impl State {
         let item = match plan {
             Plan::CreateTable { desc, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
-                Item { id, name: name.into(), kind: ItemKind::Table, desc, create_sql, depends_on: deps, plan: None, index: None }
+                Item { id, name: name.into(), kind: ItemKind::Table, desc, create_sql, depends_on: deps, plan: None, index: None, imports: vec![] }
             }
             Plan::CreateView { query, desc, materialized, .. } => {
+                let mut imports = vec![];
                 if materialized {
                     let optimized = crate::planner::optimize(query.clone(), &self.catalog);
+                    imports = optimized.imported_indexes().into_iter().map(|ix| ix.id).collect();
                     self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
                         id,
                         name: name.to_string(),
@@ -510,7 +517,7 @@ impl State {
                     })));
                 }
                 let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
-                Item { id, name: name.into(), kind, desc, create_sql, depends_on: deps, plan: Some(query), index: None }
+                Item { id, name: name.into(), kind, desc, create_sql, depends_on: deps, plan: Some(query), index: None, imports }
             }
             Plan::CreateIndex { on, key, .. } => {
                 let desc = self.catalog.items.get(&on).map(|i| i.desc.clone()).unwrap_or_default();
@@ -529,6 +536,7 @@ impl State {
                     depends_on: vec![on],
                     plan: None,
                     index: Some((on, key)),
+                    imports: vec![],
                 }
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),
@@ -550,7 +558,7 @@ impl State {
                 });
             };
             if item.kind != kind {
-                return Err(Error::WrongObjectType(format!("\"{name}\" is not a {}", kind.name())));
+                return Err(Error::WrongObjectType(format!("\"{name}\" is not {}", kind.with_article())));
             }
             let id = item.id;
             let dependents = self.catalog.dependents(id);
@@ -592,8 +600,21 @@ impl State {
             }
         }
         self.storage.commit(ws)?;
+        for id in &to_drop {
+            self.catalog.items.remove(id);
+        }
         for id in to_drop {
-            self.catalog.items.remove(&id);
+            if self.catalog.items.values().any(|i| i.imports.contains(&id)) {
+                self.orphans.push(id);
+            } else {
+                self.dataflow.broadcast(Command::Drop { id });
+            }
+        }
+        let items = &self.catalog.items;
+        let (keep, release): (Vec<GlobalId>, Vec<GlobalId>) =
+            self.orphans.iter().partition(|o| items.values().any(|i| i.imports.contains(o)));
+        self.orphans = keep;
+        for id in release {
             self.dataflow.broadcast(Command::Drop { id });
         }
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });

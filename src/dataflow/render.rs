@@ -217,6 +217,7 @@ fn apply_ops(ops: &[RowOp], row: Row) -> Option<Result<Row, EvalError>> {
 fn default_plan(n: usize) -> JoinPlan {
     JoinPlan {
         start: 0,
+        start_index: None,
         steps: (1..n)
             .map(|i| crate::expr::JoinStep { input: i, stream_key: vec![], lookup_key: vec![], index: None })
             .collect(),
@@ -231,9 +232,22 @@ fn render_join<'s>(
     worker_index: usize,
     built: &mut Vec<String>,
 ) -> (Coll<'s>, ErrColl<'s>) {
-    let (mut acc, mut errs) = render(scope, &inputs[plan.start], traces, worker_index, built);
+    // The start input is read through an existing index when the plan
+    // names one; otherwise it is rendered and arranged by the first key.
+    let start_arr = plan.start_index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope));
+    let (mut acc, mut errs) = match start_arr {
+        Some(_) => (empty(scope), empty(scope)),
+        None => render(scope, &inputs[plan.start], traces, worker_index, built),
+    };
+    let mut start_arr = start_arr;
     let mut order = vec![plan.start];
     for step in &plan.steps {
+        if let Some(arr) = start_arr.take() {
+            let lookup_arr = lookup_side(scope, inputs, step, traces, worker_index, built, &mut errs);
+            acc = arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
+            order.push(step.input);
+            continue;
+        }
         // The stream side: the rows joined so far, keyed by `stream_key`.
         let stream_key = step.stream_key.clone();
         let keyed = acc.flat_map(move |row| {
@@ -249,28 +263,8 @@ fn render_join<'s>(
         built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
         let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
 
-        // The lookup side: an imported index, or the input arranged here.
-        let imported = step.index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope));
-        let lookup_arr = match imported {
-            Some(arr) => arr,
-            None => {
-                let (ok, err) = render(scope, &inputs[step.input], traces, worker_index, built);
-                errs = errs.concat(err);
-                let lookup_key = step.lookup_key.clone();
-                let keyed = ok.flat_map(move |row| {
-                    let datums = row.unpack();
-                    match eval_key(&lookup_key, &datums) {
-                        Ok(Some(k)) => Some(Ok((k, row))),
-                        Ok(None) => None,
-                        Err(e) => Some(Err(e)),
-                    }
-                });
-                errs = errs.concat(keyed.clone().flat_map(|r| r.err()));
-                built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-                keyed.flat_map(|r| r.ok()).arrange_by_key_named("JoinLookup")
-            }
-        };
-        acc = stream_arr.join_core(lookup_arr, |_k: &Row, a: &Row, b: &Row| Some(a.concat(b)));
+        let lookup_arr = lookup_side(scope, inputs, step, traces, worker_index, built, &mut errs);
+        acc = stream_arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
         order.push(step.input);
     }
     // Restore the inputs' original column order.
@@ -288,6 +282,37 @@ fn render_join<'s>(
         acc = acc.map(move |row| row.project(&permutation));
     }
     (acc, errs)
+}
+
+type RowArranged<'s> = differential_dataflow::operators::arrange::Arranged<'s, RowTrace>;
+
+/// The lookup side of a join step: an imported index, or the input
+/// rendered and arranged by the step's lookup key.
+fn lookup_side<'s>(
+    scope: Scope<'s, Timestamp>,
+    inputs: &[RelationExpr],
+    step: &crate::expr::JoinStep,
+    traces: &mut BTreeMap<GlobalId, TraceBundle>,
+    worker_index: usize,
+    built: &mut Vec<String>,
+    errs: &mut ErrColl<'s>,
+) -> RowArranged<'s> {
+    if let Some(arr) = step.index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope)) {
+        return arr;
+    }
+    let (ok, err) = render(scope, &inputs[step.input], traces, worker_index, built);
+    let lookup_key = step.lookup_key.clone();
+    let keyed = ok.flat_map(move |row| {
+        let datums = row.unpack();
+        match eval_key(&lookup_key, &datums) {
+            Ok(Some(k)) => Some(Ok((k, row))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    });
+    *errs = errs.clone().concat(err).concat(keyed.clone().flat_map(|r| r.err()));
+    built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
+    keyed.flat_map(|r| r.ok()).arrange_by_key_named("JoinLookup")
 }
 
 fn fmt_key(key: &[ScalarExpr]) -> String {

@@ -64,6 +64,9 @@ pub enum RelationExpr {
 pub struct JoinPlan {
     /// Input that starts the chain.
     pub start: usize,
+    /// An existing index on the start input keyed by the first step's
+    /// stream key: the first step imports it instead of arranging.
+    pub start_index: Option<IndexRef>,
     pub steps: Vec<JoinStep>,
 }
 
@@ -178,6 +181,7 @@ impl RelationExpr {
 
     fn collect_indexes(&self, out: &mut Vec<IndexRef>) {
         if let RelationExpr::Join { plan: Some(plan), .. } = self {
+            out.extend(plan.start_index.iter().cloned());
             out.extend(plan.steps.iter().filter_map(|s| s.index.clone()));
         }
         for c in self.children() {
@@ -220,13 +224,20 @@ impl RelationExpr {
                 let eqs: Vec<String> = equivalences.iter().map(|c| format!("[{}]", list(c))).collect();
                 let _ = writeln!(out, "{pad}Join on ({})", eqs.join(", "));
                 if let Some(plan) = plan {
-                    let _ = writeln!(out, "{pad}  starting from input {}", plan.start);
+                    match &plan.start_index {
+                        Some(ix) => {
+                            let _ = writeln!(out, "{pad}  starting from input {} [imports index {} on {}]", plan.start, ix.name, ix.on_name);
+                        }
+                        None => {
+                            let _ = writeln!(out, "{pad}  starting from input {}", plan.start);
+                        }
+                    }
                     for s in &plan.steps {
                         match &s.index {
                             Some(ix) => {
                                 let _ = writeln!(
                                     out,
-                                    "{pad}  lookup input {} by ({}) [imports index {} on {}]; arranges stream by ({})",
+                                    "{pad}  lookup input {} by ({}) [imports index {} on {}]; stream by ({})",
                                     s.input,
                                     list(&s.lookup_key),
                                     ix.name,
@@ -237,7 +248,7 @@ impl RelationExpr {
                             None => {
                                 let _ = writeln!(
                                     out,
-                                    "{pad}  lookup input {} by ({}) [arranges input by ({})]; arranges stream by ({})",
+                                    "{pad}  lookup input {} by ({}) [arranges input by ({})]; stream by ({})",
                                     s.input,
                                     list(&s.lookup_key),
                                     list(&s.lookup_key),

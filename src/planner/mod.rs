@@ -286,6 +286,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
     };
 
     let start = 0;
+    let mut start_index = None;
     let mut joined = vec![start];
     let mut steps = Vec::new();
     let mut lifted = Vec::new();
@@ -321,6 +322,26 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
                 inputs[j] = (**input).clone();
             }
         }
+        // The first step may read the start input through its own index.
+        if steps.is_empty() && !pairs.is_empty() {
+            let flipped: Vec<(ScalarExpr, ScalarExpr)> = pairs.iter().map(|(a, b)| (b.clone(), a.clone())).collect();
+            if let Some((ix, ordered)) = index_for(start, &flipped) {
+                let in_order = ordered.iter().map(|(a, _)| a).eq(flipped.iter().map(|(a, _)| a));
+                if in_order || pairs.len() == 1 || index.is_none() {
+                    pairs = ordered.into_iter().map(|(a, b)| (b, a)).collect();
+                    start_index = Some(ix);
+                    if let RelationExpr::Filter { input, predicates } = &inputs[start] {
+                        let off = offs[start];
+                        for p in predicates {
+                            let mut g = p.clone();
+                            g.permute(&|c| c + off);
+                            lifted.push(g);
+                        }
+                        inputs[start] = (**input).clone();
+                    }
+                }
+            }
+        }
         // Stream keys over the accumulated layout (inputs in join order).
         let mut acc_off = vec![usize::MAX; n];
         let mut pos = 0;
@@ -351,7 +372,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
         steps.push(JoinStep { input: j, stream_key, lookup_key, index });
         joined.push(j);
     }
-    let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, steps }) };
+    let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, start_index, steps }) };
     if lifted.is_empty() {
         join
     } else {

@@ -148,7 +148,7 @@ pub enum Error {
     UndefinedRelation(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
     MissingFromEntry(String),
-    #[error("column \"{0}\" does not exist")]
+    #[error("{0}")]
     UndefinedColumn(String),
     #[error("{0}")]
     UndefinedObject(String),

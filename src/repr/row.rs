@@ -125,6 +125,18 @@ impl Row {
         Row { data: data.into_boxed_slice() }
     }
 
+    /// Whether any datum is NULL (without decoding the others).
+    pub fn has_null(&self) -> bool {
+        let mut pos = 0;
+        while pos < self.data.len() {
+            if self.data[pos] == TAG_NULL {
+                return true;
+            }
+            pos = datum_end(&self.data, pos).unwrap_or(self.data.len());
+        }
+        false
+    }
+
     /// Concatenation of two rows.
     pub fn concat(&self, other: &Row) -> Row {
         let mut data = Vec::with_capacity(self.data.len() + other.data.len());

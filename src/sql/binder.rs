@@ -263,7 +263,7 @@ impl Binder<'_> {
             for c in &ins.columns {
                 let n = object_name(c);
                 let i = scope.resolve(None, &n).map_err(|_| {
-                    Error::UndefinedColumn(format!("{n}\" of relation \"{}", entry.name))
+                    Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name))
                 })?;
                 if t.contains(&i) {
                     return Err(Error::DuplicateColumn(format!("column \"{n}\" specified more than once")));
@@ -385,7 +385,7 @@ impl Binder<'_> {
             let n = object_name(cn);
             let col = scope
                 .resolve(None, &n)
-                .map_err(|_| Error::UndefinedColumn(format!("{n}\" of relation \"{}", entry.name)))?;
+                .map_err(|_| Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name)))?;
             let mut ctx = ExprCtx { scope: &scope, clause: "UPDATE", grouping: None };
             let b = self.bind_expr(&a.value, &mut ctx)?;
             let target = entry.desc.types[col].scalar.clone();
@@ -851,8 +851,13 @@ impl Binder<'_> {
         let eval_count = |b: &mut Self, e: &Expr, what: &'static str| -> Result<Option<usize>, Error> {
             let empty = Scope::default();
             let mut ctx = ExprCtx { scope: &empty, clause: what, grouping: None };
-            let (x, _) = b.bind_scalar(e, &mut ctx)?;
-            let x = b.coerce(crate::sql::expr::Bound { expr: x.clone(), ty: Some(crate::expr::relation::scalar_type(&x, &[]).scalar), nullable: true, unknown: None }, &ScalarType::Int64)?;
+            let bound = b.bind_expr(e, &mut ctx)?;
+            if let Some(t) = &bound.ty {
+                if !t.is_integer() {
+                    return Err(Error::DatatypeMismatch(format!("argument of {what} must be type bigint, not type {}", t.name())));
+                }
+            }
+            let x = b.coerce(bound, &ScalarType::Int64)?;
             match x.eval(&[])? {
                 Datum::Null => Ok(None),
                 Datum::Int64(v) if v >= 0 => Ok(Some(v as usize)),

@@ -347,8 +347,15 @@ impl Binder<'_> {
             }
         }
         let ty = ScalarType::Numeric { precision: None, scale: None };
-        let d = Datum::parse(n, &ty)?;
-        Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false))
+        match Datum::parse(n, &ty) {
+            Ok(d) => Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false)),
+            // Beyond the exact range ripple stores (28 digits), a constant
+            // is kept as double precision rather than rejected.
+            Err(_) => {
+                let v: f64 = n.parse().map_err(|_| Error::Syntax(format!("invalid number \"{n}\"")))?;
+                Ok(Bound::typed(ScalarExpr::Literal(Datum::Float64(v), ScalarType::Float64), ScalarType::Float64, false))
+            }
+        }
     }
 
     /// The common type of several expressions (CASE, COALESCE...).

@@ -38,9 +38,20 @@ pub trait SqlCatalog {
 
 /// Parses a string of zero or more statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, Error> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
-        Error::Syntax(format!("syntax error: {msg}"))
-    })
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| Error::Syntax(syntax_message(&e.to_string())))
+}
+
+/// Words a parser error as Postgres does: `syntax error at or near "X"`,
+/// or `syntax error at end of input`.
+fn syntax_message(raw: &str) -> String {
+    let msg = raw.strip_prefix("sql parser error: ").unwrap_or(raw);
+    if let Some(pos) = msg.find("found: ") {
+        let rest = &msg[pos + "found: ".len()..];
+        let token = rest.split(" at Line:").next().unwrap_or(rest).trim();
+        if token == "EOF" {
+            return "syntax error at end of input".into();
+        }
+        return format!("syntax error at or near \"{}\"", token.trim_matches('"'));
+    }
+    format!("syntax error: {msg}")
 }

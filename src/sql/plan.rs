@@ -13,6 +13,14 @@ pub enum ItemKind {
 }
 
 impl ItemKind {
+    /// The kind with its indefinite article ("a table", "an index").
+    pub fn with_article(&self) -> String {
+        match self {
+            ItemKind::Index => "an index".into(),
+            other => format!("a {}", other.name()),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             ItemKind::Table => "table",

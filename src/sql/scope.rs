@@ -42,8 +42,8 @@ impl Scope {
         }
         found.ok_or_else(|| {
             Error::UndefinedColumn(match table {
-                Some(t) => format!("{t}.{name}"),
-                None => name.to_string(),
+                Some(t) => format!("column {t}.{name} does not exist"),
+                None => format!("column \"{name}\" does not exist"),
             })
         })
     }

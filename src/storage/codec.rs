@@ -53,9 +53,9 @@ pub fn catalog_key(id: GlobalId) -> [u8; 8] {
 }
 
 pub fn decode_catalog_key(key: &[u8]) -> Result<GlobalId, Error> {
-    let bytes: [u8; 8] = key.try_into().map_err(|_| {
-        corrupt(format!("catalog key has {} bytes, expected 8", key.len()))
-    })?;
+    let bytes: [u8; 8] = key
+        .try_into()
+        .map_err(|_| corrupt(format!("catalog key has {} bytes, expected 8", key.len())))?;
     Ok(u64::from_be_bytes(bytes))
 }
 

@@ -30,7 +30,9 @@
 mod codec;
 
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
-use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, MergeOperands, Options, WriteBatch, WriteOptions};
+use rocksdb::{
+    ColumnFamilyDescriptor, DB, IteratorMode, MergeOperands, Options, WriteBatch, WriteOptions,
+};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,7 +77,10 @@ pub struct WriteSet {
 
 impl WriteSet {
     pub fn new(timestamp: Timestamp) -> Self {
-        WriteSet { timestamp, ..Default::default() }
+        WriteSet {
+            timestamp,
+            ..Default::default()
+        }
     }
 
     /// True if the write changes nothing (updates lists that are empty count
@@ -83,7 +88,10 @@ impl WriteSet {
     pub fn is_empty(&self) -> bool {
         self.catalog_puts.is_empty()
             && self.catalog_deletes.is_empty()
-            && self.table_updates.iter().all(|(_, updates)| updates.is_empty())
+            && self
+                .table_updates
+                .iter()
+                .all(|(_, updates)| updates.is_empty())
             && self.dropped_tables.is_empty()
             && self.meta_puts.is_empty()
     }
@@ -111,7 +119,11 @@ fn rocks_err(context: &str) -> impl Fn(rocksdb::Error) -> Error + '_ {
 /// Merge operator of the reserved u64 metadata keys: the maximum of the
 /// existing value and every operand. Returns `None` (reported by RocksDB as
 /// corruption) if a value is not 8 bytes.
-fn merge_max_u64(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+fn merge_max_u64(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &MergeOperands,
+) -> Option<Vec<u8>> {
     let mut max = match existing {
         Some(bytes) => codec::decode_u64(bytes)?,
         None => 0,
@@ -126,7 +138,10 @@ impl Storage {
     /// Opens (creating if missing) the database in `dir`.
     pub fn open(dir: &Path) -> Result<Storage, Error> {
         std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Storage(format!("could not create data directory {}: {e}", dir.display()))
+            Error::Storage(format!(
+                "could not create data directory {}: {e}",
+                dir.display()
+            ))
         })?;
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);
@@ -142,20 +157,26 @@ impl Storage {
         };
         // Open every column family present (a newer version may have added
         // some), plus ours.
-        let mut names: Vec<String> = match DB::list_cf(&db_opts, dir) {
-            Ok(names) => names,
-            Err(_) => Vec::new(), // no database yet
-        };
+        // (An error here means there is no database yet.)
+        let mut names: Vec<String> = DB::list_cf(&db_opts, dir).unwrap_or_default();
         for name in [CF_CATALOG, CF_TABLE_LOG, CF_META] {
             if !names.iter().any(|n| n == name) {
                 names.push(name.to_string());
             }
         }
-        let descriptors = names.iter().map(|n| ColumnFamilyDescriptor::new(n, cf_opts(n)));
+        let descriptors = names
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(n, cf_opts(n)));
         let db = DB::open_cf_descriptors(&db_opts, dir, descriptors).map_err(|e| {
-            Error::Storage(format!("could not open the database in {}: {e}", dir.display()))
+            Error::Storage(format!(
+                "could not open the database in {}: {e}",
+                dir.display()
+            ))
         })?;
-        Ok(Storage { db, next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1) })
+        Ok(Storage {
+            db,
+            next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1),
+        })
     }
 
     fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
@@ -167,7 +188,11 @@ impl Storage {
     /// Writes `ws` atomically (one `WriteBatch`) and durably (fsync) before
     /// returning.
     pub fn commit(&self, ws: WriteSet) -> Result<(), Error> {
-        if let Some((key, _)) = ws.meta_puts.iter().find(|(k, _)| k.as_bytes().first() == Some(&RESERVED_META_PREFIX)) {
+        if let Some((key, _)) = ws
+            .meta_puts
+            .iter()
+            .find(|(k, _)| k.as_bytes().first() == Some(&RESERVED_META_PREFIX))
+        {
             return Err(Error::Storage(format!("metadata key {key:?} is reserved")));
         }
         let catalog = self.cf(CF_CATALOG)?;
@@ -199,7 +224,9 @@ impl Storage {
 
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
-        self.db.write_opt(batch, &opts).map_err(rocks_err("commit failed"))
+        self.db
+            .write_opt(batch, &opts)
+            .map_err(rocks_err("commit failed"))
     }
 
     /// Reads back everything committed, and folds each table's log into one
@@ -222,7 +249,10 @@ impl Storage {
             let (key, value) = item.map_err(rocks_err("reading metadata failed"))?;
             if key.as_ref() == META_MAX_TIMESTAMP {
                 recovered.max_timestamp = codec::decode_u64(&value).ok_or_else(|| {
-                    codec::corrupt(format!("max timestamp has {} bytes, expected 8", value.len()))
+                    codec::corrupt(format!(
+                        "max timestamp has {} bytes, expected 8",
+                        value.len()
+                    ))
                 })?;
             } else if key.first() == Some(&RESERVED_META_PREFIX) {
                 // Another reserved key (from a newer version): not ours to show.
@@ -258,9 +288,9 @@ impl Storage {
             };
             codec::decode_updates(&value, &what, |row, diff| {
                 let entry = acc.entry(row).or_insert(0);
-                *entry = entry.checked_add(diff).ok_or_else(|| {
-                    codec::corrupt(format!("{}: multiplicity overflows", what()))
-                })?;
+                *entry = entry
+                    .checked_add(diff)
+                    .ok_or_else(|| codec::corrupt(format!("{}: multiplicity overflows", what())))?;
                 Ok(())
             })?;
         }
@@ -292,7 +322,11 @@ impl Storage {
         }
         if folded_any {
             // Collapse the merge operands of the max timestamp as well.
-            batch.put_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(recovered.max_timestamp));
+            batch.put_cf(
+                meta,
+                META_MAX_TIMESTAMP,
+                codec::encode_u64(recovered.max_timestamp),
+            );
             let mut opts = WriteOptions::default();
             opts.set_sync(true);
             self.db
@@ -355,10 +389,18 @@ mod tests {
         }
         let s = Storage::open(dir.path()).unwrap();
         let r = s.recover().unwrap();
-        assert_eq!(r.catalog, vec![(3, b"table three".to_vec()), (7, b"table seven".to_vec())]);
+        assert_eq!(
+            r.catalog,
+            vec![(3, b"table three".to_vec()), (7, b"table seven".to_vec())]
+        );
         assert_eq!(r.max_timestamp, 101);
         assert_eq!(r.meta.get("next_id"), Some(&8u64.to_le_bytes().to_vec()));
-        assert_eq!(r.meta.len(), 1, "reserved keys are not shown: {:?}", r.meta.keys());
+        assert_eq!(
+            r.meta.len(),
+            1,
+            "reserved keys are not shown: {:?}",
+            r.meta.keys()
+        );
         assert_eq!(
             sorted(r.tables[&7].clone()),
             sorted(vec![(row(1, "a"), 1), (row(2, "b"), 2), (row(3, "c"), 1)])
@@ -422,7 +464,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path()).unwrap();
         let mut ws = WriteSet::new(10);
-        ws.catalog_puts = vec![(1, b"t1".to_vec()), (2, b"t2".to_vec()), (u64::MAX, b"tmax".to_vec())];
+        ws.catalog_puts = vec![
+            (1, b"t1".to_vec()),
+            (2, b"t2".to_vec()),
+            (u64::MAX, b"tmax".to_vec()),
+        ];
         ws.table_updates = vec![
             (1, vec![(row(1, "one"), 1)]),
             (2, vec![(row(2, "two"), 1)]),
@@ -535,7 +581,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path()).unwrap();
         let log = s.cf(CF_TABLE_LOG).unwrap();
-        s.db.put_cf(log, codec::log_key(1, 5, 1), [1u8, 1, 200]).unwrap();
+        s.db.put_cf(log, codec::log_key(1, 5, 1), [1u8, 1, 200])
+            .unwrap();
         let err = s.recover().unwrap_err();
         assert!(matches!(err, Error::Storage(_)));
         assert!(err.to_string().contains("table 1 at timestamp 5"), "{err}");

@@ -42,7 +42,13 @@ impl TestServer {
             .prefix("ripple-test-log-")
             .tempdir()
             .expect("create log dir");
-        let mut server = TestServer { child: None, port: 0, workers, data_dir, log_dir };
+        let mut server = TestServer {
+            child: None,
+            port: 0,
+            workers,
+            data_dir,
+            log_dir,
+        };
         server.spawn();
         server
     }
@@ -75,7 +81,10 @@ impl TestServer {
 
     /// The connection string for tokio-postgres.
     pub fn conn_str(&self) -> String {
-        format!("host=127.0.0.1 port={} user=ripple dbname=ripple", self.port)
+        format!(
+            "host=127.0.0.1 port={} user=ripple dbname=ripple",
+            self.port
+        )
     }
 
     /// Opens a new session. The connection task runs on the current tokio
@@ -83,7 +92,13 @@ impl TestServer {
     pub async fn connect(&self) -> tokio_postgres::Client {
         let (client, connection) = tokio_postgres::connect(&self.conn_str(), tokio_postgres::NoTls)
             .await
-            .unwrap_or_else(|e| panic!("connect to ripple on port {}: {e}\n{}", self.port, self.stderr_tail()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "connect to ripple on port {}: {e}\n{}",
+                    self.port,
+                    self.stderr_tail()
+                )
+            });
         tokio::spawn(async move {
             // The connection ends with an error when the server is killed;
             // that is expected in the restart tests.
@@ -113,7 +128,11 @@ impl TestServer {
         let all = self.stderr();
         let lines: Vec<&str> = all.lines().collect();
         let start = lines.len().saturating_sub(60);
-        format!("--- ripple stderr (last {} lines) ---\n{}", lines.len() - start, lines[start..].join("\n"))
+        format!(
+            "--- ripple stderr (last {} lines) ---\n{}",
+            lines.len() - start,
+            lines[start..].join("\n")
+        )
     }
 
     fn spawn(&mut self) {
@@ -123,7 +142,11 @@ impl TestServer {
             .append(true)
             .open(self.log_path())
             .expect("open server log");
-        let _ = writeln!(log, "=== starting ripple on port {port} with {} workers ===", self.workers);
+        let _ = writeln!(
+            log,
+            "=== starting ripple on port {port} with {} workers ===",
+            self.workers
+        );
         let child = Command::new(env!("CARGO_BIN_EXE_ripple"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -146,11 +169,12 @@ impl TestServer {
         let deadline = Instant::now() + START_TIMEOUT;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    self.child = None;
-                    panic!("ripple exited during start-up with {status}\n{}", self.stderr_tail());
-                }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                self.child = None;
+                panic!(
+                    "ripple exited during start-up with {status}\n{}",
+                    self.stderr_tail()
+                );
             }
             if pgwire_handshake(addr) {
                 return;
@@ -212,7 +236,9 @@ fn pgwire_handshake(addr: SocketAddr) -> bool {
 /// Runs one query with the simple protocol and renders every value as
 /// Postgres text (NULL as `NULL`), rows in the order the server sent them.
 pub async fn query_text(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<String>> {
-    try_query_text(client, sql).await.unwrap_or_else(|e| panic!("{sql}: {}", describe_error(&e)))
+    try_query_text(client, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {}", describe_error(&e)))
 }
 
 pub async fn try_query_text(
@@ -225,7 +251,11 @@ pub async fn try_query_text(
         if let SimpleQueryMessage::Row(row) = msg {
             rows.push(
                 (0..row.len())
-                    .map(|i| row.get(i).map(str::to_string).unwrap_or_else(|| "NULL".into()))
+                    .map(|i| {
+                        row.get(i)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| "NULL".into())
+                    })
                     .collect(),
             );
         }
@@ -258,5 +288,7 @@ pub fn describe_error(e: &tokio_postgres::Error) -> String {
 
 /// Builds rows of strings from string slices, for comparisons.
 pub fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
-    data.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect()
+    data.iter()
+        .map(|r| r.iter().map(|s| s.to_string()).collect())
+        .collect()
 }
