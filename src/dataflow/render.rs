@@ -249,17 +249,8 @@ fn render_join<'s>(
             continue;
         }
         // The stream side: the rows joined so far, keyed by `stream_key`.
-        let stream_key = step.stream_key.clone();
-        let keyed = acc.flat_map(move |row| {
-            let datums = row.unpack();
-            match eval_key(&stream_key, &datums) {
-                Ok(Some(k)) => Some(Ok((k, row))),
-                Ok(None) => None,
-                Err(e) => Some(Err(e)),
-            }
-        });
-        let stream_ok = keyed.clone().flat_map(|r| r.ok());
-        errs = errs.concat(keyed.flat_map(|r| r.err()));
+        let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone());
+        errs = errs.concat(key_errs);
         built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
         let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
 
@@ -284,6 +275,20 @@ fn render_join<'s>(
     (acc, errs)
 }
 
+/// Pairs each row with its join key; rows with a NULL key component are
+/// dropped (they never join), key evaluation errors are split off.
+fn keyed_by<'s>(rows: Coll<'s>, key: Vec<ScalarExpr>) -> (VecCollection<'s, Timestamp, (Row, Row), Diff>, ErrColl<'s>) {
+    let keyed = rows.flat_map(move |row| {
+        let datums = row.unpack();
+        match eval_key(&key, &datums) {
+            Ok(Some(k)) => Some(Ok((k, row))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    });
+    (keyed.clone().flat_map(|r| r.ok()), keyed.flat_map(|r| r.err()))
+}
+
 type RowArranged<'s> = differential_dataflow::operators::arrange::Arranged<'s, RowTrace>;
 
 /// The lookup side of a join step: an imported index, or the input
@@ -301,18 +306,10 @@ fn lookup_side<'s>(
         return arr;
     }
     let (ok, err) = render(scope, &inputs[step.input], traces, worker_index, built);
-    let lookup_key = step.lookup_key.clone();
-    let keyed = ok.flat_map(move |row| {
-        let datums = row.unpack();
-        match eval_key(&lookup_key, &datums) {
-            Ok(Some(k)) => Some(Ok((k, row))),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        }
-    });
-    *errs = errs.clone().concat(err).concat(keyed.clone().flat_map(|r| r.err()));
+    let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone());
+    *errs = errs.clone().concat(err).concat(key_errs);
     built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-    keyed.flat_map(|r| r.ok()).arrange_by_key_named("JoinLookup")
+    keyed.arrange_by_key_named("JoinLookup")
 }
 
 fn fmt_key(key: &[ScalarExpr]) -> String {

@@ -262,47 +262,43 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
     }
 }
 
+/// Every key of an arrangement (cloned) whose accumulated count at `time`
+/// is not zero, with that count. A macro because the row and error traces
+/// have different cursor types.
+macro_rules! keys_at {
+    ($trace:expr, $time:expr) => {{
+        let mut out = Vec::new();
+        let (mut cursor, storage) = $trace.cursor();
+        while cursor.key_valid(&storage) {
+            while cursor.val_valid(&storage) {
+                let mut count: Diff = 0;
+                cursor.map_times(&storage, |t, r| {
+                    if *t <= $time {
+                        count += *r;
+                    }
+                });
+                if count != 0 {
+                    out.push((cursor.key(&storage).clone(), count));
+                }
+                cursor.step_val(&storage);
+            }
+            cursor.step_key(&storage);
+        }
+        out
+    }};
+}
+
 /// Contents of a row arrangement (rows are keys) at `time`.
 fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
-    let mut out = Vec::new();
-    let (mut cursor, storage) = trace.cursor();
-    while cursor.key_valid(&storage) {
-        while cursor.val_valid(&storage) {
-            let mut count: Diff = 0;
-            cursor.map_times(&storage, |t, r| {
-                if *t <= time {
-                    count += *r;
-                }
-            });
-            if count != 0 {
-                out.push((cursor.key(&storage).clone(), count));
-            }
-            cursor.step_val(&storage);
-        }
-        cursor.step_key(&storage);
-    }
-    out
+    keys_at!(trace, time)
 }
 
 /// The first error of an error arrangement at `time`, if any.
 fn read_errors(trace: Option<&mut ErrTrace>, time: Timestamp) -> Result<(), EvalError> {
     let Some(trace) = trace else { return Ok(()) };
-    let (mut cursor, storage) = trace.cursor();
-    while cursor.key_valid(&storage) {
-        while cursor.val_valid(&storage) {
-            let mut count: Diff = 0;
-            cursor.map_times(&storage, |t, r| {
-                if *t <= time {
-                    count += *r;
-                }
-            });
-            if count > 0 {
-                return Err(cursor.key(&storage).clone());
-            }
-            cursor.step_val(&storage);
-        }
-        cursor.step_key(&storage);
+    let keys: Vec<(EvalError, Diff)> = keys_at!(trace, time);
+    match keys.into_iter().find(|(_, n)| *n > 0) {
+        Some((e, _)) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
-

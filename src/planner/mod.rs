@@ -35,7 +35,7 @@ pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr 
 /// Merges stacked filters and moves filters above joins into the joins'
 /// equivalences and inputs.
 fn fuse_filters(expr: RelationExpr) -> RelationExpr {
-    let expr = map_children(expr, fuse_filters);
+    let expr = map_children(expr, &mut fuse_filters);
     match expr {
         RelationExpr::Filter { input, predicates } => {
             let predicates: Vec<ScalarExpr> = predicates.into_iter().flat_map(|p| p.into_conjuncts()).collect();
@@ -53,17 +53,18 @@ fn fuse_filters(expr: RelationExpr) -> RelationExpr {
     }
 }
 
-fn map_children(expr: RelationExpr, f: fn(RelationExpr) -> RelationExpr) -> RelationExpr {
+/// Applies `f` to each child of `expr`.
+fn map_children(expr: RelationExpr, f: &mut dyn FnMut(RelationExpr) -> RelationExpr) -> RelationExpr {
     use RelationExpr::*;
     match expr {
         Map { input, scalars } => Map { input: Box::new(f(*input)), scalars },
         Filter { input, predicates } => Filter { input: Box::new(f(*input)), predicates },
         Project { input, outputs } => Project { input: Box::new(f(*input)), outputs },
-        Join { inputs, equivalences, plan } => Join { inputs: inputs.into_iter().map(f).collect(), equivalences, plan },
+        Join { inputs, equivalences, plan } => Join { inputs: inputs.into_iter().map(&mut *f).collect(), equivalences, plan },
         Reduce { input, group_key, aggregates } => Reduce { input: Box::new(f(*input)), group_key, aggregates },
         TopK { input, group_key, order, limit, offset } => TopK { input: Box::new(f(*input)), group_key, order, limit, offset },
         Distinct { input } => Distinct { input: Box::new(f(*input)) },
-        Union { inputs } => Union { inputs: inputs.into_iter().map(f).collect() },
+        Union { inputs } => Union { inputs: inputs.into_iter().map(&mut *f).collect() },
         Negate { input } => Negate { input: Box::new(f(*input)) },
         leaf => leaf,
     }
@@ -198,22 +199,9 @@ fn add_equivalence(classes: &mut Vec<Vec<ScalarExpr>>, a: ScalarExpr, b: ScalarE
 
 /// Plans every join: order, keys, and which existing indexes to import.
 fn plan_joins(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
-    use RelationExpr::*;
-    let recurse = |e: RelationExpr| plan_joins(e, indexes);
-    let expr = match expr {
-        Map { input, scalars } => Map { input: Box::new(recurse(*input)), scalars },
-        Filter { input, predicates } => Filter { input: Box::new(recurse(*input)), predicates },
-        Project { input, outputs } => Project { input: Box::new(recurse(*input)), outputs },
-        Join { inputs, equivalences, plan } => Join { inputs: inputs.into_iter().map(recurse).collect(), equivalences, plan },
-        Reduce { input, group_key, aggregates } => Reduce { input: Box::new(recurse(*input)), group_key, aggregates },
-        TopK { input, group_key, order, limit, offset } => TopK { input: Box::new(recurse(*input)), group_key, order, limit, offset },
-        Distinct { input } => Distinct { input: Box::new(recurse(*input)) },
-        Union { inputs } => Union { inputs: inputs.into_iter().map(recurse).collect() },
-        Negate { input } => Negate { input: Box::new(recurse(*input)) },
-        leaf => leaf,
-    };
+    let expr = map_children(expr, &mut |e| plan_joins(e, indexes));
     match expr {
-        Join { inputs, equivalences, plan: None } => plan_join(inputs, equivalences, indexes),
+        RelationExpr::Join { inputs, equivalences, plan: None } => plan_join(inputs, equivalences, indexes),
         other => other,
     }
 }
