@@ -346,6 +346,7 @@ impl Coordinator {
                 session.vars.insert(name, value);
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
+            Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::StartTransaction => {
                 session.in_transaction = true;
                 Ok(ExecuteResponse::Command { tag: "BEGIN".into(), rows: None })

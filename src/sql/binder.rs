@@ -222,6 +222,10 @@ impl Binder<'_> {
                 other => Ok(Plan::SetVariable { name: other.to_string(), value: String::new() }),
             },
             Statement::StartTransaction { .. } => Ok(Plan::StartTransaction),
+            Statement::Deallocate { name, .. } => Ok(Plan::SessionCleanup {
+                tag: if name.value.eq_ignore_ascii_case("all") { "DEALLOCATE ALL".into() } else { "DEALLOCATE".into() },
+            }),
+            Statement::Discard { .. } => Ok(Plan::SessionCleanup { tag: "DISCARD ALL".into() }),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Rollback { .. } => Ok(Plan::Rollback),
             other => Err(Error::FeatureNotSupported(format!(

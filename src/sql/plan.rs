@@ -81,6 +81,9 @@ pub enum Plan {
     Show(ShowKind),
     SetVariable { name: String, value: String },
     StartTransaction,
+    /// `DEALLOCATE` / `DISCARD`: session-level cleanup a driver sends; the
+    /// protocol layer owns prepared statements, so only the tag is returned.
+    SessionCleanup { tag: String },
     Commit,
     Rollback,
 }
