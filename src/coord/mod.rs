@@ -162,6 +162,9 @@ impl Coordinator {
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
             (plan, bc.dependencies())
         };
+        if p.types.len() > params.len() && params.is_empty() {
+            return Err(Error::UndefinedParameter(format!("there is no parameter ${}", p.types.len())));
+        }
         if p.types.len() > params.len() {
             return Err(Error::ProtocolViolation(format!(
                 "bind message supplies {} parameters, but prepared statement requires {}",

@@ -17,6 +17,7 @@ pub enum SqlState {
     DuplicateTable,
     DuplicateObject,
     DuplicateColumn,
+    DuplicateAlias,
     GroupingError,
     WrongObjectType,
     InvalidColumnReference,
@@ -57,6 +58,7 @@ impl SqlState {
             SqlState::DuplicateTable => "42P07",
             SqlState::DuplicateObject => "42710",
             SqlState::DuplicateColumn => "42701",
+            SqlState::DuplicateAlias => "42712",
             SqlState::GroupingError => "42803",
             SqlState::WrongObjectType => "42809",
             SqlState::InvalidColumnReference => "42P10",
@@ -167,6 +169,8 @@ pub enum Error {
     #[error("{0}")]
     DuplicateColumn(String),
     #[error("{0}")]
+    DuplicateAlias(String),
+    #[error("{0}")]
     InvalidRowCount(String),
     #[error("{0}")]
     WrongObjectType(String),
@@ -210,6 +214,7 @@ impl Error {
             Error::DuplicateObject(_) => SqlState::DuplicateObject,
             Error::Grouping(_) => SqlState::GroupingError,
             Error::DuplicateColumn(_) => SqlState::DuplicateColumn,
+            Error::DuplicateAlias(_) => SqlState::DuplicateAlias,
             Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,
             Error::WrongObjectType(_) => SqlState::WrongObjectType,
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,

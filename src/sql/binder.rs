@@ -630,6 +630,7 @@ impl Binder<'_> {
             scope.items.extend(sc.items);
             preds.extend(ps);
         }
+        check_unique_labels(&scope)?;
         let mut expr = match inputs.len() {
             0 => RelationExpr::Constant { rows: vec![(Row::empty(), 1)], types: vec![] },
             1 => inputs.pop().expect("one input"),
@@ -961,6 +962,25 @@ fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
         if desc.names[..i].contains(n) {
             return Err(Error::DuplicateColumn(format!("column \"{n}\" specified more than once")));
         }
+    }
+    Ok(())
+}
+
+/// Two FROM items may not have the same name (`FROM t, t`).
+fn check_unique_labels(scope: &Scope) -> Result<(), Error> {
+    let mut labels: Vec<&str> = Vec::new();
+    let mut prev: Option<&str> = None;
+    for item in &scope.items {
+        let Some(t) = item.table.as_deref() else { continue };
+        // Columns of one FROM item are contiguous; a label seen before that
+        // starts again names a second item.
+        if prev != Some(t) {
+            if labels.contains(&t) {
+                return Err(Error::DuplicateAlias(format!("table name \"{t}\" specified more than once")));
+            }
+            labels.push(t);
+        }
+        prev = Some(t);
     }
     Ok(())
 }
