@@ -593,6 +593,7 @@ impl Binder<'_> {
         let mut preds = Vec::new();
         for j in &twj.joins {
             let (expr, s) = self.bind_table_factor(&j.relation)?;
+            check_new_label(&scope, &s)?;
             inputs.push(expr);
             scope.items.extend(s.items);
             let constraint = match &j.join_operator {
@@ -626,11 +627,11 @@ impl Binder<'_> {
         let mut preds = Vec::new();
         for twj in &s.from {
             let (ins, sc, ps) = self.bind_from_item(twj)?;
+            check_new_label(&scope, &sc)?;
             inputs.extend(ins);
             scope.items.extend(sc.items);
             preds.extend(ps);
         }
-        check_unique_labels(&scope)?;
         let mut expr = match inputs.len() {
             0 => RelationExpr::Constant { rows: vec![(Row::empty(), 1)], types: vec![] },
             1 => inputs.pop().expect("one input"),
@@ -967,20 +968,13 @@ fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
 }
 
 /// Two FROM items may not have the same name (`FROM t, t`).
-fn check_unique_labels(scope: &Scope) -> Result<(), Error> {
-    let mut labels: Vec<&str> = Vec::new();
-    let mut prev: Option<&str> = None;
-    for item in &scope.items {
-        let Some(t) = item.table.as_deref() else { continue };
-        // Columns of one FROM item are contiguous; a label seen before that
-        // starts again names a second item.
-        if prev != Some(t) {
-            if labels.contains(&t) {
+fn check_new_label(existing: &Scope, new: &Scope) -> Result<(), Error> {
+    for item in &new.items {
+        if let Some(t) = item.table.as_deref() {
+            if existing.items.iter().any(|i| i.table.as_deref() == Some(t)) {
                 return Err(Error::DuplicateAlias(format!("table name \"{t}\" specified more than once")));
             }
-            labels.push(t);
         }
-        prev = Some(t);
     }
     Ok(())
 }
