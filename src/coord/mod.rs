@@ -370,7 +370,16 @@ impl Coordinator {
         let mut rows = Vec::new();
         let mut first_err: Option<EvalError> = None;
         for _ in 0..self.dataflow.workers() {
-            match rx.recv().await {
+            let reply = loop {
+                match tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await {
+                    Ok(reply) => break reply,
+                    Err(_) if self.dataflow.failed() => {
+                        return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
+                    }
+                    Err(_) => continue,
+                }
+            };
+            match reply {
                 Some(Ok(part)) => {
                     for (row, diff) in part {
                         if diff < 0 {

@@ -81,6 +81,9 @@ pub enum Command {
 /// The coordinator's handle on the workers.
 pub struct DataflowClient {
     senders: Vec<crossbeam_channel::Sender<Command>>,
+    /// Set when a worker thread panicked (a bug); reads then fail instead
+    /// of waiting for a reply that will never come.
+    failed: Arc<std::sync::atomic::AtomicBool>,
     threads: Vec<Thread>,
     _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
 }
@@ -98,7 +101,10 @@ impl DataflowClient {
         }
         let receivers = Arc::new(parking_lot::Mutex::new(receivers));
         let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
+        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let failed_flag = failed.clone();
         let guards = timely::execute::execute(timely::Config::process(workers), move |w| {
+            let _guard = PanicFlag(failed_flag.clone());
             let index = w.index();
             let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");
             let _ = thread_tx.send((index, std::thread::current()));
@@ -111,9 +117,15 @@ impl DataflowClient {
         threads.sort_by_key(|(i, _)| *i);
         Ok(DataflowClient {
             senders,
+            failed,
             threads: threads.into_iter().map(|(_, t)| t).collect(),
             _guards: std::sync::Mutex::new(guards),
         })
+    }
+
+    /// Whether a worker has failed; its replies will never arrive.
+    pub fn failed(&self) -> bool {
+        self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn workers(&self) -> usize {
@@ -126,6 +138,17 @@ impl DataflowClient {
             // A worker only goes away at shutdown; nothing to do then.
             let _ = tx.send(cmd.clone());
             thread.unpark();
+        }
+    }
+}
+
+/// Marks the client failed if the worker thread unwinds.
+struct PanicFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for PanicFlag {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
 }

@@ -172,12 +172,26 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
 }
 
 fn compact(bundle: &mut TraceBundle, since: Timestamp) {
-    let frontier = [since];
-    bundle.ok.set_logical_compaction(AntichainRef::new(&frontier));
-    bundle.ok.set_physical_compaction(AntichainRef::new(&frontier));
+    compact_trace(&mut bundle.ok, since);
     if let Some(err) = bundle.err.as_mut() {
-        err.set_logical_compaction(AntichainRef::new(&frontier));
-        err.set_physical_compaction(AntichainRef::new(&frontier));
+        compact_trace(err, since);
+    }
+}
+
+/// Allows logical compaction to `since`, and physical compaction to `since`
+/// or the trace's upper frontier, whichever is earlier: a join importing the
+/// trace requires physical compaction not to be ahead of what the trace has
+/// completed (a fresh arrangement on a slow worker may not have reached
+/// `since` yet).
+fn compact_trace<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr, since: Timestamp) {
+    let frontier = [since];
+    trace.set_logical_compaction(AntichainRef::new(&frontier));
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    if upper.less_equal(&since) {
+        trace.set_physical_compaction(upper.borrow());
+    } else {
+        trace.set_physical_compaction(AntichainRef::new(&frontier));
     }
 }
 

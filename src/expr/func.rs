@@ -31,6 +31,8 @@ pub enum UnaryFunc {
     Lower,
     /// `length`/`char_length` of a string, in characters.
     Length,
+    /// `character(n)` to text: trailing blanks are not significant.
+    BpcharToText,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +168,10 @@ impl UnaryFunc {
                 Datum::Text(s) => Datum::Text(s.to_lowercase()),
                 other => other,
             },
+            BpcharToText => match d {
+                Datum::Text(s) => Datum::Text(s.trim_end_matches(' ').to_string()),
+                other => other,
+            },
             Length => match d {
                 Datum::Text(s) => Datum::Int32(s.chars().count() as i32),
                 other => return Err(EvalError::Internal(format!("length of {other:?}"))),
@@ -208,7 +214,7 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (Datum::Text(s), t) if t.is_string() => Datum::Text(s),
         (d, t) if t.is_string() => Datum::Text(d.to_string()),
         // From strings.
-        (Datum::Text(s), t) => return Datum::parse(&s, t),
+        (Datum::Text(s), t) => return Datum::parse(&s, t)?.apply_typmod(t, explicit),
         // Integers.
         (d @ (Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_)), t) => {
             let v = d.as_i64().unwrap_or_default();

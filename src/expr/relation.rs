@@ -325,7 +325,7 @@ pub fn scalar_type(e: &ScalarExpr, input: &[ColumnType]) -> ColumnType {
                 UnaryFunc::Not => ColumnType::new(ScalarType::Bool, t.nullable),
                 UnaryFunc::Neg | UnaryFunc::Abs => t,
                 UnaryFunc::Cast { to, .. } => ColumnType::new(to.clone(), t.nullable),
-                UnaryFunc::Upper | UnaryFunc::Lower => ColumnType::new(ScalarType::Text, t.nullable),
+                UnaryFunc::Upper | UnaryFunc::Lower | UnaryFunc::BpcharToText => ColumnType::new(ScalarType::Text, t.nullable),
                 UnaryFunc::Length => ColumnType::new(ScalarType::Int32, t.nullable),
             }
         }

@@ -157,9 +157,9 @@ impl Datum {
                 Datum::Numeric(d).apply_typmod(ty, true)?
             }
             ScalarType::Text => Datum::Text(text.to_string()),
-            ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
-                Datum::Text(text.to_string()).apply_typmod(ty, true)?
-            }
+            // Length limits depend on the context (a cast truncates, an
+            // assignment fails), so callers apply them: see `apply_typmod`.
+            ScalarType::VarChar { .. } | ScalarType::Char { .. } => Datum::Text(text.to_string()),
             ScalarType::Date => Datum::Date(parse_date(t).ok_or_else(invalid)?),
             ScalarType::Timestamp => Datum::Timestamp(parse_timestamp(t).ok_or_else(invalid)?),
         })
@@ -361,7 +361,7 @@ mod tests {
         assert!(matches!(Datum::parse("99999", &ScalarType::Int16), Err(EvalError::OutOfRange(_))));
         assert!(Datum::parse("x", &ScalarType::Int32).is_err());
         let c = ScalarType::Char { len: 3 };
-        assert_eq!(Datum::parse("a", &c).unwrap(), Datum::Text("a  ".into()));
+        assert_eq!(Datum::parse("a", &c).unwrap().apply_typmod(&c, false).unwrap(), Datum::Text("a  ".into()));
         let v = ScalarType::VarChar { max_len: Some(2) };
         assert!(Datum::Text("abc".into()).apply_typmod(&v, false).is_err());
         assert_eq!(Datum::Text("abc".into()).apply_typmod(&v, true).unwrap(), Datum::Text("ab".into()));

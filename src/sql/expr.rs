@@ -103,6 +103,10 @@ impl Binder<'_> {
             }
             None => {
                 let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+                if matches!(ty, ScalarType::Char { .. }) && target.is_string() && !matches!(target, ScalarType::Char { .. }) {
+                    let trimmed = Bound::typed(b.expr.call_unary(UnaryFunc::BpcharToText), ScalarType::Text, b.nullable);
+                    return self.coerce(trimmed, target);
+                }
                 if ty == *target || (ty.unconstrained() == target.unconstrained() && !matches!(target, ScalarType::Numeric { precision: Some(_), .. } | ScalarType::VarChar { max_len: Some(_) } | ScalarType::Char { .. })) {
                     Ok(b.expr)
                 } else {
@@ -157,7 +161,11 @@ impl Binder<'_> {
                 let b = self.bind_expr(expr, ctx)?;
                 let nullable = b.nullable;
                 if b.ty.is_none() {
-                    return Ok(Bound::typed(self.coerce(b, &to)?, to, nullable));
+                    // The literal is read as the unconstrained type, then
+                    // cast (so `'abcd'::varchar(2)` truncates).
+                    let x = self.coerce(b, &to.unconstrained())?;
+                    let x = x.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true });
+                    return Ok(Bound::typed(x, to, nullable));
                 }
                 let from = b.ty.clone().unwrap_or(ScalarType::Text);
                 if !castable(&from, &to) {
@@ -376,12 +384,23 @@ impl Binder<'_> {
 
     /// Binds two operands of a comparison, coerced to their common type.
     fn bind_comparable(&mut self, a: &Expr, b: &Expr, op: &str, ctx: &mut ExprCtx) -> Result<(ScalarExpr, ScalarExpr, bool), Error> {
-        let l = self.bind_expr(a, ctx)?;
-        let r = self.bind_expr(b, ctx)?;
+        let mut l = self.bind_expr(a, ctx)?;
+        let mut r = self.bind_expr(b, ctx)?;
         let nullable = l.nullable || r.nullable;
+        // An unknown literal against a character(n) value is read as
+        // character(n), whose trailing blanks are insignificant.
+        if let (Some(t @ ScalarType::Char { .. }), None) = (&l.ty, &r.ty) {
+            let t = t.clone();
+            let n = r.nullable;
+            r = Bound::typed(self.coerce(r, &t)?, t, n);
+        } else if let (None, Some(t @ ScalarType::Char { .. })) = (&l.ty, &r.ty) {
+            let t = t.clone();
+            let n = l.nullable;
+            l = Bound::typed(self.coerce(l, &t)?, t, n);
+        }
         let ty = match (&l.ty, &r.ty) {
             (None, None) => ScalarType::Text,
-            (Some(t), None) | (None, Some(t)) => t.clone(),
+            (Some(t), None) | (None, Some(t)) => common_type(t, t).unwrap_or(t.clone()),
             (Some(x), Some(y)) => common_type(x, y).ok_or_else(|| {
                 Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
             })?,
@@ -469,6 +488,7 @@ impl Binder<'_> {
     fn to_text(&mut self, b: Bound) -> Result<ScalarExpr, Error> {
         match &b.ty {
             None => self.coerce(b, &ScalarType::Text),
+            Some(ScalarType::Char { .. }) => Ok(b.expr.call_unary(UnaryFunc::BpcharToText)),
             Some(t) if t.is_string() => Ok(b.expr),
             Some(_) => Ok(b.expr.call_unary(UnaryFunc::Cast { to: ScalarType::Text, explicit: true })),
         }
