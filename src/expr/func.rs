@@ -93,7 +93,7 @@ pub fn numeric_div_scale(a: &Decimal, b: &Decimal) -> u32 {
         let int_digits = integer_digits(&d) as i32;
         if int_digits > 0 {
             let w = (int_digits - 1) / 4;
-            let first = (d / Decimal::from(10000i64.pow(w as u32))).trunc();
+            let first = (d / pow10(4 * w as u32)).trunc();
             (w, first.to_u32().unwrap_or(1))
         } else {
             // Count leading zero digits after the point.
@@ -101,7 +101,7 @@ pub fn numeric_div_scale(a: &Decimal, b: &Decimal) -> u32 {
             let frac = s.split('.').nth(1).unwrap_or("");
             let zeros = frac.chars().take_while(|c| *c == '0').count() as i32;
             let w = -(zeros / 4) - 1;
-            let shifted = d * Decimal::from(10000i64.pow((-w) as u32));
+            let shifted = d.checked_mul(pow10(4 * (-w) as u32)).unwrap_or(Decimal::MAX);
             (w, shifted.trunc().to_u32().unwrap_or(1))
         }
     }
@@ -114,6 +114,11 @@ pub fn numeric_div_scale(a: &Decimal, b: &Decimal) -> u32 {
     let rscale = 16 - qweight * 4;
     let rscale = rscale.max(a.scale() as i32).max(b.scale() as i32).max(0);
     rscale.min(crate::repr::types::NUMERIC_MAX_PRECISION as i32) as u32
+}
+
+/// 10^n as a decimal (n ≤ 28, the range of the representation).
+fn pow10(n: u32) -> Decimal {
+    Decimal::from_i128_with_scale(10i128.pow(n.min(28)), 0)
 }
 
 /// Divides numerics with Postgres's result scale (rounded half away from 0).
@@ -557,6 +562,9 @@ mod tests {
         assert_eq!(numeric_div(num("10"), num("4")).unwrap().to_string(), "2.5000000000000000");
         assert_eq!(numeric_div(num("1.00"), num("8")).unwrap().to_string(), "0.12500000000000000000");
         assert_eq!(numeric_div(num("1"), num("0")), Err(EvalError::DivisionByZero));
+        // Large and tiny operands (base-10000 weights beyond i64 powers).
+        assert!(numeric_div(num("123456789012345678901234"), num("7")).is_ok());
+        assert!(numeric_div(num("0.0000000000000000000001"), num("3")).is_ok());
     }
 
     #[test]
