@@ -28,8 +28,41 @@ impl IndexCatalog for NoIndexes {
 
 /// Optimizes an expression.
 pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
+    let expr = fold_constants(expr);
     let expr = fuse_filters(expr);
     plan_joins(expr, indexes)
+}
+
+/// Evaluates constant subexpressions of maps and filters once, at plan
+/// time; filters that fold to TRUE disappear. Evaluation errors stay in the
+/// plan (as `ScalarExpr::Error`) and are raised only if a row reaches them.
+fn fold_constants(expr: RelationExpr) -> RelationExpr {
+    use crate::expr::relation::scalar_type;
+    let expr = map_children(expr, &mut fold_constants);
+    match expr {
+        RelationExpr::Map { input, mut scalars } => {
+            let mut types = input.typ();
+            for s in scalars.iter_mut() {
+                let snapshot = types.clone();
+                s.reduce(&|e| scalar_type(e, &snapshot).scalar);
+                types.push(scalar_type(s, &snapshot));
+            }
+            RelationExpr::Map { input, scalars }
+        }
+        RelationExpr::Filter { input, mut predicates } => {
+            let types = input.typ();
+            for p in predicates.iter_mut() {
+                p.reduce(&|e| scalar_type(e, &types).scalar);
+            }
+            predicates.retain(|p| !matches!(p, ScalarExpr::Literal(crate::repr::Datum::Bool(true), _)));
+            if predicates.is_empty() {
+                *input
+            } else {
+                RelationExpr::Filter { input, predicates }
+            }
+        }
+        other => other,
+    }
 }
 
 /// Merges stacked filters and moves filters above joins into the joins'
@@ -415,5 +448,26 @@ mod tests {
             &OneIndex,
         );
         assert!(plain.imported_indexes().is_empty());
+    }
+
+    #[test]
+    fn constants_fold_and_true_filters_vanish() {
+        use crate::expr::UnaryFunc;
+        use crate::repr::Datum;
+        let one = ScalarExpr::Literal(Datum::Int32(1), ScalarType::Int32);
+        let cast = one.clone().call_unary(UnaryFunc::Cast { to: ScalarType::Int64, explicit: false });
+        let pred = ScalarExpr::Column(0).call_binary(cast, BinaryFunc::Gt);
+        let always = one.clone().call_binary(one.clone(), BinaryFunc::Eq);
+        let div = one.clone().call_binary(ScalarExpr::Literal(Datum::Int32(0), ScalarType::Int32), BinaryFunc::Div);
+        let plan = RelationExpr::Map {
+            input: Box::new(RelationExpr::Filter { input: Box::new(get(1, 1)), predicates: vec![pred, always] }),
+            scalars: vec![div],
+        };
+        let out = optimize(plan, &NoIndexes);
+        let RelationExpr::Map { input, scalars } = &out else { panic!("{out:?}") };
+        assert_eq!(scalars[0], ScalarExpr::Error(crate::repr::EvalError::DivisionByZero));
+        let RelationExpr::Filter { predicates, .. } = input.as_ref() else { panic!("{input:?}") };
+        assert_eq!(predicates.len(), 1);
+        assert!(predicates[0].to_string().contains("(#0 > 1)"), "{}", predicates[0]);
     }
 }
