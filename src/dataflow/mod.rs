@@ -9,6 +9,7 @@
 //!
 //! Must not: know SQL text, the catalog, or storage.
 
+mod accum;
 mod render;
 mod worker;
 

@@ -341,8 +341,40 @@ fn render_reduce<'s>(
         Ok((key_row, Row::from_datums(vals)))
     });
     let err = err.concat(prepared.clone().flat_map(|r| r.err()));
-    let aggs = aggregates.clone();
-    let reduced = prepared.flat_map(|r| r.ok()).reduce(
+    let prepared = prepared.flat_map(|r| r.ok());
+    let (ok_rows, err) = if crate::dataflow::accum::accumulable(&aggregates) {
+        // Totals live in the difference type: O(change) per update.
+        let aggs = aggregates.clone();
+        let totals = prepared
+            .explode(|(key, vals): (Row, Row)| Some((key, crate::dataflow::accum::Accum::of_row(&vals.unpack()))))
+            .count_core::<Diff>();
+        let results = totals.map(move |(key, acc)| acc.finish(&aggs).map(|vals| key.concat(&Row::from_datums(vals))));
+        let (ok_rows, errs) = split(results);
+        (ok_rows, err.concat(errs))
+    } else {
+        reduce_by_group(prepared, err, aggregates.clone())
+    };
+    if !group_key.is_empty() {
+        return (ok_rows, err);
+    }
+    // A global aggregate has one row even over empty input: add the
+    // default row and retract it whenever a computed row exists.
+    let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
+    let d2 = default.clone();
+    let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
+    let defaults = constant(scope, vec![(default, 1)], worker_index);
+    (ok_rows.concat(defaults).concat(retract), err)
+}
+
+/// Aggregates that need every value of a group (min, max, DISTINCT,
+/// floats), evaluated per group with differential's `reduce`.
+fn reduce_by_group<'s>(
+    prepared: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+    err: ErrColl<'s>,
+    aggregates: Vec<AggregateExpr>,
+) -> (Coll<'s>, ErrColl<'s>) {
+    let aggs = aggregates;
+    let reduced = prepared.reduce(
         move |_key: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
             let unpacked: Vec<(Vec<Datum>, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *d)).collect();
             let mut results = Vec::with_capacity(aggs.len());
@@ -359,17 +391,7 @@ fn render_reduce<'s>(
         },
     );
     let ok_rows = reduced.clone().flat_map(|(k, r)| r.ok().map(|vals| k.concat(&vals)));
-    let err = err.concat(reduced.flat_map(|(_k, r)| r.err()));
-    if !group_key.is_empty() {
-        return (ok_rows, err);
-    }
-    // A global aggregate has one row even over empty input: add the
-    // default row and retract it whenever a computed row exists.
-    let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
-    let d2 = default.clone();
-    let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
-    let defaults = constant(scope, vec![(default, 1)], worker_index);
-    (ok_rows.concat(defaults).concat(retract), err)
+    (ok_rows, err.concat(reduced.flat_map(|(_k, r)| r.err())))
 }
 
 fn top_k(vals: &[(&Row, Diff)], order: &[ColumnOrder], limit: Option<usize>, offset: usize, out: &mut Vec<(Row, Diff)>) {
