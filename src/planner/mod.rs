@@ -251,6 +251,20 @@ fn base_get(input: &RelationExpr) -> Option<GlobalId> {
     }
 }
 
+/// Removes a filter from join input `j` (so that the input is the indexed
+/// relation itself) and appends its predicates, over the join's columns, to
+/// `lifted`, to be applied after the join.
+fn lift_filter(inputs: &mut [RelationExpr], j: usize, offset: usize, lifted: &mut Vec<ScalarExpr>) {
+    if let RelationExpr::Filter { input, predicates } = &inputs[j] {
+        for p in predicates {
+            let mut g = p.clone();
+            g.permute(&|c| c + offset);
+            lifted.push(g);
+        }
+        inputs[j] = (**input).clone();
+    }
+}
+
 fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, indexes: &dyn IndexCatalog) -> RelationExpr {
     let n = inputs.len();
     let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
@@ -333,15 +347,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
             pairs = ordered;
             index = Some(ix);
             // Filters on an indexed input are applied after the join.
-            if let RelationExpr::Filter { input, predicates } = &inputs[j] {
-                let off = offs[j];
-                for p in predicates {
-                    let mut g = p.clone();
-                    g.permute(&|c| c + off);
-                    lifted.push(g);
-                }
-                inputs[j] = (**input).clone();
-            }
+            lift_filter(&mut inputs, j, offs[j], &mut lifted);
         }
         // The first step may read the start input through its own index.
         if steps.is_empty() && !pairs.is_empty() {
@@ -351,15 +357,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
                 if in_order || pairs.len() == 1 || index.is_none() {
                     pairs = ordered.into_iter().map(|(a, b)| (b, a)).collect();
                     start_index = Some(ix);
-                    if let RelationExpr::Filter { input, predicates } = &inputs[start] {
-                        let off = offs[start];
-                        for p in predicates {
-                            let mut g = p.clone();
-                            g.permute(&|c| c + off);
-                            lifted.push(g);
-                        }
-                        inputs[start] = (**input).clone();
-                    }
+                    lift_filter(&mut inputs, start, offs[start], &mut lifted);
                 }
             }
         }

@@ -10,6 +10,7 @@ pub mod datum;
 pub mod error;
 pub mod row;
 pub mod types;
+pub mod varint;
 
 pub use datum::Datum;
 pub use error::{Error, EvalError, SqlState};

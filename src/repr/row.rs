@@ -7,6 +7,7 @@
 //! arrangements (equality and hashing are exact: equal datums encode equally).
 
 use crate::repr::datum::Datum;
+use crate::repr::varint::{read_varint, write_varint};
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -235,34 +236,6 @@ impl RowPacker {
     }
 }
 
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn read_varint(data: &[u8], mut pos: usize) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut shift = 0;
-    loop {
-        let b = *data.get(pos)?;
-        pos += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b & 0x80 == 0 {
-            return Some((v, pos));
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-}
 
 fn payload_len(tag: u8) -> Option<usize> {
     Some(match tag {

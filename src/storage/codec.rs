@@ -3,6 +3,7 @@
 //! of the reserved metadata keys. Every decoder returns `Error::Storage` with
 //! a message naming what is corrupt; none of them panics on bad bytes.
 
+use crate::repr::varint::{read_varint, write_varint};
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 
 /// Length of a table-log key: table id, timestamp, sequence number, each a
@@ -139,37 +140,6 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn read_varint(data: &[u8], mut pos: usize) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut shift = 0u32;
-    loop {
-        let b = *data.get(pos)?;
-        pos += 1;
-        if shift == 63 && b > 1 {
-            return None; // more than 64 bits
-        }
-        v |= ((b & 0x7f) as u64) << shift;
-        if b & 0x80 == 0 {
-            return Some((v, pos));
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
