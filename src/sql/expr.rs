@@ -55,7 +55,24 @@ pub struct ExprCtx<'a> {
 }
 
 fn is_aggregate_name(name: &str) -> bool {
-    matches!(name, "count" | "sum" | "min" | "max" | "avg")
+    matches!(
+        name,
+        "count"
+            | "sum"
+            | "min"
+            | "max"
+            | "avg"
+            | "bool_and"
+            | "bool_or"
+            | "every"
+            | "string_agg"
+            | "stddev"
+            | "stddev_samp"
+            | "stddev_pop"
+            | "variance"
+            | "var_samp"
+            | "var_pop"
+    )
 }
 
 impl Binder<'_> {
@@ -519,7 +536,7 @@ impl Binder<'_> {
         let name = name.trim_matches('"').to_string();
         let (args, distinct, star) = self.function_args(f)?;
         if is_aggregate_name(&name) {
-            return self.bind_aggregate(&name, &args, distinct, star, ctx);
+            return self.bind_aggregate(&name, f, &args, distinct, star, ctx);
         }
         let mut bound = Vec::new();
         for a in &args {
@@ -612,26 +629,88 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_aggregate(&mut self, name: &str, args: &[Expr], distinct: bool, star: bool, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+    fn bind_aggregate(
+        &mut self,
+        name: &str,
+        f: &sqlparser::ast::Function,
+        args: &[Expr],
+        distinct: bool,
+        star: bool,
+        ctx: &mut ExprCtx,
+    ) -> Result<Bound, Error> {
         if ctx.grouping.is_none() {
             return Err(Error::Grouping(format!("aggregate functions are not allowed in {}", ctx.clause)));
         }
+        if f.over.is_some() {
+            return Err(Error::FeatureNotSupported("window functions are not supported yet".into()));
+        }
+        if !f.within_group.is_empty() {
+            return Err(Error::FeatureNotSupported(format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")));
+        }
+        let mut order_ast: Vec<&sqlparser::ast::OrderByExpr> = Vec::new();
+        if let FunctionArguments::List(list) = &f.args {
+            for c in &list.clauses {
+                match c {
+                    sqlparser::ast::FunctionArgumentClause::OrderBy(v) => order_ast.extend(v.iter()),
+                    other => return Err(Error::FeatureNotSupported(format!("{other} in an aggregate call is not supported"))),
+                }
+            }
+        }
+        if args.iter().chain(order_ast.iter().map(|o| &o.expr)).any(contains_aggregate) {
+            return Err(Error::Grouping("aggregate function calls cannot be nested".into()));
+        }
+        if f.filter.as_deref().is_some_and(contains_aggregate) {
+            return Err(Error::Grouping("aggregate functions are not allowed in FILTER".into()));
+        }
         let mut inner = ExprCtx { scope: ctx.scope, clause: "aggregate function calls", grouping: None };
+        let no_such = |types: &[Option<ScalarType>]| {
+            let names: Vec<&str> = types.iter().map(|t| t.as_ref().map(|t| t.name()).unwrap_or("unknown")).collect();
+            Error::UndefinedFunction(format!("function {name}({}) does not exist", names.join(", ")))
+        };
+        let mut extra = Vec::new();
         let (expr, in_ty) = if star || (name == "count" && args.is_empty()) {
             if name != "count" {
                 return Err(Error::UndefinedFunction(format!("function {name}(*) does not exist")));
             }
             (ScalarExpr::literal_true(), ColumnType::new(ScalarType::Bool, false))
+        } else if name == "string_agg" {
+            // string_agg(text, text): string values (and unknown literals)
+            // are read as text.
+            if args.len() != 2 {
+                return Err(Error::UndefinedFunction(format!("function string_agg with {} arguments does not exist", args.len())));
+            }
+            let value = self.bind_expr(&args[0], &mut inner)?;
+            let delim = self.bind_expr(&args[1], &mut inner)?;
+            if [&value.ty, &delim.ty].iter().any(|t| t.as_ref().is_some_and(|t| !t.is_string())) {
+                return Err(no_such(&[value.ty.clone(), delim.ty.clone()]));
+            }
+            let nullable = value.nullable;
+            let value = self.to_text(value)?;
+            extra.push(self.to_text(delim)?);
+            (value, ColumnType::new(ScalarType::Text, nullable))
         } else {
             if args.len() != 1 {
                 return Err(Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len())));
             }
-            if contains_aggregate(&args[0]) {
-                return Err(Error::Grouping("aggregate function calls cannot be nested".into()));
+            if matches!(name, "bool_and" | "bool_or" | "every") {
+                // An unknown literal argument is read as boolean.
+                let b = self.bind_expr(&args[0], &mut inner)?;
+                if b.ty.as_ref().is_some_and(|t| *t != ScalarType::Bool) {
+                    return Err(no_such(&[b.ty.clone()]));
+                }
+                let nullable = b.nullable;
+                (self.coerce(b, &ScalarType::Bool)?, ColumnType::new(ScalarType::Bool, nullable))
+            } else {
+                self.bind_scalar(&args[0], &mut inner)?
             }
-            self.bind_scalar(&args[0], &mut inner)?
         };
         let t = &in_ty.scalar;
+        let variance = |sample: bool, stddev: bool| -> Result<AggregateFunc, Error> {
+            if !t.is_number() {
+                return Err(no_such(&[Some(t.clone())]));
+            }
+            Ok(AggregateFunc::Variance { sample, stddev, float: t.is_float() })
+        };
         let func = match name {
             "count" => AggregateFunc::Count,
             "min" => AggregateFunc::Min,
@@ -641,16 +720,53 @@ impl Binder<'_> {
                 ScalarType::Int64 | ScalarType::Numeric { .. } => AggregateFunc::SumNumeric,
                 ScalarType::Float32 => AggregateFunc::SumFloat32,
                 ScalarType::Float64 => AggregateFunc::SumFloat64,
-                other => return Err(Error::UndefinedFunction(format!("function sum({}) does not exist", other.name()))),
+                other => return Err(no_such(&[Some(other.clone())])),
             },
-            _ => match t {
+            "avg" => match t {
                 t if t.is_integer() || t.is_numeric() => AggregateFunc::AvgNumeric,
                 t if t.is_float() => AggregateFunc::AvgFloat,
-                other => return Err(Error::UndefinedFunction(format!("function avg({}) does not exist", other.name()))),
+                other => return Err(no_such(&[Some(other.clone())])),
             },
+            "bool_and" | "every" => AggregateFunc::BoolAnd,
+            "bool_or" => AggregateFunc::BoolOr,
+            "string_agg" => AggregateFunc::StringAgg,
+            "stddev" | "stddev_samp" => variance(true, true)?,
+            "stddev_pop" => variance(false, true)?,
+            "variance" | "var_samp" => variance(true, false)?,
+            "var_pop" => variance(false, false)?,
+            other => return Err(Error::UndefinedFunction(format!("function {other} does not exist"))),
         };
+        let arg = expr.clone();
+        // FILTER (WHERE c): the argument is NULL where c is not TRUE, and
+        // every aggregate ignores NULLs.
+        let expr = match &f.filter {
+            Some(cond) => {
+                let mut fctx = ExprCtx { scope: ctx.scope, clause: "FILTER", grouping: None };
+                let b = self.bind_expr(cond, &mut fctx)?;
+                let cond = self.coerce_bool(b, "FILTER")?;
+                ScalarExpr::If { cond: Box::new(cond), then: Box::new(expr), els: Box::new(ScalarExpr::null(t.clone())) }
+            }
+            None => expr,
+        };
+        // ORDER BY inside the call matters only to order-sensitive
+        // aggregates; with DISTINCT its keys must be arguments (Postgres).
+        let mut order_by = Vec::new();
+        for o in &order_ast {
+            let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
+            let nulls_last = o.options.nulls_first.map(|f| !f).unwrap_or(!desc);
+            let (key, _) = self.bind_scalar(&o.expr, &mut inner)?;
+            if distinct && key != arg && !extra.contains(&key) {
+                return Err(Error::InvalidColumnReference(
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
+                ));
+            }
+            order_by.push(crate::expr::agg::AggregateOrder { expr: key, desc, nulls_last });
+        }
+        if func != AggregateFunc::StringAgg {
+            order_by.clear();
+        }
         let out_ty = ColumnType::new(func.output_type(t), func.nullable());
-        let agg = AggregateExpr { func, expr, distinct };
+        let agg = AggregateExpr { func, expr, args: extra, order_by, distinct };
         let g = ctx.grouping.as_mut().expect("checked above");
         let pos = match g.aggregates.iter().position(|a| *a == agg) {
             Some(p) => p,

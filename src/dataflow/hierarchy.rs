@@ -1,0 +1,111 @@
+//! Hierarchical reductions: how `min`/`max` and top-k stay cheap to
+//! maintain in large groups.
+//!
+//! Differential's `reduce` recomputes a group from all of its values
+//! whenever one of them changes, so deleting the minimum of a group of
+//! 200,000 rows reads 200,000 rows. A hierarchical reduction instead
+//! reduces in stages. Every value gets a hash ([`bucket_hash`]); the first
+//! stage reduces each `(group, hash mod 2^16)` bucket, the next each
+//! `(group, hash mod 2^12)` bucket over the first stage's results (at most
+//! 16 of them: the buckets it contains), and so on down to `2^4` and
+//! finally to the group itself. The reduction must be one whose result over
+//! a set equals its result over the results of the set's parts (min, max,
+//! top-k under a total order). A change then recomputes one bucket per
+//! stage: O(group / 2^16 + 16 × stages) values instead of O(group).
+//!
+//! The price is an arrangement per stage (for large groups, the first
+//! stage's output is about as large as the input); for small groups each
+//! stage holds the few values there are.
+//!
+//! Owns: bucket hashing and the staging of reductions. Must not: know what
+//! is being reduced (callers pass the reduction).
+
+use crate::repr::{Diff, Row, Timestamp};
+use differential_dataflow::VecCollection;
+use std::hash::{Hash, Hasher};
+
+/// Bits of the bucket hash kept at each stage, from the first (finest) to
+/// the last before the group itself. Each stage merges `2^4` buckets of the
+/// stage before it.
+pub const STAGE_BITS: [u32; 4] = [16, 12, 8, 4];
+
+/// A hash of a value for bucketing, independent of the hash differential
+/// uses to distribute keys among workers (so a group's buckets spread over
+/// the workers too). Deterministic: a value's retraction lands in the
+/// bucket of its insertion.
+pub fn bucket_hash(row: &Row) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    row.hash(&mut h);
+    h.finish()
+}
+
+/// The bucket of hash `h` at a stage keeping `bits` bits.
+pub fn bucket(h: u64, bits: u32) -> u64 {
+    h & ((1u64 << bits) - 1)
+}
+
+/// Reduces `(group, value)` pairs hierarchically: `stage` reduces the
+/// values of one bucket at every stage, `last` those of the whole group
+/// (they may differ, e.g. top-k applies its offset only at the end). Both
+/// receive values with their multiplicities, sorted by value, and push
+/// output values with multiplicities.
+pub fn reduce_hierarchical<'s, S, L>(
+    input: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+    name: &str,
+    stage: S,
+    last: L,
+) -> VecCollection<'s, Timestamp, (Row, Row), Diff>
+where
+    S: Fn(&[(&Row, Diff)], &mut Vec<(Row, Diff)>) + Clone + 'static,
+    L: Fn(&[(&Row, Diff)], &mut Vec<(Row, Diff)>) + 'static,
+{
+    let mut staged = input.map(|(key, val)| {
+        let h = bucket_hash(&val);
+        ((key, h), val)
+    });
+    for bits in STAGE_BITS {
+        let logic = stage.clone();
+        staged = staged
+            .map(move |((key, h), val)| ((key, bucket(h, bits)), val))
+            .reduce_named(&format!("{name} stage 2^{bits}"), move |_k: &(Row, u64), vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+                logic(vals, out)
+            });
+    }
+    staged
+        .map(|((key, _h), val)| (key, val))
+        .reduce_named(&format!("{name} by group"), move |_k: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+            last(vals, out)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::Datum;
+
+    #[test]
+    fn buckets_nest_from_stage_to_stage() {
+        // A bucket at one stage lies inside one bucket of the next: the
+        // hierarchy is a tree.
+        for i in 0..1000 {
+            let h = bucket_hash(&Row::from_datums(vec![Datum::Int32(i)]));
+            for w in STAGE_BITS.windows(2) {
+                assert_eq!(bucket(bucket(h, w[0]), w[1]), bucket(h, w[1]));
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_spread_values() {
+        // 4096 values over the 16 last-stage buckets: none is empty and
+        // none holds more than twice its share.
+        let mut counts = [0usize; 16];
+        for i in 0..4096 {
+            counts[bucket(bucket_hash(&Row::from_datums(vec![Datum::Int32(i)])), 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|c| *c > 0 && *c < 512), "{counts:?}");
+        // Equal values hash equally; the hash is stable within a process.
+        let r = Row::from_datums(vec![Datum::Text("x".into())]);
+        assert_eq!(bucket_hash(&r), bucket_hash(&r.clone()));
+    }
+}
