@@ -55,6 +55,8 @@ pub enum RelationExpr {
     Union { inputs: Vec<RelationExpr> },
     /// Negates multiplicities.
     Negate { input: Box<RelationExpr> },
+    /// Keeps rows with positive multiplicity (EXCEPT ALL / INTERSECT ALL).
+    Threshold { input: Box<RelationExpr> },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -112,6 +114,7 @@ impl RelationExpr {
             RelationExpr::Filter { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
             | RelationExpr::Negate { input } => input.typ(),
             RelationExpr::Project { input, outputs } => {
                 let t = input.typ();
@@ -149,8 +152,25 @@ impl RelationExpr {
             | RelationExpr::Reduce { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// Children, mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut RelationExpr> {
+        match self {
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Map { input, .. }
+            | RelationExpr::Filter { input, .. }
+            | RelationExpr::Project { input, .. }
+            | RelationExpr::Reduce { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Negate { input } => vec![input],
+            RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter_mut().collect(),
         }
     }
 
@@ -291,6 +311,10 @@ impl RelationExpr {
             }
             RelationExpr::Distinct { input } => {
                 let _ = writeln!(out, "{pad}Distinct  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Threshold { input } => {
+                let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
                 input.explain_into(out, depth + 1);
             }
             RelationExpr::Union { inputs } => {

@@ -8,7 +8,9 @@
 mod binder;
 mod expr;
 mod plan;
+mod query;
 mod scope;
+mod subquery;
 mod types;
 
 pub use binder::{bind_statement, Params};
