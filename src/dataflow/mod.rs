@@ -11,6 +11,7 @@
 
 mod accum;
 mod render;
+mod window;
 mod worker;
 
 use crate::expr::RelationExpr;

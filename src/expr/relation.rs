@@ -6,6 +6,7 @@
 use crate::expr::agg::AggregateExpr;
 use crate::expr::func::{BinaryFunc, UnaryFunc, VariadicFunc};
 use crate::expr::scalar::ScalarExpr;
+use crate::expr::window::WindowFunc;
 use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
 use std::fmt::Write;
 
@@ -57,6 +58,9 @@ pub enum RelationExpr {
     Negate { input: Box<RelationExpr> },
     /// Keeps rows with positive multiplicity (EXCEPT ALL / INTERSECT ALL).
     Threshold { input: Box<RelationExpr> },
+    /// Appends the value of a window function over each row's partition
+    /// (rows equal on `partition`), in `order`.
+    Window { input: Box<RelationExpr>, partition: Vec<usize>, order: Vec<ColumnOrder>, func: WindowFunc },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -121,6 +125,12 @@ impl RelationExpr {
                 outputs.iter().map(|c| t[*c].clone()).collect()
             }
             RelationExpr::Join { inputs, .. } => inputs.iter().flat_map(|i| i.typ()).collect(),
+            RelationExpr::Window { input, func, .. } => {
+                let mut t = input.typ();
+                let scalars: Vec<ScalarType> = t.iter().map(|c| c.scalar.clone()).collect();
+                t.push(ColumnType::new(func.output_type(&scalars), func.nullable()));
+                t
+            }
             RelationExpr::Reduce { input, group_key, aggregates } => {
                 let t = input.typ();
                 let mut out: Vec<ColumnType> = group_key.iter().map(|c| t[*c].clone()).collect();
@@ -153,6 +163,7 @@ impl RelationExpr {
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
             | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
         }
@@ -169,6 +180,7 @@ impl RelationExpr {
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
             | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter_mut().collect(),
         }
@@ -315,6 +327,18 @@ impl RelationExpr {
             }
             RelationExpr::Threshold { input } => {
                 let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Window { input, partition, order, func } => {
+                let ord: Vec<String> = order.iter().map(|o| format!("#{}{}", o.column, if o.desc { " desc" } else { "" })).collect();
+                let keys: Vec<String> = partition.iter().map(|c| format!("#{c}")).collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}Window {} partition ({}) order ({})  [arranges input by partition]",
+                    func.name(),
+                    keys.join(", "),
+                    ord.join(", ")
+                );
                 input.explain_into(out, depth + 1);
             }
             RelationExpr::Union { inputs } => {

@@ -7,6 +7,7 @@ use crate::repr::{ColumnType, Datum, Error, ScalarType};
 use crate::sql::binder::{ident, Binder};
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{Host, SubqueryKind};
+use crate::sql::window::WindowCall;
 use crate::sql::types::{castable, common_type, scalar_type_from_sql};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
@@ -55,11 +56,13 @@ pub struct ExprCtx<'a> {
     pub grouping: Option<&'a mut Grouping>,
     /// Where subqueries go; `None` where they are not allowed.
     pub host: Option<&'a mut Host>,
+    /// Where window calls go; `None` where they are not allowed.
+    pub windows: Option<&'a mut Vec<WindowCall>>,
 }
 
 impl<'a> ExprCtx<'a> {
     pub fn new(scope: &'a Scope, clause: &'static str) -> Self {
-        ExprCtx { scope, clause, grouping: None, host: None }
+        ExprCtx { scope, clause, grouping: None, host: None, windows: None }
     }
 }
 
@@ -292,6 +295,7 @@ impl Binder<'_> {
                 }
                 Ok(Bound::typed(acc, ty, nullable))
             }
+            Expr::Function(f) if f.over.is_some() => self.bind_window(f, ctx),
             Expr::Function(f) => self.bind_function(f, ctx),
             Expr::Subquery(q) => {
                 let host = subquery_host(ctx)?;
@@ -550,7 +554,7 @@ impl Binder<'_> {
         }
     }
 
-    fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
+    pub(crate) fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
         match &f.args {
             FunctionArguments::None => Ok((vec![], false, false)),
             FunctionArguments::Subquery(_) => Err(Error::FeatureNotSupported("subqueries are not supported yet".into())),
@@ -747,6 +751,9 @@ pub fn contains_aggregate(e: &Expr) -> bool {
         fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
             if self.depth == 0 {
                 if let Expr::Function(f) = x {
+                    if f.over.is_some() {
+                        return std::ops::ControlFlow::Continue(());
+                    }
                     let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
                     if is_aggregate_name(&name) {
                         self.found = true;

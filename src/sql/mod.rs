@@ -12,6 +12,7 @@ mod query;
 mod scope;
 mod subquery;
 mod types;
+mod window;
 
 pub use binder::{bind_statement, Params};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind};

@@ -20,6 +20,7 @@ use crate::sql::subquery::{
     Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
 };
 use crate::sql::types::common_type;
+use crate::sql::window::{remap_windows, WindowCall};
 use sqlparser::ast::{
     self, Expr, GroupByExpr, JoinConstraint, JoinOperator, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator,
     SetQuantifier, TableFactor, TableWithJoins, Value,
@@ -774,6 +775,7 @@ impl Binder<'_> {
             input_scope.clone()
         };
         let mut host = Host::new(host_scope);
+        let mut windows: Vec<WindowCall> = Vec::new();
         // Bind select items (in grouped mode against keys and aggregates).
         let mut out_exprs = Vec::new();
         let mut out_types = Vec::new();
@@ -782,6 +784,7 @@ impl Binder<'_> {
             let mut ctx = ExprCtx::new(&input_scope, "SELECT");
             ctx.grouping = if grouped { Some(&mut grouping) } else { None };
             ctx.host = Some(&mut host);
+            ctx.windows = Some(&mut windows);
             let (x, t) = self.bind_scalar(e, &mut ctx)?;
             out_exprs.push(x);
             out_types.push(t);
@@ -804,7 +807,7 @@ impl Binder<'_> {
         // ORDER BY (and DISTINCT ON): output columns by ordinal or name,
         // else extra columns.
         let mut extra: Vec<(ScalarExpr, ColumnType)> = Vec::new();
-        let resolve_sort = |b: &mut Self, e: &Expr, host: &mut Host, grouping: &mut Grouping, extra: &mut Vec<(ScalarExpr, ColumnType)>| -> Result<usize, Error> {
+        let resolve_sort = |b: &mut Self, e: &Expr, host: &mut Host, grouping: &mut Grouping, windows: &mut Vec<WindowCall>, extra: &mut Vec<(ScalarExpr, ColumnType)>| -> Result<usize, Error> {
             Ok(match e {
                 Expr::Value(v) if matches!(v.value, Value::Number(..)) => {
                     let Value::Number(num, _) = &v.value else { unreachable!("matched above") };
@@ -817,6 +820,7 @@ impl Binder<'_> {
                     let mut ctx = ExprCtx::new(&input_scope, "ORDER BY");
                     ctx.grouping = if grouped { Some(grouping) } else { None };
                     ctx.host = Some(host);
+                    ctx.windows = Some(windows);
                     let (x, t) = b.bind_scalar(e, &mut ctx)?;
                     match out_exprs.iter().position(|o| *o == x) {
                         Some(p) => p,
@@ -840,13 +844,13 @@ impl Binder<'_> {
         for o in order_exprs {
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
             let nulls_last = o.options.nulls_first.map(|f| !f).unwrap_or(!desc);
-            let col = resolve_sort(self, &o.expr, &mut host, &mut grouping, &mut extra)?;
+            let col = resolve_sort(self, &o.expr, &mut host, &mut grouping, &mut windows, &mut extra)?;
             order.push(ColumnOrder { column: n + col, desc, nulls_last });
         }
         let mut on_cols = Vec::new();
         if let Some(on) = &distinct_on {
             for e in on {
-                let col = resolve_sort(self, e, &mut host, &mut grouping, &mut extra)?;
+                let col = resolve_sort(self, e, &mut host, &mut grouping, &mut windows, &mut extra)?;
                 on_cols.push(n + col);
             }
             // Postgres: the DISTINCT ON expressions must lead the ORDER BY.
@@ -894,6 +898,17 @@ impl Binder<'_> {
         if let Some(mut h) = having {
             Host::remap(&mut h, w);
             rel = filter(rel, vec![h]);
+        }
+        // Window functions see the rows after GROUP BY and HAVING.
+        if !windows.is_empty() {
+            for call in windows.iter_mut() {
+                call.remap_pending(w);
+            }
+            let (with_windows, base) = self.apply_windows(rel, std::mem::take(&mut windows));
+            rel = with_windows;
+            for x in out_exprs.iter_mut().chain(extra.iter_mut().map(|(x, _)| x)) {
+                remap_windows(x, base);
+            }
         }
         let width = rel.arity();
         let mut scalars: Vec<ScalarExpr> = (0..n).map(ScalarExpr::Column).collect();
