@@ -355,14 +355,7 @@ impl Binder<'_> {
             _ => return Err(Error::FeatureNotSupported("UPDATE of this target is not supported".into())),
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
-        let predicates = match &up.selection {
-            Some(e) => {
-                let mut ctx = ExprCtx::new(&scope, "WHERE");
-                vec![self.bind_condition(e, &mut ctx)?]
-            }
-            None => vec![],
-        };
-        let mut assignments = Vec::new();
+        let mut targets = Vec::new();
         for a in &up.assignments {
             let AssignmentTarget::ColumnName(cn) = &a.target else {
                 return Err(Error::FeatureNotSupported("tuple assignment in UPDATE is not supported yet".into()));
@@ -371,22 +364,15 @@ impl Binder<'_> {
             let col = scope
                 .resolve(None, &n)
                 .map_err(|_| Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name)))?;
-            let mut ctx = ExprCtx::new(&scope, "UPDATE");
-            let b = self.bind_expr(&a.value, &mut ctx)?;
-            let target = entry.desc.types[col].scalar.clone();
-            if let Some(t) = &b.ty {
-                if !assignable(t, &target) {
-                    return Err(Error::DatatypeMismatch(format!(
-                        "column \"{n}\" is of type {} but expression is of type {}",
-                        target.name(),
-                        t.name()
-                    )));
-                }
+            if targets.iter().any(|(c, _)| *c == col) {
+                return Err(Error::DuplicateColumn(format!("multiple assignments to same column \"{n}\"")));
             }
-            let x = self.coerce(b, &target)?;
-            assignments.push((col, x));
+            targets.push((col, &a.value));
         }
-        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, predicates, assignments })
+        let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
+        let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry.desc)?;
+        let assignments = targets.iter().map(|(c, _)| *c).collect();
+        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, selection, assignments })
     }
 
     fn bind_delete(&mut self, del: &ast::Delete) -> Result<Plan, Error> {
@@ -401,14 +387,9 @@ impl Binder<'_> {
             _ => return Err(Error::FeatureNotSupported("DELETE of this target is not supported".into())),
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
-        let predicates = match &del.selection {
-            Some(e) => {
-                let mut ctx = ExprCtx::new(&scope, "WHERE");
-                vec![self.bind_condition(e, &mut ctx)?]
-            }
-            None => vec![],
-        };
-        Ok(Plan::Delete { table: entry.id, table_name: entry.name, predicates })
+        let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
+        let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry.desc)?;
+        Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection })
     }
 
 }

@@ -976,6 +976,59 @@ impl Binder<'_> {
         }
     }
 
+    /// The rows an UPDATE or DELETE changes: `table` filtered by `cond`,
+    /// followed by the new value of each assigned column (coerced to the
+    /// column's type). Subqueries are allowed in both.
+    pub fn bind_dml_selection(
+        &mut self,
+        table: RelationExpr,
+        scope: Scope,
+        cond: Option<&Expr>,
+        assignments: &[(usize, &Expr)],
+        desc: &RelationDesc,
+    ) -> Result<RelationExpr, Error> {
+        let w = scope.len();
+        let from = From { rel: table, scope };
+        let from = match cond {
+            Some(c) => self.bind_where_conjuncts(&from, c, "WHERE")?,
+            None => from,
+        };
+        let mut host = Host::new(from.scope.clone());
+        let mut values = Vec::new();
+        for (col, e) in assignments {
+            if contains_aggregate(e) {
+                return Err(Error::Grouping("aggregate functions are not allowed in UPDATE".into()));
+            }
+            let mut ctx = ExprCtx::new(&from.scope, "UPDATE");
+            ctx.host = Some(&mut host);
+            let b = self.bind_expr(e, &mut ctx)?;
+            let target = desc.types[*col].scalar.clone();
+            if let Some(t) = &b.ty {
+                if !crate::sql::types::assignable(t, &target) {
+                    return Err(Error::DatatypeMismatch(format!(
+                        "column \"{}\" is of type {} but expression is of type {}",
+                        desc.names[*col],
+                        target.name(),
+                        t.name()
+                    )));
+                }
+            }
+            values.push(self.coerce(b, &target)?);
+        }
+        let mut rel = from.rel;
+        if !host.pending.is_empty() {
+            rel = self.apply_pending(rel, std::mem::take(&mut host.pending))?;
+            for v in values.iter_mut() {
+                Host::remap(v, w);
+            }
+        }
+        let width = rel.arity();
+        let n = values.len();
+        let mut outputs: Vec<usize> = (0..w).collect();
+        outputs.extend(width..width + n);
+        Ok(project(map(rel, values), outputs))
+    }
+
     /// `lhs op ANY/ALL (subquery)` or `[NOT] IN (subquery)` inside an
     /// expression: a pending subquery of the context's host.
     pub fn bind_subquery_predicate(
