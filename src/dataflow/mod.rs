@@ -16,6 +16,7 @@ mod render;
 #[cfg(test)]
 mod tests;
 mod topk;
+mod window;
 mod worker;
 
 use crate::expr::RelationExpr;

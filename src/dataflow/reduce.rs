@@ -50,7 +50,12 @@ struct Part {
 }
 
 /// Splits aggregates into parts: DISTINCT ones alone, the others by kind.
+/// Without aggregates (a Reduce that only groups), one accumulable part
+/// with no aggregates yields the groups.
 fn plan_parts(aggregates: &[AggregateExpr]) -> Vec<Part> {
+    if aggregates.is_empty() {
+        return vec![Part { kind: AggregateKind::Accumulable, aggs: vec![], distinct: false }];
+    }
     let mut parts: Vec<Part> = Vec::new();
     for (i, a) in aggregates.iter().enumerate() {
         let kind = a.func.kind();
@@ -271,10 +276,12 @@ mod tests {
             a(AggregateFunc::Max, false),
             a(AggregateFunc::StringAgg, false),
         ];
-        let parts = plan_parts(&aggs);
-        let summary: Vec<(AggregateKind, Vec<usize>, bool)> = parts.into_iter().map(|p| (p.kind, p.aggs, p.distinct)).collect();
+        let summary = |aggs: &[AggregateExpr]| -> Vec<(AggregateKind, Vec<usize>, bool)> {
+            plan_parts(aggs).into_iter().map(|p| (p.kind, p.aggs, p.distinct)).collect()
+        };
+        assert_eq!(summary(&[]), vec![(AggregateKind::Accumulable, vec![], false)]);
         assert_eq!(
-            summary,
+            summary(&aggs),
             vec![
                 (AggregateKind::Accumulable, vec![0, 2], false),
                 (AggregateKind::Hierarchical, vec![1, 4], false),

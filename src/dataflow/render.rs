@@ -151,6 +151,17 @@ pub fn render<'s>(
             let out = ok.threshold(|_row, r: &Diff| if *r > 0 { 1 } else { 0 });
             (out, err)
         }
+        RelationExpr::Window { input, partition, order, func } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push(format!("window {} by partition", func.name()));
+            crate::dataflow::window::render_window(ok, err, partition.clone(), order.clone(), func.clone())
+        }
+        RelationExpr::Threshold { input } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push("threshold input by row".into());
+            let out = ok.threshold(|_row, r: &Diff| if *r > 0 { *r } else { 0 });
+            (out, err)
+        }
         RelationExpr::Union { inputs } => {
             let mut oks = Vec::new();
             let mut errs = Vec::new();

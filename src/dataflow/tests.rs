@@ -261,6 +261,12 @@ fn global_aggregates_match_recomputation() {
 }
 
 #[test]
+fn grouping_without_aggregates_matches_recomputation() {
+    let plan = RelationExpr::Reduce { input: Box::new(get()), group_key: vec![0, 3], aggregates: vec![] };
+    check_maintained(plan, reference_reduce, 3, 20);
+}
+
+#[test]
 fn min_max_alone_match_recomputation() {
     // One large group: the hierarchy's buckets all have members.
     let aggregates = vec![agg(AggregateFunc::Min, 1), agg(AggregateFunc::Max, 2), agg(AggregateFunc::Min, 3)];

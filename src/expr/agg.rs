@@ -138,6 +138,17 @@ impl AggregateFunc {
         }
     }
 
+    /// The aggregate of one-argument values with multiplicities (window
+    /// frames use it); `AggregateExpr::eval` is the general form.
+    pub fn eval<'a, I>(&self, values: I, distinct: bool) -> Result<Datum, EvalError>
+    where
+        I: Iterator<Item = (&'a Datum, Diff)>,
+    {
+        let rows: Vec<([Datum; 1], Diff)> = values.map(|(d, m)| ([d.clone()], m)).collect();
+        let refs: Vec<(&[Datum], Diff)> = rows.iter().map(|(v, m)| (v.as_slice(), *m)).collect();
+        AggregateExpr::new(*self, ScalarExpr::Column(0), distinct).eval(&refs)
+    }
+
     /// The value of an accumulable aggregate from its totals.
     pub fn finish(&self, t: &Totals) -> Result<Datum, EvalError> {
         let n = t.nonnull;
@@ -457,14 +468,17 @@ impl AggregateExpr {
         // The call's ORDER BY, then value and delimiter: rows that tie on
         // all of these contribute the same text, so the result is one
         // function of the group's contents.
+        // (Inputs are `[value, delimiter, keys...]`; a delimiter may be
+        // missing when called through `AggregateFunc::eval`.)
+        let arity = rows.first().map(|(v, _)| v.len()).unwrap_or(0);
         let mut order: Vec<ColumnOrder> = self
             .order_by
             .iter()
             .enumerate()
             .map(|(i, o)| ColumnOrder { column: 2 + i, desc: o.desc, nulls_last: o.nulls_last })
+            .filter(|o| o.column < arity)
             .collect();
-        order.push(ColumnOrder { column: 0, desc: false, nulls_last: true });
-        order.push(ColumnOrder { column: 1, desc: false, nulls_last: true });
+        order.extend((0..arity.min(2)).map(|column| ColumnOrder { column, desc: false, nulls_last: true }));
         present.sort_by(|a, b| compare_rows(a.0, b.0, &order));
         let mut out = String::new();
         let mut first = true;
@@ -472,7 +486,7 @@ impl AggregateExpr {
             let text = text_of(&vals[0]);
             for _ in 0..*d {
                 if !first {
-                    out.push_str(&text_of(&vals[1]));
+                    out.push_str(&text_of(vals.get(1).unwrap_or(&Datum::Null)));
                 }
                 out.push_str(&text);
                 first = false;

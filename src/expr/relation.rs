@@ -6,6 +6,7 @@
 use crate::expr::agg::AggregateExpr;
 use crate::expr::func::{BinaryFunc, UnaryFunc, VariadicFunc};
 use crate::expr::scalar::ScalarExpr;
+use crate::expr::window::WindowFunc;
 use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
 use std::fmt::Write;
 
@@ -55,6 +56,11 @@ pub enum RelationExpr {
     Union { inputs: Vec<RelationExpr> },
     /// Negates multiplicities.
     Negate { input: Box<RelationExpr> },
+    /// Keeps rows with positive multiplicity (EXCEPT ALL / INTERSECT ALL).
+    Threshold { input: Box<RelationExpr> },
+    /// Appends the value of a window function over each row's partition
+    /// (rows equal on `partition`), in `order`.
+    Window { input: Box<RelationExpr>, partition: Vec<usize>, order: Vec<ColumnOrder>, func: WindowFunc },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -112,12 +118,19 @@ impl RelationExpr {
             RelationExpr::Filter { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
             | RelationExpr::Negate { input } => input.typ(),
             RelationExpr::Project { input, outputs } => {
                 let t = input.typ();
                 outputs.iter().map(|c| t[*c].clone()).collect()
             }
             RelationExpr::Join { inputs, .. } => inputs.iter().flat_map(|i| i.typ()).collect(),
+            RelationExpr::Window { input, func, .. } => {
+                let mut t = input.typ();
+                let scalars: Vec<ScalarType> = t.iter().map(|c| c.scalar.clone()).collect();
+                t.push(ColumnType::new(func.output_type(&scalars), func.nullable()));
+                t
+            }
             RelationExpr::Reduce { input, group_key, aggregates } => {
                 let t = input.typ();
                 let mut out: Vec<ColumnType> = group_key.iter().map(|c| t[*c].clone()).collect();
@@ -149,8 +162,27 @@ impl RelationExpr {
             | RelationExpr::Reduce { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// Children, mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut RelationExpr> {
+        match self {
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Map { input, .. }
+            | RelationExpr::Filter { input, .. }
+            | RelationExpr::Project { input, .. }
+            | RelationExpr::Reduce { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
+            | RelationExpr::Negate { input } => vec![input],
+            RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter_mut().collect(),
         }
     }
 
@@ -291,6 +323,22 @@ impl RelationExpr {
             }
             RelationExpr::Distinct { input } => {
                 let _ = writeln!(out, "{pad}Distinct  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Threshold { input } => {
+                let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Window { input, partition, order, func } => {
+                let ord: Vec<String> = order.iter().map(|o| format!("#{}{}", o.column, if o.desc { " desc" } else { "" })).collect();
+                let keys: Vec<String> = partition.iter().map(|c| format!("#{c}")).collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}Window {} partition ({}) order ({})  [arranges input by partition]",
+                    func.name(),
+                    keys.join(", "),
+                    ord.join(", ")
+                );
                 input.explain_into(out, depth + 1);
             }
             RelationExpr::Union { inputs } => {

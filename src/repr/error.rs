@@ -19,6 +19,7 @@ pub enum SqlState {
     DuplicateColumn,
     DuplicateAlias,
     GroupingError,
+    WindowingError,
     WrongObjectType,
     InvalidColumnReference,
     DependentObjectsStillExist,
@@ -60,6 +61,7 @@ impl SqlState {
             SqlState::DuplicateColumn => "42701",
             SqlState::DuplicateAlias => "42712",
             SqlState::GroupingError => "42803",
+            SqlState::WindowingError => "42P20",
             SqlState::WrongObjectType => "42809",
             SqlState::InvalidColumnReference => "42P10",
             SqlState::DependentObjectsStillExist => "2BP01",
@@ -167,6 +169,8 @@ pub enum Error {
     #[error("{0}")]
     Grouping(String),
     #[error("{0}")]
+    Windowing(String),
+    #[error("{0}")]
     DuplicateColumn(String),
     #[error("{0}")]
     DuplicateAlias(String),
@@ -213,6 +217,7 @@ impl Error {
             Error::DuplicateTable(_) => SqlState::DuplicateTable,
             Error::DuplicateObject(_) => SqlState::DuplicateObject,
             Error::Grouping(_) => SqlState::GroupingError,
+            Error::Windowing(_) => SqlState::WindowingError,
             Error::DuplicateColumn(_) => SqlState::DuplicateColumn,
             Error::DuplicateAlias(_) => SqlState::DuplicateAlias,
             Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,

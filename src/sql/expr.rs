@@ -6,6 +6,8 @@ use crate::expr::{AggregateExpr, AggregateFunc, BinaryFunc, ScalarExpr, UnaryFun
 use crate::repr::{ColumnType, Datum, Error, ScalarType};
 use crate::sql::binder::{ident, Binder};
 use crate::sql::scope::Scope;
+use crate::sql::subquery::{Host, SubqueryKind};
+use crate::sql::window::WindowCall;
 use crate::sql::types::{castable, common_type, scalar_type_from_sql};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
@@ -52,6 +54,16 @@ pub struct ExprCtx<'a> {
     /// Clause name for errors, e.g. "WHERE".
     pub clause: &'static str,
     pub grouping: Option<&'a mut Grouping>,
+    /// Where subqueries go; `None` where they are not allowed.
+    pub host: Option<&'a mut Host>,
+    /// Where window calls go; `None` where they are not allowed.
+    pub windows: Option<&'a mut Vec<WindowCall>>,
+}
+
+impl<'a> ExprCtx<'a> {
+    pub fn new(scope: &'a Scope, clause: &'static str) -> Self {
+        ExprCtx { scope, clause, grouping: None, host: None, windows: None }
+    }
 }
 
 fn is_aggregate_name(name: &str) -> bool {
@@ -137,7 +149,7 @@ impl Binder<'_> {
         // In a grouped query, an expression equal to a group key is that
         // key's output column.
         if ctx.grouping.is_some() && !matches!(e, Expr::Value(_) | Expr::Nested(_)) {
-            let mut plain = ExprCtx { scope: ctx.scope, clause: ctx.clause, grouping: None };
+            let mut plain = ExprCtx::new(ctx.scope, ctx.clause);
             let saved = self.params.types.clone();
             let attempt = self.bind_expr(e, &mut plain);
             self.params.types = saved;
@@ -300,13 +312,61 @@ impl Binder<'_> {
                 }
                 Ok(Bound::typed(acc, ty, nullable))
             }
+            Expr::Function(f) if f.over.is_some() => self.bind_window(f, ctx),
             Expr::Function(f) => self.bind_function(f, ctx),
+            Expr::Subquery(q) => {
+                let host = subquery_host(ctx)?;
+                let scope = host.scope.clone();
+                let corr = self.bind_correlated(q, &scope, vec![])?;
+                if corr.desc.arity() != 1 {
+                    return Err(Error::Syntax("subquery must return only one column".into()));
+                }
+                let t = corr.desc.types[0].clone();
+                let col = self.add_pending(host, corr, SubqueryKind::Scalar, ColumnType::new(t.scalar.clone(), true));
+                Ok(Bound::typed(col, t.scalar, true))
+            }
+            Expr::Exists { subquery, negated } => {
+                let host = subquery_host(ctx)?;
+                let scope = host.scope.clone();
+                let corr = self.bind_correlated(subquery, &scope, vec![])?;
+                let col = self.add_pending(host, corr, SubqueryKind::Exists, ColumnType::new(ScalarType::Bool, false));
+                let x = if *negated { col.call_unary(UnaryFunc::Not) } else { col };
+                Ok(Bound::typed(x, ScalarType::Bool, false))
+            }
+            Expr::InSubquery { expr, subquery, negated } => {
+                let lhs = self.bind_expr(expr, ctx)?;
+                let host = subquery_host(ctx)?;
+                let x = self.bind_subquery_predicate(lhs, subquery, BinaryFunc::Eq, false, host)?;
+                let x = if *negated { x.call_unary(UnaryFunc::Not) } else { x };
+                Ok(Bound::typed(x, ScalarType::Bool, true))
+            }
+            Expr::AnyOp { left, compare_op, right, .. } | Expr::AllOp { left, compare_op, right } => {
+                let all = matches!(e, Expr::AllOp { .. });
+                let Expr::Subquery(q) = right.as_ref() else {
+                    return Err(Error::FeatureNotSupported("ANY/ALL over an array is not supported yet".into()));
+                };
+                let op = match compare_op {
+                    BinaryOperator::Eq => BinaryFunc::Eq,
+                    BinaryOperator::NotEq => BinaryFunc::NotEq,
+                    BinaryOperator::Lt => BinaryFunc::Lt,
+                    BinaryOperator::LtEq => BinaryFunc::Lte,
+                    BinaryOperator::Gt => BinaryFunc::Gt,
+                    BinaryOperator::GtEq => BinaryFunc::Gte,
+                    other => return Err(Error::FeatureNotSupported(format!("operator {other} with ANY/ALL is not supported yet"))),
+                };
+                let lhs = self.bind_expr(left, ctx)?;
+                let host = subquery_host(ctx)?;
+                let x = self.bind_subquery_predicate(lhs, q, op, all, host)?;
+                Ok(Bound::typed(x, ScalarType::Bool, true))
+            }
             other => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
         }
     }
 
     fn bind_column(&mut self, table: Option<&str>, name: &str, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let i = ctx.scope.resolve(table, name)?;
+        let item = ctx.scope.items[i].clone();
+        self.note_outer_reference(&item, i);
         if ctx.grouping.is_some() {
             let item = &ctx.scope.items[i];
             let full = match &item.table {
@@ -511,7 +571,7 @@ impl Binder<'_> {
         }
     }
 
-    fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
+    pub(crate) fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
         match &f.args {
             FunctionArguments::None => Ok((vec![], false, false)),
             FunctionArguments::Subquery(_) => Err(Error::FeatureNotSupported("subqueries are not supported yet".into())),
@@ -662,7 +722,7 @@ impl Binder<'_> {
         if f.filter.as_deref().is_some_and(contains_aggregate) {
             return Err(Error::Grouping("aggregate functions are not allowed in FILTER".into()));
         }
-        let mut inner = ExprCtx { scope: ctx.scope, clause: "aggregate function calls", grouping: None };
+        let mut inner = ExprCtx::new(ctx.scope, "aggregate function calls");
         let no_such = |types: &[Option<ScalarType>]| {
             let names: Vec<&str> = types.iter().map(|t| t.as_ref().map(|t| t.name()).unwrap_or("unknown")).collect();
             Error::UndefinedFunction(format!("function {name}({}) does not exist", names.join(", ")))
@@ -741,7 +801,7 @@ impl Binder<'_> {
         // every aggregate ignores NULLs.
         let expr = match &f.filter {
             Some(cond) => {
-                let mut fctx = ExprCtx { scope: ctx.scope, clause: "FILTER", grouping: None };
+                let mut fctx = ExprCtx::new(ctx.scope, "FILTER");
                 let b = self.bind_expr(cond, &mut fctx)?;
                 let cond = self.coerce_bool(b, "FILTER")?;
                 ScalarExpr::If { cond: Box::new(cond), then: Box::new(expr), els: Box::new(ScalarExpr::null(t.clone())) }
@@ -781,18 +841,46 @@ impl Binder<'_> {
     }
 }
 
+/// The host for a subquery in this context, or the error Postgres gives
+/// where none is allowed.
+fn subquery_host<'b>(ctx: &'b mut ExprCtx) -> Result<&'b mut Host, Error> {
+    let clause = ctx.clause;
+    ctx.host.as_deref_mut().ok_or_else(|| Error::FeatureNotSupported(format!("subqueries in {clause} are not supported yet")))
+}
+
 /// Whether an expression contains an aggregate call (outside subqueries).
 pub fn contains_aggregate(e: &Expr) -> bool {
-    let mut found = false;
-    let _ = sqlparser::ast::visit_expressions(e, |x| {
-        if let Expr::Function(f) = x {
-            let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
-            if is_aggregate_name(&name) {
-                found = true;
-            }
+    struct Finder {
+        depth: usize,
+        found: bool,
+    }
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    found
+        fn post_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
+            if self.depth == 0 {
+                if let Expr::Function(f) = x {
+                    if f.over.is_some() {
+                        return std::ops::ControlFlow::Continue(());
+                    }
+                    let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+                    if is_aggregate_name(&name) {
+                        self.found = true;
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut f = Finder { depth: 0, found: false };
+    let _ = sqlparser::ast::Visit::visit(e, &mut f);
+    f.found
 }
 
