@@ -26,6 +26,9 @@ pub struct Params {
 pub struct Binder<'a> {
     pub catalog: &'a dyn SqlCatalog,
     pub params: &'a mut Params,
+    /// The statement's time: the value of `now()`, `current_date`... in
+    /// this statement (see `sql::functions::finish_plan`).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -44,8 +47,11 @@ pub fn object_name(name: &ObjectName) -> String {
 
 /// Binds one statement.
 pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Statement, params: &mut Params) -> Result<Plan, Error> {
-    let mut b = Binder { catalog, params };
-    b.bind_statement(stmt)
+    let now = chrono::Utc::now();
+    let mut b = Binder { catalog, params, now };
+    let mut plan = b.bind_statement(stmt)?;
+    crate::sql::functions::finish_plan(&mut plan, now)?;
+    Ok(plan)
 }
 
 struct Block {
@@ -926,21 +932,22 @@ fn column_name(e: &Expr) -> String {
         Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase().trim_matches('"').to_string()).unwrap_or_default(),
         Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => column_name(expr),
-            _ => match scalar_type_from_sql(data_type) {
-                Ok(ScalarType::Int32) => "int4".into(),
-                Ok(ScalarType::Int64) => "int8".into(),
-                Ok(ScalarType::Int16) => "int2".into(),
-                Ok(ScalarType::Float32) => "float4".into(),
-                Ok(ScalarType::Float64) => "float8".into(),
-                Ok(ScalarType::Bool) => "bool".into(),
-                Ok(ScalarType::Numeric { .. }) => "numeric".into(),
-                Ok(ScalarType::Text) => "text".into(),
-                Ok(ScalarType::VarChar { .. }) => "varchar".into(),
-                Ok(ScalarType::Char { .. }) => "bpchar".into(),
-                Ok(ScalarType::Date) => "date".into(),
-                Ok(ScalarType::Timestamp) => "timestamp".into(),
-                Err(_) => "?column?".into(),
-            },
+            _ => scalar_type_from_sql(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),
+        },
+        Expr::TypedString(ts) => {
+            scalar_type_from_sql(&ts.data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into())
+        }
+        Expr::Interval(_) => "interval".into(),
+        Expr::Substring { .. } => "substring".into(),
+        Expr::Position { .. } => "position".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Ceil { .. } => "ceil".into(),
+        Expr::Floor { .. } => "floor".into(),
+        Expr::AtTimeZone { .. } => "timezone".into(),
+        Expr::Trim { trim_where, .. } => match trim_where {
+            Some(ast::TrimWhereField::Leading) => "ltrim".into(),
+            Some(ast::TrimWhereField::Trailing) => "rtrim".into(),
+            _ => "btrim".into(),
         },
         Expr::Nested(inner) => column_name(inner),
         Expr::Case { .. } => "case".into(),
