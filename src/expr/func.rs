@@ -284,8 +284,8 @@ impl UnaryFunc {
             IsFalse => Datum::Bool(d == Datum::Bool(false)),
             IsNotTrue => Datum::Bool(d != Datum::Bool(true)),
             IsNotFalse => Datum::Bool(d != Datum::Bool(false)),
-            ToJsonb => Datum::Jsonb(Box::new(to_jsonb(&d))),
             _ if d.is_null() => Datum::Null,
+            ToJsonb => Datum::Jsonb(Box::new(to_jsonb(&d))),
             Not => Datum::Bool(!d.as_bool().unwrap_or(false)),
             Neg => match d {
                 Datum::Int16(v) => Datum::Int16(v.checked_neg().ok_or_else(|| int_range_error("smallint"))?),

@@ -33,6 +33,9 @@ struct Parsed {
 enum ParseError {
     BadFormat,
     FieldOverflow,
+    /// A month or day field out of range: perhaps day and month were
+    /// swapped (Postgres adds a DateStyle hint).
+    MdFieldOverflow,
     Unsupported(String),
 }
 
@@ -174,7 +177,7 @@ fn adjust_year(text: &str, y: i32) -> i32 {
 
 fn make_date(y: i32, m: u32, d: u32, bc: bool) -> Result<NaiveDate, ParseError> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return Err(ParseError::FieldOverflow);
+        return Err(ParseError::MdFieldOverflow);
     }
     if bc && y <= 0 {
         return Err(ParseError::BadFormat);
@@ -468,6 +471,9 @@ fn map_error(e: ParseError, ty: &str, text: &str) -> EvalError {
         ParseError::BadFormat => EvalError::InvalidTextRepresentation { ty: ty.into(), text: text.into() },
         ParseError::FieldOverflow => {
             EvalError::DatetimeOverflow(format!("date/time field value out of range: \"{text}\""))
+        }
+        ParseError::MdFieldOverflow => {
+            EvalError::DatetimeFieldOverflowMd(format!("date/time field value out of range: \"{text}\""))
         }
         ParseError::Unsupported(w) => EvalError::FeatureNotSupported(format!(
             "the special {ty} value \"{w}\" is not supported"

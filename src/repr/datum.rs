@@ -115,12 +115,15 @@ impl Datum {
     }
 
     /// The value with a canonical representation among the values it is
-    /// equal to, so that equal values encode equally as arrangement keys:
-    /// `1.0` and `1.00`, `'1 day'` and `'24 hours'`, numbers inside jsonb.
+    /// equal to, so that equal values encode equally as arrangement keys
+    /// (join, group and distinct keys): `1.0` and `1.00`, also inside jsonb.
+    ///
+    /// Intervals are not normalized: a group key is also the group's output
+    /// value, and `'36 hours'` must not print as `'1 day 12:00:00'`. So
+    /// `'1 day'` and `'24 hours'` (equal in Postgres) are different keys.
     pub fn normalize_for_key(self) -> Datum {
         match self {
             Datum::Numeric(n) => Datum::Numeric(n.normalize()),
-            Datum::Interval(i) => Datum::Interval(i.canonical()),
             Datum::Jsonb(j) => Datum::Jsonb(Box::new(j.normalized())),
             other => other,
         }

@@ -132,6 +132,10 @@ pub enum EvalError {
     Internal(String),
     #[error("{0}")]
     IntervalFieldOverflow(String),
+    /// A month or day out of range in date input (22008, with Postgres's
+    /// DateStyle hint).
+    #[error("{0}")]
+    DatetimeFieldOverflowMd(String),
     /// Bad jsonb input; `detail` is Postgres's DETAIL line.
     #[error("invalid input syntax for type json")]
     InvalidJson { detail: String },
@@ -172,7 +176,7 @@ impl EvalError {
             EvalError::InvalidEscapeSequence(m) if m.starts_with("invalid escape string") => {
                 Some("Escape string must be empty or one character.".into())
             }
-            EvalError::DatetimeOverflow(m) if m.starts_with("date/time field value out of range") => {
+            EvalError::DatetimeFieldOverflowMd(_) => {
                 Some("Perhaps you need a different \"datestyle\" setting.".into())
             }
             _ => None,
@@ -193,7 +197,7 @@ impl EvalError {
                 }
             }
             EvalError::StringTooLong(_) => SqlState::StringDataRightTruncation,
-            EvalError::DatetimeOverflow(_) => SqlState::DatetimeFieldOverflow,
+            EvalError::DatetimeOverflow(_) | EvalError::DatetimeFieldOverflowMd(_) => SqlState::DatetimeFieldOverflow,
             EvalError::NotNull { .. } => SqlState::NotNullViolation,
             EvalError::MultipleRowsFromSubquery => SqlState::CardinalityViolation,
             EvalError::InvalidParameter(_) => SqlState::InvalidParameterValue,

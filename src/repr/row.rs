@@ -408,9 +408,7 @@ mod tests {
     fn equal_values_have_equal_keys() {
         use crate::repr::ScalarType;
         let key = |text: &str, ty: &ScalarType| Row::pack(&[Datum::parse(text, ty).unwrap().normalize_for_key()]);
-        assert_eq!(key("1 day", &ScalarType::Interval), key("24 hours", &ScalarType::Interval));
-        assert_eq!(key("1 mon", &ScalarType::Interval), key("30 days", &ScalarType::Interval));
-        assert_ne!(key("1 mon", &ScalarType::Interval), key("31 days", &ScalarType::Interval));
+        assert_eq!(key("1.50", &ScalarType::Numeric { precision: None, scale: None }), key("1.5", &ScalarType::Numeric { precision: None, scale: None }));
         assert_eq!(key(r#"{"a": 1.0}"#, &ScalarType::Jsonb), key(r#"{"a":1}"#, &ScalarType::Jsonb));
     }
 }

@@ -544,9 +544,27 @@ pub fn finish_plan(plan: &mut Plan, now: DateTime<Utc>) -> Result<(), Error> {
             assignments.iter_mut().for_each(|(_, e)| visit(e));
         }
         Plan::Delete { predicates, .. } => predicates.iter_mut().for_each(&mut visit),
+        Plan::SetVariable { name, value } if name == "timezone" || name == "time zone" => {
+            check_time_zone_setting(value)?;
+        }
         _ => {}
     }
     Ok(())
+}
+
+/// The session time zone is always UTC: `SET TimeZone` accepts only names
+/// and offsets meaning UTC, so no client believes it got another zone.
+fn check_time_zone_setting(value: &str) -> Result<(), Error> {
+    let v = value.trim().trim_matches('\'');
+    if v.eq_ignore_ascii_case("local") || v.eq_ignore_ascii_case("default") {
+        return Ok(());
+    }
+    match crate::repr::datetime::parse_time_zone(v) {
+        Ok(0) => Ok(()),
+        _ => Err(Error::FeatureNotSupported(format!(
+            "time zone \"{v}\" is not supported: the session time zone is always UTC"
+        ))),
+    }
 }
 
 /// The qualifier field of an INTERVAL literal.
@@ -677,7 +695,7 @@ impl Binder<'_> {
                 return Err(Error::FeatureNotSupported("type time is not supported yet".into()));
             }
             ("concat" | "concat_ws" | "jsonb_build_array" | "jsonb_build_object", _) => {
-                if name == "concat_ws" && args.is_empty() {
+                if (name == "concat_ws" || name == "concat") && args.is_empty() {
                     return Err(not_found());
                 }
                 let func = match name {
@@ -719,6 +737,11 @@ impl Binder<'_> {
                 let today = statement_time(StatementTimeFunc::CurrentDate, self.now)
                     .call_unary(UnaryFunc::Cast { to: t.clone(), explicit: false });
                 return Ok(Bound::typed_pub(today.call_binary(x, BinaryFunc::Age), ScalarType::Interval, nullable));
+            }
+            ("pg_typeof", 1) => {
+                // A type name (Postgres returns regtype, which prints so).
+                let name = args[0].ty.as_ref().map(|t| t.name()).unwrap_or("unknown");
+                return Ok(Bound::typed_pub(lit_text(name), ScalarType::Text, false));
             }
             ("to_jsonb", 1) if args[0].ty.is_none() && self.unknown_literal(&args[0]) => {
                 return Err(Error::DatatypeMismatch(
@@ -842,7 +865,9 @@ impl Binder<'_> {
             Expr::Extract { field, expr, .. } => (|| {
                 let unit = extract_unit(field);
                 let x = self.bind_expr(expr, ctx)?;
-                let u = Bound::typed_pub(lit_text(&unit), ScalarType::Text, false);
+                // The field is a string constant of unknown type, as in
+                // Postgres's rewrite to extract('field', x).
+                let u = Bound { expr: lit_text(&unit), ty: None, nullable: false, unknown: Some(Unknown::Text(unit)) };
                 self.bind_builtin("extract", vec![u, x])
             })(),
             Expr::Ceil { expr, field } | Expr::Floor { expr, field } => (|| {
