@@ -71,12 +71,10 @@ fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalErr
     Ok(Some(Row::from_datums(vals)))
 }
 
-/// Numerics that are equal compare equal as keys (1.0 = 1.00).
+/// Values that are equal compare equal as keys (1.0 = 1.00, '1 day' =
+/// '24 hours'): see `Datum::normalize_for_key`.
 fn normalize_key(d: Datum) -> Datum {
-    match d {
-        Datum::Numeric(n) => Datum::Numeric(n.normalize()),
-        other => other,
-    }
+    d.normalize_for_key()
 }
 
 /// Renders `expr` in `scope`, importing arrangements from `traces`.
