@@ -334,7 +334,7 @@ pub fn parse_bytea(text: &str) -> Result<Vec<u8>, EvalError> {
             }
             let hex = |c: u8| -> Result<u8, EvalError> {
                 (c as char).to_digit(16).map(|v| v as u8).ok_or_else(|| {
-                    let ch = text[i..].chars().next().unwrap_or(' ');
+                    let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
                     EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
                 })
             };
@@ -347,7 +347,7 @@ pub fn parse_bytea(text: &str) -> Result<Vec<u8>, EvalError> {
                 return Err(EvalError::InvalidParameter("invalid hexadecimal data: odd number of digits".into()));
             }
             let lo = (lo as char).to_digit(16).ok_or_else(|| {
-                let ch = text[i..].chars().next().unwrap_or(' ');
+                let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
                 EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
             })? as u8;
             out.push(hi << 4 | lo);

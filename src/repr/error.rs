@@ -346,6 +346,9 @@ impl Error {
             Error::AmbiguousFunction(_) => Some(
                 "Could not choose a best candidate operator. You might need to add explicit type casts.".into(),
             ),
+            Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
+                Some("You will need to rewrite or cast the expression.".into())
+            }
             Error::Eval(e) => e.hint(),
             _ => None,
         }

@@ -229,7 +229,12 @@ pub fn power_numeric(a: Decimal, b: Decimal) -> Result<Decimal, EvalError> {
         return Err(numeric_overflow());
     }
     let rscale = (MIN_SIG_DIGITS - val as i32).max(a.scale() as i32).max(b.scale() as i32).max(0);
-    let r = a.checked_powd(b).ok_or_else(numeric_overflow)?;
+    // a^b = exp(b * ln(a)), with checked steps (no panics on overflow).
+    let r = a
+        .checked_ln()
+        .and_then(|l| l.checked_mul(b))
+        .and_then(|x| x.checked_exp())
+        .ok_or_else(numeric_overflow)?;
     Ok(with_scale(r, rscale))
 }
 
