@@ -1061,7 +1061,7 @@ impl VariadicFunc {
                 Ok(Datum::Jsonb(Box::new(Jsonb::Array(items).checked()?)))
             }
             JsonbBuildObject => {
-                if exprs.len() % 2 != 0 {
+                if !exprs.len().is_multiple_of(2) {
                     return Err(EvalError::InvalidParameter(
                         "argument list must have even number of elements".into(),
                     ));

@@ -583,6 +583,29 @@ mod tests {
     }
 
     #[test]
+    fn new_types_order_by_value() {
+        let sorted = |ty: ScalarType, texts: &[&str]| {
+            let mut v: Vec<Datum> = texts.iter().map(|t| Datum::parse(t, &ty).unwrap()).collect();
+            v.sort_by(|a, b| a.sql_cmp(b));
+            v.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sorted(ScalarType::TimestampTz { precision: None }, &["2024-01-01 10:00+02", "2024-01-01 09:00+00", "1999-12-31 23:59:59.999999+00"]),
+            vec!["1999-12-31 23:59:59.999999+00", "2024-01-01 08:00:00+00", "2024-01-01 09:00:00+00"]
+        );
+        assert_eq!(
+            sorted(ScalarType::Interval, &["1 mon", "29 days", "-1 year", "1 day 1 second", "25 hours"]),
+            vec!["-1 years", "1 day 00:00:01", "25:00:00", "29 days", "1 mon"]
+        );
+        assert_eq!(sorted(ScalarType::Bytea, &["\\x0102", "\\x01", "\\x", "\\xff"]), vec!["\\x", "\\x01", "\\x0102", "\\xff"]);
+        assert_eq!(
+            sorted(ScalarType::Uuid, &["ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000001"]),
+            vec!["00000000-0000-0000-0000-000000000001", "ffffffff-0000-0000-0000-000000000000"]
+        );
+        assert_eq!(Datum::Null.sql_cmp(&Datum::Interval(Interval::default())), Ordering::Greater);
+    }
+
+    #[test]
     fn ordering_puts_nulls_last() {
         assert_eq!(Datum::Null.sql_cmp(&Datum::Int32(1)), Ordering::Greater);
         assert_eq!(Datum::Int32(2).sql_cmp(&Datum::Numeric(Decimal::new(15, 1))), Ordering::Greater);

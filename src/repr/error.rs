@@ -51,6 +51,7 @@ pub enum SqlState {
     SubstringError,
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
+    StatementTooComplex,
 }
 
 impl SqlState {
@@ -101,6 +102,7 @@ impl SqlState {
             SqlState::SubstringError => "22011",
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
+            SqlState::StatementTooComplex => "54001",
         }
     }
 }
@@ -157,6 +159,8 @@ pub enum EvalError {
     InvalidArgumentForPower(String),
     #[error("{0}")]
     InvalidArgumentForLog(String),
+    #[error("stack depth limit exceeded")]
+    StackDepthExceeded,
 }
 
 impl EvalError {
@@ -211,6 +215,7 @@ impl EvalError {
             EvalError::SubstringError(_) => SqlState::SubstringError,
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
+            EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
         }
     }
 }

@@ -88,7 +88,7 @@ fn lit_int(v: i32) -> ScalarExpr {
     ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32)
 }
 
-fn arg(args: &mut Vec<ScalarExpr>, i: usize) -> ScalarExpr {
+fn arg(args: &mut [ScalarExpr], i: usize) -> ScalarExpr {
     std::mem::replace(&mut args[i], ScalarExpr::null(ScalarType::Text))
 }
 

@@ -152,7 +152,7 @@ pub fn sqrt_numeric(d: Decimal) -> Result<Decimal, EvalError> {
 }
 
 pub fn exp_numeric(d: Decimal) -> Result<Decimal, EvalError> {
-    let val = (d.to_f64().unwrap_or(0.0) * 0.434294481903252).clamp(-2000.0, 2000.0);
+    let val = (d.to_f64().unwrap_or(0.0) * std::f64::consts::LOG10_E).clamp(-2000.0, 2000.0);
     let rscale = (MIN_SIG_DIGITS - val as i32).max(d.scale() as i32).max(0);
     if val > 28.0 {
         return Err(numeric_overflow());
@@ -224,7 +224,7 @@ pub fn power_numeric(a: Decimal, b: Decimal) -> Result<Decimal, EvalError> {
     if a.is_zero() {
         return Ok(with_scale(Decimal::ZERO, MIN_SIG_DIGITS));
     }
-    let val = bf * af.ln() * 0.434294481903252;
+    let val = bf * af.ln() * std::f64::consts::LOG10_E;
     if val > 28.0 {
         return Err(numeric_overflow());
     }
