@@ -71,8 +71,8 @@ fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalErr
     Ok(Some(Row::from_datums(vals)))
 }
 
-/// Values that are equal compare equal as keys (1.0 = 1.00, '1 day' =
-/// '24 hours'): see `Datum::normalize_for_key`.
+/// Values that are equal compare equal as keys (1.0 = 1.00, also inside
+/// jsonb): see `Datum::normalize_for_key`.
 fn normalize_key(d: Datum) -> Datum {
     d.normalize_for_key()
 }

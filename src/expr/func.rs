@@ -137,6 +137,8 @@ pub enum BinaryFunc {
     Age,
     /// `timezone(zone, value)` / `value AT TIME ZONE zone`.
     Timezone,
+    /// `to_char(timestamp|timestamptz, format)`.
+    ToChar,
 }
 
 /// Functions whose value is the time of the statement: constant within a
@@ -768,7 +770,7 @@ impl BinaryFunc {
                     a.extend_from_slice(&b);
                     Ok(Datum::Bytea(a))
                 }
-                (Datum::Jsonb(a), Datum::Jsonb(b)) => Ok(Datum::Jsonb(Box::new(a.concat(&b)))),
+                (Datum::Jsonb(a), Datum::Jsonb(b)) => Ok(Datum::Jsonb(Box::new(a.concat(&b).checked()?))),
                 (a, b) => Ok(Datum::Text(format!("{a}{b}"))),
             },
             RoundScale | TruncScale => match (l, r) {
@@ -842,6 +844,11 @@ impl BinaryFunc {
                 (a, b) => Err(EvalError::Internal(format!("age({a:?}, {b:?})"))),
             },
             Timezone => datetime::at_time_zone(text_ref(&l)?, &r),
+            ToChar => match &l {
+                Datum::Timestamp(t) => Ok(Datum::Text(datetime::to_char(t, text_ref(&r)?, false))),
+                Datum::TimestampTz(t) => Ok(Datum::Text(datetime::to_char(&t.naive_utc(), text_ref(&r)?, true))),
+                other => Err(EvalError::Internal(format!("to_char of {other:?}"))),
+            },
             _ => arith(*self, l, r),
         }
     }
@@ -898,7 +905,7 @@ impl BinaryFunc {
             },
             RoundScale | TruncScale | DivTrunc | LogBase | Extract => numeric,
             Power => a,
-            LikeEscape | Left | Right | Repeat | Btrim | Ltrim | Rtrim | Encode | JsonbGetText => T::Text,
+            LikeEscape | Left | Right | Repeat | Btrim | Ltrim | Rtrim | Encode | JsonbGetText | ToChar => T::Text,
             StrPos => T::Int32,
             Decode => T::Bytea,
             JsonbGet => T::Jsonb,
@@ -1051,10 +1058,10 @@ impl VariadicFunc {
                 for e in exprs {
                     items.push(to_jsonb(&e.eval(row)?));
                 }
-                Ok(Datum::Jsonb(Box::new(Jsonb::Array(items))))
+                Ok(Datum::Jsonb(Box::new(Jsonb::Array(items).checked()?)))
             }
             JsonbBuildObject => {
-                if exprs.len() % 2 != 0 {
+                if !exprs.len().is_multiple_of(2) {
                     return Err(EvalError::InvalidParameter(
                         "argument list must have even number of elements".into(),
                     ));
@@ -1074,7 +1081,7 @@ impl VariadicFunc {
                     };
                     pairs.push((key, to_jsonb(&kv[1].eval(row)?)));
                 }
-                Ok(Datum::Jsonb(Box::new(Jsonb::object(pairs))))
+                Ok(Datum::Jsonb(Box::new(Jsonb::object(pairs).checked()?)))
             }
             Substr | Replace | SplitPart | Lpad | Rpad | Translate => {
                 let Some(args) = strict_args(exprs, row)? else {

@@ -334,7 +334,7 @@ pub fn parse_bytea(text: &str) -> Result<Vec<u8>, EvalError> {
             }
             let hex = |c: u8| -> Result<u8, EvalError> {
                 (c as char).to_digit(16).map(|v| v as u8).ok_or_else(|| {
-                    let ch = text[i..].chars().next().unwrap_or(' ');
+                    let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
                     EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
                 })
             };
@@ -347,7 +347,7 @@ pub fn parse_bytea(text: &str) -> Result<Vec<u8>, EvalError> {
                 return Err(EvalError::InvalidParameter("invalid hexadecimal data: odd number of digits".into()));
             }
             let lo = (lo as char).to_digit(16).ok_or_else(|| {
-                let ch = text[i..].chars().next().unwrap_or(' ');
+                let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
                 EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
             })? as u8;
             out.push(hi << 4 | lo);
@@ -580,6 +580,29 @@ mod tests {
         assert_eq!(parse_uuid("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1"), None);
         let p = ScalarType::Timestamp { precision: Some(0) };
         assert_eq!(Datum::parse("2024-01-01 00:00:00.5", &p).unwrap().apply_typmod(&p, false).unwrap().to_string(), "2024-01-01 00:00:01");
+    }
+
+    #[test]
+    fn new_types_order_by_value() {
+        let sorted = |ty: ScalarType, texts: &[&str]| {
+            let mut v: Vec<Datum> = texts.iter().map(|t| Datum::parse(t, &ty).unwrap()).collect();
+            v.sort_by(|a, b| a.sql_cmp(b));
+            v.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sorted(ScalarType::TimestampTz { precision: None }, &["2024-01-01 10:00+02", "2024-01-01 09:00+00", "1999-12-31 23:59:59.999999+00"]),
+            vec!["1999-12-31 23:59:59.999999+00", "2024-01-01 08:00:00+00", "2024-01-01 09:00:00+00"]
+        );
+        assert_eq!(
+            sorted(ScalarType::Interval, &["1 mon", "29 days", "-1 year", "1 day 1 second", "25 hours"]),
+            vec!["-1 years", "1 day 00:00:01", "25:00:00", "29 days", "1 mon"]
+        );
+        assert_eq!(sorted(ScalarType::Bytea, &["\\x0102", "\\x01", "\\x", "\\xff"]), vec!["\\x", "\\x01", "\\x0102", "\\xff"]);
+        assert_eq!(
+            sorted(ScalarType::Uuid, &["ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000001"]),
+            vec!["00000000-0000-0000-0000-000000000001", "ffffffff-0000-0000-0000-000000000000"]
+        );
+        assert_eq!(Datum::Null.sql_cmp(&Datum::Interval(Interval::default())), Ordering::Greater);
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub enum SqlState {
     SubstringError,
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
+    StatementTooComplex,
 }
 
 impl SqlState {
@@ -103,6 +104,7 @@ impl SqlState {
             SqlState::SubstringError => "22011",
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
+            SqlState::StatementTooComplex => "54001",
         }
     }
 }
@@ -159,6 +161,8 @@ pub enum EvalError {
     InvalidArgumentForPower(String),
     #[error("{0}")]
     InvalidArgumentForLog(String),
+    #[error("stack depth limit exceeded")]
+    StackDepthExceeded,
 }
 
 impl EvalError {
@@ -213,6 +217,7 @@ impl EvalError {
             EvalError::SubstringError(_) => SqlState::SubstringError,
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
+            EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
         }
     }
 }
@@ -351,6 +356,9 @@ impl Error {
             Error::AmbiguousFunction(_) => Some(
                 "Could not choose a best candidate operator. You might need to add explicit type casts.".into(),
             ),
+            Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
+                Some("You will need to rewrite or cast the expression.".into())
+            }
             Error::Eval(e) => e.hint(),
             _ => None,
         }

@@ -339,6 +339,32 @@ impl Jsonb {
         Jsonb::Object(out)
     }
 
+    /// Nesting depth (a scalar is 0), computed up to `MAX_DEPTH + 1`.
+    pub fn depth(&self) -> usize {
+        fn go(v: &Jsonb, d: usize) -> usize {
+            if d > MAX_DEPTH {
+                return d;
+            }
+            match v {
+                Jsonb::Array(items) => items.iter().map(|i| go(i, d + 1)).max().unwrap_or(d + 1),
+                Jsonb::Object(pairs) => pairs.iter().map(|(_, v)| go(v, d + 1)).max().unwrap_or(d + 1),
+                _ => d,
+            }
+        }
+        go(self, 0)
+    }
+
+    /// Fails for values nested deeper than `MAX_DEPTH` (so that values
+    /// built by functions stay within what parsing accepts).
+    pub fn checked(self) -> Result<Jsonb, EvalError> {
+        if self.depth() > MAX_DEPTH {
+            return Err(EvalError::ProgramLimitExceeded(format!(
+                "jsonb nesting depth exceeds the maximum of {MAX_DEPTH}"
+            )));
+        }
+        Ok(self)
+    }
+
     /// The value's type name as `jsonb_typeof` reports it.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -201,6 +201,14 @@ impl Binder<'_> {
                         Ok(Bound::typed(x.call_unary(UnaryFunc::Neg), ty, nullable))
                     }
                     UnaryOperator::Plus => Ok(b),
+                    UnaryOperator::PGAbs | UnaryOperator::PGSquareRoot | UnaryOperator::PGCubeRoot => {
+                        let name = match op {
+                            UnaryOperator::PGAbs => "abs",
+                            UnaryOperator::PGSquareRoot => "sqrt",
+                            _ => "cbrt",
+                        };
+                        self.bind_builtin(name, vec![b])
+                    }
                     other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported"))),
                 }
             }
@@ -496,7 +504,8 @@ impl Binder<'_> {
             | B::LongArrow
             | B::AtArrow
             | B::ArrowAt
-            | B::Question => {
+            | B::Question
+            | B::PGExp => {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
                 self.bind_operator(&op.to_string(), l, r)

@@ -88,7 +88,7 @@ fn lit_int(v: i32) -> ScalarExpr {
     ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32)
 }
 
-fn arg(args: &mut Vec<ScalarExpr>, i: usize) -> ScalarExpr {
+fn arg(args: &mut [ScalarExpr], i: usize) -> ScalarExpr {
     std::mem::replace(&mut args[i], ScalarExpr::null(ScalarType::Text))
 }
 
@@ -231,6 +231,10 @@ fn function_candidates(name: &str) -> Option<Vec<Sig>> {
             sig(&[T::Text, tstz()], ts(), b(BinaryFunc::Timezone)),
             sig(&[T::Text, ts()], tstz(), b(BinaryFunc::Timezone)),
         ],
+        "to_char" => vec![
+            sig(&[tstz(), T::Text], T::Text, b(BinaryFunc::ToChar)),
+            sig(&[ts(), T::Text], T::Text, b(BinaryFunc::ToChar)),
+        ],
         "justify_days" => vec![sig(&[T::Interval], T::Interval, u(UnaryFunc::JustifyDays))],
         "justify_hours" => vec![sig(&[T::Interval], T::Interval, u(UnaryFunc::JustifyHours))],
         "justify_interval" => vec![sig(&[T::Interval], T::Interval, u(UnaryFunc::JustifyInterval))],
@@ -313,6 +317,10 @@ fn operator_candidates(op: &str) -> Vec<Sig> {
             v
         }
         "%" => same_numbers(BinaryFunc::Mod, &[T::Int16, T::Int32, T::Int64, numeric()]),
+        "^" => vec![
+            sig(&[T::Float64, T::Float64], T::Float64, b(BinaryFunc::Power)),
+            sig(&[numeric(), numeric()], numeric(), b(BinaryFunc::Power)),
+        ],
         "||" => vec![
             sig(&[T::Text, T::Text], T::Text, b(BinaryFunc::Concat)),
             Sig { params: vec![Param::T(T::Text), Param::Any], ret: Ret::T(T::Text), imp: b(BinaryFunc::Concat) },

@@ -426,6 +426,235 @@ pub fn date_add_days(d: NaiveDate, days: i64) -> Result<NaiveDate, EvalError> {
     Ok(out)
 }
 
+
+/// `to_char(timestamp, format)` with Postgres's date/time template
+/// patterns (FM and TH modifiers, quoted literals; the session time zone is
+/// UTC, so TZ is "UTC" and OF "+00").
+pub fn to_char(ts: &NaiveDateTime, fmt: &str, with_tz: bool) -> String {
+    const MONTHS: [&str; 12] = [
+        "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+    // Longest keywords first where one is a prefix of another.
+    const KEYWORDS: [&str; 67] = [
+        "A.D.", "A.M.", "AD", "AM", "B.C.", "B.M.", "BC", "CC", "DAY", "DDD", "DD", "DY", "Day", "Dy", "D", "FX",
+        "HH24", "HH12", "HH", "IDDD", "ID", "IW", "IYYY", "IYY", "IY", "I", "J", "MI", "MM", "MONTH", "MON", "MS",
+        "Month", "Mon", "OF", "P.M.", "PM", "Q", "RM", "SSSSS", "SSSS", "SS", "TZ", "US", "WW", "W", "Y,YYY", "YYYY",
+        "YYY", "YY", "Y", "a.d.", "a.m.", "ad", "am", "b.c.", "bc", "day", "dy", "month", "mon", "p.m.", "pm", "rm",
+        "tz", "of", "y,yyy",
+    ];
+    let d = ts.date();
+    let tod = time_of_day_micros(ts);
+    let hour = tod / USECS_PER_HOUR;
+    let minute = (tod / USECS_PER_MINUTE) % 60;
+    let second = (tod / USECS_PER_SEC) % 60;
+    let micros = tod % USECS_PER_SEC;
+    let year = d.year();
+    let (abs_year, bc) = if year <= 0 { (1 - year, true) } else { (year, false) };
+    let ordinal = |n: i64| -> &'static str {
+        if (n % 100) / 10 == 1 {
+            return "th";
+        }
+        match n % 10 {
+            1 => "st",
+            2 => "nd",
+            3 => "rd",
+            _ => "th",
+        }
+    };
+    let chars: Vec<char> = fmt.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        // Quoted literal text.
+        if chars[i] == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    i += 1;
+                }
+                out.push(chars[i]);
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if chars[i] == '\\' && i + 1 < chars.len() && chars[i + 1] == '"' {
+            out.push('"');
+            i += 2;
+            continue;
+        }
+        let mut fill_mode = false;
+        let mut j = i;
+        if chars[j..].starts_with(&['F', 'M']) || chars[j..].starts_with(&['f', 'm']) {
+            fill_mode = true;
+            j += 2;
+        }
+        let rest: String = chars[j..].iter().collect();
+        // Case-insensitive keywords also match in upper case.
+        let kw = KEYWORDS.iter().find(|k| rest.starts_with(**k)).copied().or_else(|| {
+            let up = rest.to_ascii_uppercase();
+            KEYWORDS
+                .iter()
+                .filter(|k| !k.chars().any(|c| c.is_lowercase()))
+                .filter(|k| !matches!(**k, "DAY" | "DY" | "MONTH" | "MON" | "AM" | "PM" | "A.M." | "P.M." | "BC" | "AD" | "B.C." | "A.D." | "RM" | "TZ" | "OF"))
+                .find(|k| up.starts_with(**k) && rest.len() >= k.len())
+                .copied()
+        });
+        let Some(kw) = kw else {
+            if fill_mode {
+                i = j;
+                continue;
+            }
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        };
+        let klen = kw.chars().count();
+        let after = j + klen;
+        let num = |v: i64, width: usize| -> String {
+            if fill_mode { v.to_string() } else { format!("{v:0width$}") }
+        };
+        let name = |s: &str, style: &str| -> String {
+            let s = match style {
+                "upper" => s.to_uppercase(),
+                "lower" => s.to_lowercase(),
+                _ => s.to_string(),
+            };
+            if fill_mode { s } else { format!("{s:<9}") }
+        };
+        let abbrev = |s: &str, style: &str| -> String {
+            let a: String = s.chars().take(3).collect();
+            match style {
+                "upper" => a.to_uppercase(),
+                "lower" => a.to_lowercase(),
+                _ => a,
+            }
+        };
+        let up = kw.to_uppercase();
+        let mut numeric: Option<i64> = None;
+        let text = match up.as_str() {
+            "HH" | "HH12" => {
+                let h = if hour % 12 == 0 { 12 } else { hour % 12 };
+                numeric = Some(h);
+                num(h, 2)
+            }
+            "HH24" => {
+                numeric = Some(hour);
+                num(hour, 2)
+            }
+            "MI" => {
+                numeric = Some(minute);
+                num(minute, 2)
+            }
+            "SS" => {
+                numeric = Some(second);
+                num(second, 2)
+            }
+            "MS" => num(micros / 1000, 3),
+            "US" => num(micros, 6),
+            "SSSS" | "SSSSS" => (tod / USECS_PER_SEC).to_string(),
+            "AM" | "PM" => {
+                let s = if hour >= 12 { "PM" } else { "AM" };
+                if kw.chars().next().is_some_and(|c| c.is_lowercase()) { s.to_lowercase() } else { s.to_string() }
+            }
+            "A.M." | "P.M." => {
+                let s = if hour >= 12 { "P.M." } else { "A.M." };
+                if kw.chars().next().is_some_and(|c| c.is_lowercase()) { s.to_lowercase() } else { s.to_string() }
+            }
+            "BC" | "AD" => {
+                let s = if bc { "BC" } else { "AD" };
+                if kw.chars().next().is_some_and(|c| c.is_lowercase()) { s.to_lowercase() } else { s.to_string() }
+            }
+            "B.C." | "A.D." => {
+                let s = if bc { "B.C." } else { "A.D." };
+                if kw.chars().next().is_some_and(|c| c.is_lowercase()) { s.to_lowercase() } else { s.to_string() }
+            }
+            "Y,YYY" => format!("{},{:03}", abs_year / 1000, abs_year % 1000),
+            "YYYY" => {
+                numeric = Some(abs_year as i64);
+                num(abs_year as i64, 4)
+            }
+            "YYY" => num((abs_year % 1000) as i64, 3),
+            "YY" => num((abs_year % 100) as i64, 2),
+            "Y" => (abs_year % 10).to_string(),
+            "IYYY" => num(d.iso_week().year() as i64, 4),
+            "IYY" => num((d.iso_week().year() % 1000) as i64, 3),
+            "IY" => num((d.iso_week().year() % 100) as i64, 2),
+            "I" => (d.iso_week().year() % 10).to_string(),
+            "MONTH" => {
+                let style = if kw == "MONTH" { "upper" } else if kw == "month" { "lower" } else { "cap" };
+                name(MONTHS[d.month0() as usize], style)
+            }
+            "MON" => {
+                let style = if kw == "MON" { "upper" } else if kw == "mon" { "lower" } else { "cap" };
+                abbrev(MONTHS[d.month0() as usize], style)
+            }
+            "MM" => {
+                numeric = Some(d.month() as i64);
+                num(d.month() as i64, 2)
+            }
+            "DAY" => {
+                let style = if kw == "DAY" { "upper" } else if kw == "day" { "lower" } else { "cap" };
+                name(DAYS[d.weekday().num_days_from_sunday() as usize], style)
+            }
+            "DY" => {
+                let style = if kw == "DY" { "upper" } else if kw == "dy" { "lower" } else { "cap" };
+                abbrev(DAYS[d.weekday().num_days_from_sunday() as usize], style)
+            }
+            "DDD" => {
+                numeric = Some(d.ordinal() as i64);
+                num(d.ordinal() as i64, 3)
+            }
+            "IDDD" => {
+                let w = d.iso_week().week() as i64;
+                let v = (w - 1) * 7 + d.weekday().number_from_monday() as i64;
+                num(v, 3)
+            }
+            "DD" => {
+                numeric = Some(d.day() as i64);
+                num(d.day() as i64, 2)
+            }
+            "D" => (d.weekday().num_days_from_sunday() + 1).to_string(),
+            "ID" => d.weekday().number_from_monday().to_string(),
+            "W" => ((d.day() - 1) / 7 + 1).to_string(),
+            "WW" => num(((d.ordinal() - 1) / 7 + 1) as i64, 2),
+            "IW" => num(d.iso_week().week() as i64, 2),
+            "Q" => (d.month0() / 3 + 1).to_string(),
+            "CC" => num(century(year), 2),
+            "J" => julian_day(&d).to_string(),
+            "RM" => {
+                const ROMAN: [&str; 12] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
+                let r = ROMAN[d.month0() as usize];
+                let r = if kw == "rm" { r.to_lowercase() } else { r.to_string() };
+                if fill_mode { r } else { format!("{r:<4}") }
+            }
+            "TZ" => {
+                if with_tz {
+                    if kw == "tz" { "utc".into() } else { "UTC".into() }
+                } else {
+                    String::new()
+                }
+            }
+            "OF" => {
+                if with_tz { "+00".into() } else { String::new() }
+            }
+            _ => String::new(),
+        };
+        out.push_str(&text);
+        i = after;
+        // TH / th ordinal suffixes.
+        let rest: String = chars[i..].iter().take(2).collect();
+        if (rest == "TH" || rest == "th") && numeric.is_some() {
+            let suffix = ordinal(numeric.unwrap_or(0));
+            out.push_str(&if rest == "TH" { suffix.to_uppercase() } else { suffix.to_string() });
+            i += 2;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +691,15 @@ mod tests {
         assert_eq!(date_trunc("month", &t).unwrap(), Datum::Timestamp(ts("2024-02-01")));
         assert_eq!(date_trunc("week", &t).unwrap(), Datum::Timestamp(ts("2024-02-26")));
         assert_eq!(extract("epoch", &Datum::Interval(iv("1 day 1 second"))).unwrap().to_string(), "86401.000000");
+    }
+
+    #[test]
+    fn to_char_patterns() {
+        let t = ts("2024-03-05 14:07:09.123456");
+        assert_eq!(to_char(&t, "YYYY-MM-DD HH24:MI:SS.US", false), "2024-03-05 14:07:09.123456");
+        assert_eq!(to_char(&t, "Day, DD Month YYYY", false), "Tuesday  , 05 March     2024");
+        assert_eq!(to_char(&t, "FMDay, FMDDth FMMonth", false), "Tuesday, 5th March");
+        assert_eq!(to_char(&t, "HH12:MI am \"at\" Q", false), "02:07 pm at 1");
+        assert_eq!(to_char(&t, "yyyy/mm/dd", false), "2024/03/05");
     }
 }

@@ -152,7 +152,7 @@ pub fn sqrt_numeric(d: Decimal) -> Result<Decimal, EvalError> {
 }
 
 pub fn exp_numeric(d: Decimal) -> Result<Decimal, EvalError> {
-    let val = (d.to_f64().unwrap_or(0.0) * 0.434294481903252).clamp(-2000.0, 2000.0);
+    let val = (d.to_f64().unwrap_or(0.0) * std::f64::consts::LOG10_E).clamp(-2000.0, 2000.0);
     let rscale = (MIN_SIG_DIGITS - val as i32).max(d.scale() as i32).max(0);
     if val > 28.0 {
         return Err(numeric_overflow());
@@ -224,12 +224,17 @@ pub fn power_numeric(a: Decimal, b: Decimal) -> Result<Decimal, EvalError> {
     if a.is_zero() {
         return Ok(with_scale(Decimal::ZERO, MIN_SIG_DIGITS));
     }
-    let val = bf * af.ln() * 0.434294481903252;
+    let val = bf * af.ln() * std::f64::consts::LOG10_E;
     if val > 28.0 {
         return Err(numeric_overflow());
     }
     let rscale = (MIN_SIG_DIGITS - val as i32).max(a.scale() as i32).max(b.scale() as i32).max(0);
-    let r = a.checked_powd(b).ok_or_else(numeric_overflow)?;
+    // a^b = exp(b * ln(a)), with checked steps (no panics on overflow).
+    let r = a
+        .checked_ln()
+        .and_then(|l| l.checked_mul(b))
+        .and_then(|x| x.checked_exp())
+        .ok_or_else(numeric_overflow)?;
     Ok(with_scale(r, rscale))
 }
 

@@ -64,13 +64,20 @@ pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool, E
     } else {
         (text.chars().collect(), pattern.chars().collect())
     };
-    Ok(match_text(&t, &p)? == Match::True)
+    Ok(match_text(&t, &p, 0)? == Match::True)
 }
+
+/// Nesting of `%` alternatives past which matching gives up (Postgres
+/// stops at its stack depth limit).
+const MAX_LIKE_DEPTH: usize = 2000;
 
 /// Postgres's `MatchText` (like_match.c): recursion happens only at `%`
 /// followed by a literal, and `Abort` stops the other alternatives, so the
 /// cost is bounded by text length × pattern length.
-fn match_text(t: &[char], p: &[char]) -> Result<Match, EvalError> {
+fn match_text(t: &[char], p: &[char], depth: usize) -> Result<Match, EvalError> {
+    if depth > MAX_LIKE_DEPTH {
+        return Err(EvalError::StackDepthExceeded);
+    }
     let (mut t, mut p) = (t, p);
     if p.len() == 1 && p[0] == '%' {
         return Ok(Match::True);
@@ -112,7 +119,7 @@ fn match_text(t: &[char], p: &[char]) -> Result<Match, EvalError> {
             };
             while !t.is_empty() {
                 if t[0] == first {
-                    let m = match_text(t, p)?;
+                    let m = match_text(t, p, depth + 1)?;
                     if m != Match::False {
                         return Ok(m);
                     }
@@ -436,8 +443,9 @@ mod tests {
         assert!(like("abc", "ab\\", false).is_err());
         // Mismatch found before the trailing escape: no error.
         assert!(!like("xbc", "ab\\", false).unwrap());
-        // A long run of % does not blow up.
+        // A long run of % does not blow up, and deep nesting is an error.
         assert!(!l(&"a".repeat(200), &"%a".repeat(50).replace("%a%a", "%a%b")));
+        assert!(like(&"a".repeat(5000), &format!("{}b", "%a".repeat(4000)), false).is_err());
     }
 
     #[test]
