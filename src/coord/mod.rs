@@ -651,19 +651,7 @@ fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Da
 
 /// The scalar type a datum carries (for parameters).
 fn datum_type(d: &Datum) -> Option<ScalarType> {
-    Some(match d {
-        Datum::Null => return None,
-        Datum::Bool(_) => ScalarType::Bool,
-        Datum::Int16(_) => ScalarType::Int16,
-        Datum::Int32(_) => ScalarType::Int32,
-        Datum::Int64(_) => ScalarType::Int64,
-        Datum::Float32(_) => ScalarType::Float32,
-        Datum::Float64(_) => ScalarType::Float64,
-        Datum::Numeric(_) => ScalarType::Numeric { precision: None, scale: None },
-        Datum::Text(_) => ScalarType::Text,
-        Datum::Date(_) => ScalarType::Date,
-        Datum::Timestamp(_) => ScalarType::Timestamp,
-    })
+    d.scalar_type()
 }
 
 /// Sorts, offsets, limits and projects rows for the client.

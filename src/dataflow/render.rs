@@ -73,7 +73,8 @@ fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalErr
     Ok(Some(Row::from_datums(vals)))
 }
 
-/// Values that are equal in SQL are equal as keys (1.0 = 1.00, -0 = 0).
+/// Values that are equal in SQL are equal as keys: see
+/// `expr::agg::normalize_datum`.
 pub(crate) fn normalize_key(d: Datum) -> Datum {
     crate::expr::agg::normalize_datum(d)
 }

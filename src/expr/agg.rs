@@ -528,12 +528,12 @@ where
     best.cloned().unwrap_or(Datum::Null)
 }
 
-/// A value in the form that makes SQL-equal values identical: numerics
-/// without trailing zeros (`1.0` = `1.00`), floats without negative zero or
-/// NaN payloads. Group keys and DISTINCT use it.
+/// A value in the form that makes SQL-equal values identical: what
+/// `Datum::normalize_for_key` does (numerics without trailing zeros, `1.0` =
+/// `1.00`, also inside jsonb), and floats without negative zero or NaN
+/// payloads. Group keys and DISTINCT use it.
 pub fn normalize_datum(d: Datum) -> Datum {
-    match d {
-        Datum::Numeric(n) => Datum::Numeric(n.normalize()),
+    match d.normalize_for_key() {
         Datum::Float64(f) if f == 0.0 => Datum::Float64(0.0),
         Datum::Float64(f) if f.is_nan() => Datum::Float64(f64::NAN),
         Datum::Float32(f) if f == 0.0 => Datum::Float32(0.0),

@@ -32,6 +32,9 @@ pub struct Binder<'a> {
     pub placeholders: u64,
     /// CTEs in scope (innermost last).
     pub ctes: Vec<Cte>,
+    /// The statement's time: the value of `now()`, `current_date`... in
+    /// this statement (see `sql::functions::finish_plan`).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -50,8 +53,11 @@ pub fn object_name(name: &ObjectName) -> String {
 
 /// Binds one statement.
 pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Statement, params: &mut Params) -> Result<Plan, Error> {
-    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new() };
-    b.bind_statement(stmt)
+    let now = chrono::Utc::now();
+    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new(), now };
+    let mut plan = b.bind_statement(stmt)?;
+    crate::sql::functions::finish_plan(&mut plan, now)?;
+    Ok(plan)
 }
 
 impl Binder<'_> {

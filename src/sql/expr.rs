@@ -173,15 +173,6 @@ impl Binder<'_> {
             }
             Expr::Nested(inner) => self.bind_expr(inner, ctx),
             Expr::Value(v) => self.bind_value(&v.value),
-            Expr::TypedString(ts) => {
-                let ty = scalar_type_from_sql(&ts.data_type)?;
-                let text = match &ts.value.value {
-                    Value::SingleQuotedString(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let d = Datum::parse(&text, &ty)?;
-                Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false))
-            }
             Expr::Cast { kind, expr, data_type, .. } => {
                 if matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
                     return Err(Error::FeatureNotSupported("TRY_CAST is not supported".into()));
@@ -198,8 +189,7 @@ impl Binder<'_> {
                 }
                 let from = b.ty.clone().unwrap_or(ScalarType::Text);
                 if !castable(&from, &to) {
-                    return Err(Error::FeatureNotSupported(format!("cannot cast type {} to {}", from.name(), to.name())))
-                        .map_err(|e| Error::UndefinedFunction(e.to_string()));
+                    return Err(Error::CannotCoerce(format!("cannot cast type {} to {}", from.name(), to.name())));
                 }
                 let expr = b.expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true });
                 Ok(Bound::typed(expr, to, nullable))
@@ -221,13 +211,21 @@ impl Binder<'_> {
                         }
                         let nullable = b.nullable;
                         let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
-                        if !ty.is_number() {
+                        if !ty.is_number() && ty != ScalarType::Interval {
                             return Err(Error::UndefinedFunction(format!("operator does not exist: - {}", ty.name())));
                         }
                         let x = self.coerce(b, &ty)?;
                         Ok(Bound::typed(x.call_unary(UnaryFunc::Neg), ty, nullable))
                     }
                     UnaryOperator::Plus => Ok(b),
+                    UnaryOperator::PGAbs | UnaryOperator::PGSquareRoot | UnaryOperator::PGCubeRoot => {
+                        let name = match op {
+                            UnaryOperator::PGAbs => "abs",
+                            UnaryOperator::PGSquareRoot => "sqrt",
+                            _ => "cbrt",
+                        };
+                        self.bind_builtin(name, vec![b])
+                    }
                     other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported"))),
                 }
             }
@@ -359,7 +357,10 @@ impl Binder<'_> {
                 let x = self.bind_subquery_predicate(lhs, q, op, all, host)?;
                 Ok(Bound::typed(x, ScalarType::Bool, true))
             }
-            other => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
+            other => match self.bind_special_form(other, ctx) {
+                Some(result) => result,
+                None => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
+            },
         }
     }
 
@@ -510,64 +511,28 @@ impl Binder<'_> {
                 let (l, r, nullable) = self.bind_comparable(left, right, &op.to_string(), ctx)?;
                 Ok(Bound::typed(l.call_binary(r, func), ScalarType::Bool, nullable))
             }
-            B::StringConcat => {
+            B::StringConcat
+            | B::Plus
+            | B::Minus
+            | B::Multiply
+            | B::Divide
+            | B::Modulo
+            | B::Arrow
+            | B::LongArrow
+            | B::AtArrow
+            | B::ArrowAt
+            | B::Question
+            | B::PGExp => {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
-                let nullable = l.nullable || r.nullable;
-                let l = self.to_text(l)?;
-                let r = self.to_text(r)?;
-                Ok(Bound::typed(l.call_binary(r, BinaryFunc::Concat), ScalarType::Text, nullable))
+                self.bind_operator(&op.to_string(), l, r)
             }
-            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
-                let func = match op {
-                    B::Plus => BinaryFunc::Add,
-                    B::Minus => BinaryFunc::Sub,
-                    B::Multiply => BinaryFunc::Mul,
-                    B::Divide => BinaryFunc::Div,
-                    _ => BinaryFunc::Mod,
-                };
-                let l = self.bind_expr(left, ctx)?;
-                let r = self.bind_expr(right, ctx)?;
-                let nullable = l.nullable || r.nullable;
-                // date ± integer, date - date.
-                if l.ty == Some(ScalarType::Date) && matches!(func, BinaryFunc::Add | BinaryFunc::Sub) {
-                    let rt = r.ty.clone();
-                    if rt.as_ref().map(|t| t.is_integer()).unwrap_or(true) {
-                        let l = self.coerce(l, &ScalarType::Date)?;
-                        let r = self.coerce(r, &ScalarType::Int32)?;
-                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Date, nullable));
-                    }
-                    if rt == Some(ScalarType::Date) && func == BinaryFunc::Sub {
-                        let l = self.coerce(l, &ScalarType::Date)?;
-                        let r = self.coerce(r, &ScalarType::Date)?;
-                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Int32, nullable));
-                    }
-                }
-                let ty = match (&l.ty, &r.ty) {
-                    (None, None) => ScalarType::Numeric { precision: None, scale: None },
-                    (Some(t), None) | (None, Some(t)) => t.clone(),
-                    (Some(x), Some(y)) => common_type(x, y).filter(|t| t.is_number()).ok_or_else(|| {
-                        Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
-                    })?,
-                };
-                if !ty.is_number() {
-                    return Err(Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", ty.name(), ty.name())));
-                }
-                let ty = ty.unconstrained();
-                let l = self.coerce(l, &ty)?;
-                let r = self.coerce(r, &ty)?;
-                Ok(Bound::typed(l.call_binary(r, func), ty, nullable))
+            B::PGLikeMatch | B::PGILikeMatch | B::PGNotLikeMatch | B::PGNotILikeMatch => {
+                let ci = matches!(op, B::PGILikeMatch | B::PGNotILikeMatch);
+                let negated = matches!(op, B::PGNotLikeMatch | B::PGNotILikeMatch);
+                self.bind_like(left, right, None, ci, negated, ctx)
             }
             other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported yet"))),
-        }
-    }
-
-    fn to_text(&mut self, b: Bound) -> Result<ScalarExpr, Error> {
-        match &b.ty {
-            None => self.coerce(b, &ScalarType::Text),
-            Some(ScalarType::Char { .. }) => Ok(b.expr.call_unary(UnaryFunc::BpcharToText)),
-            Some(t) if t.is_string() => Ok(b.expr),
-            Some(_) => Ok(b.expr.call_unary(UnaryFunc::Cast { to: ScalarType::Text, explicit: true })),
         }
     }
 
@@ -604,55 +569,6 @@ impl Binder<'_> {
         }
         let arity_err = || Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len()));
         match name.as_str() {
-            "abs" => {
-                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
-                let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
-                if !ty.is_number() {
-                    return Err(Error::UndefinedFunction(format!("function abs({}) does not exist", ty.name())));
-                }
-                let ty = ty.unconstrained();
-                let n = b.nullable;
-                Ok(Bound::typed(self.coerce(b, &ty)?.call_unary(UnaryFunc::Abs), ty, n))
-            }
-            "upper" | "lower" | "length" | "char_length" | "character_length" => {
-                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
-                let n = b.nullable;
-                let x = self.to_text(b)?;
-                let (func, ty) = match name.as_str() {
-                    "upper" => (UnaryFunc::Upper, ScalarType::Text),
-                    "lower" => (UnaryFunc::Lower, ScalarType::Text),
-                    _ => (UnaryFunc::Length, ScalarType::Int32),
-                };
-                Ok(Bound::typed(x.call_unary(func), ty, n))
-            }
-            "round" => {
-                let numeric = ScalarType::Numeric { precision: None, scale: None };
-                match bound.len() {
-                    1 => {
-                        let b = bound.into_iter().next().ok_or_else(arity_err)?;
-                        let n = b.nullable;
-                        if b.ty.as_ref().map(|t| t.is_float()).unwrap_or(false) {
-                            let x = self.coerce(b, &ScalarType::Float64)?;
-                            // round(float) rounds half to even via the int cast path.
-                            let r = x.call_unary(UnaryFunc::Cast { to: ScalarType::Int64, explicit: true })
-                                .call_unary(UnaryFunc::Cast { to: ScalarType::Float64, explicit: true });
-                            return Ok(Bound::typed(r, ScalarType::Float64, n));
-                        }
-                        let x = self.coerce(b, &numeric)?;
-                        let zero = ScalarExpr::Literal(Datum::Int32(0), ScalarType::Int32);
-                        Ok(Bound::typed(x.call_binary(zero, BinaryFunc::RoundScale), numeric, n))
-                    }
-                    2 => {
-                        let mut it = bound.into_iter();
-                        let (a, s) = (it.next().ok_or_else(arity_err)?, it.next().ok_or_else(arity_err)?);
-                        let n = a.nullable || s.nullable;
-                        let x = self.coerce(a, &numeric)?;
-                        let s = self.coerce(s, &ScalarType::Int32)?;
-                        Ok(Bound::typed(x.call_binary(s, BinaryFunc::RoundScale), numeric, n))
-                    }
-                    _ => Err(arity_err()),
-                }
-            }
             "coalesce" | "greatest" | "least" => {
                 if bound.is_empty() {
                     return Err(arity_err());
@@ -685,7 +601,7 @@ impl Binder<'_> {
                     true,
                 ))
             }
-            _ => Err(Error::UndefinedFunction(format!("function {name} does not exist"))),
+            _ => self.bind_builtin(&name, bound),
         }
     }
 
@@ -745,8 +661,8 @@ impl Binder<'_> {
                 return Err(no_such(&[value.ty.clone(), delim.ty.clone()]));
             }
             let nullable = value.nullable;
-            let value = self.to_text(value)?;
-            extra.push(self.to_text(delim)?);
+            let value = self.coerce(value, &ScalarType::Text)?;
+            extra.push(self.coerce(delim, &ScalarType::Text)?);
             (value, ColumnType::new(ScalarType::Text, nullable))
         } else {
             if args.len() != 1 {

@@ -7,6 +7,7 @@
 
 mod binder;
 mod expr;
+mod functions;
 mod plan;
 mod query;
 mod scope;

@@ -1146,21 +1146,22 @@ pub fn column_name(e: &Expr) -> String {
         Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase().trim_matches('"').to_string()).unwrap_or_default(),
         Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => column_name(expr),
-            _ => match scalar_type_from_sql(data_type) {
-                Ok(ScalarType::Int32) => "int4".into(),
-                Ok(ScalarType::Int64) => "int8".into(),
-                Ok(ScalarType::Int16) => "int2".into(),
-                Ok(ScalarType::Float32) => "float4".into(),
-                Ok(ScalarType::Float64) => "float8".into(),
-                Ok(ScalarType::Bool) => "bool".into(),
-                Ok(ScalarType::Numeric { .. }) => "numeric".into(),
-                Ok(ScalarType::Text) => "text".into(),
-                Ok(ScalarType::VarChar { .. }) => "varchar".into(),
-                Ok(ScalarType::Char { .. }) => "bpchar".into(),
-                Ok(ScalarType::Date) => "date".into(),
-                Ok(ScalarType::Timestamp) => "timestamp".into(),
-                _ => "?column?".into(),
-            },
+            _ => scalar_type_from_sql(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),
+        },
+        Expr::TypedString(ts) => {
+            scalar_type_from_sql(&ts.data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into())
+        }
+        Expr::Interval(_) => "interval".into(),
+        Expr::Substring { .. } => "substring".into(),
+        Expr::Position { .. } => "position".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Ceil { .. } => "ceil".into(),
+        Expr::Floor { .. } => "floor".into(),
+        Expr::AtTimeZone { .. } => "timezone".into(),
+        Expr::Trim { trim_where, .. } => match trim_where {
+            Some(ast::TrimWhereField::Leading) => "ltrim".into(),
+            Some(ast::TrimWhereField::Trailing) => "rtrim".into(),
+            _ => "btrim".into(),
         },
         Expr::Nested(inner) => column_name(inner),
         Expr::Case { .. } => "case".into(),

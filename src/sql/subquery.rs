@@ -228,7 +228,7 @@ fn non_null_filler(t: &ScalarType) -> Option<Datum> {
         match t {
             ScalarType::Bool => "false",
             ScalarType::Date => "2000-01-01",
-            ScalarType::Timestamp => "2000-01-01 00:00:00",
+            ScalarType::Timestamp { .. } => "2000-01-01 00:00:00",
             _ => return None,
         }
     };
