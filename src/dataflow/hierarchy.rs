@@ -6,16 +6,21 @@
 //! 200,000 rows reads 200,000 rows. A hierarchical reduction instead
 //! reduces in stages. Every value gets a hash ([`bucket_hash`]); the first
 //! stage reduces each `(group, hash mod 2^16)` bucket, the next each
-//! `(group, hash mod 2^12)` bucket over the first stage's results (at most
-//! 16 of them: the buckets it contains), and so on down to `2^4` and
-//! finally to the group itself. The reduction must be one whose result over
-//! a set equals its result over the results of the set's parts (min, max,
-//! top-k under a total order). A change then recomputes one bucket per
-//! stage: O(group / 2^16 + 16 × stages) values instead of O(group).
+//! `(group, hash mod 2^8)` bucket over the first stage's results (at most
+//! 256 of them: the buckets it contains), and the last the group itself over
+//! the second stage's results (at most 256). The reduction must be one whose
+//! result over a set equals its result over the results of the set's parts
+//! (min, max, top-k under a total order). A change then recomputes one
+//! bucket per stage: O(group / 2^16 + 2 × 256) values instead of O(group).
 //!
-//! The price is an arrangement per stage (for large groups, the first
-//! stage's output is about as large as the input); for small groups each
-//! stage holds the few values there are.
+//! [`FAN_OUT_256`] has two stages before the group; [`FAN_OUT_16`] has four
+//! (2^16, 2^12, 2^8, 2^4), for reductions whose results are large (top-k
+//! with a large k: a stage reads fan-out × k rows).
+//!
+//! The price is two arrangements per stage. For large groups the first
+//! stage's output is about as large as the input (up to 2^16 buckets per
+//! group); for many small groups every stage holds about one row per group,
+//! so a view over N one-row groups holds each row once per stage.
 //!
 //! Owns: bucket hashing and the staging of reductions. Must not: know what
 //! is being reduced (callers pass the reduction).
@@ -25,9 +30,12 @@ use differential_dataflow::VecCollection;
 use std::hash::{Hash, Hasher};
 
 /// Bits of the bucket hash kept at each stage, from the first (finest) to
-/// the last before the group itself. Each stage merges `2^4` buckets of the
+/// the last before the group itself: each stage merges 256 buckets of the
 /// stage before it.
-pub const STAGE_BITS: [u32; 4] = [16, 12, 8, 4];
+pub const FAN_OUT_256: &[u32] = &[16, 8];
+
+/// Stages that each merge 16 buckets of the stage before.
+pub const FAN_OUT_16: &[u32] = &[16, 12, 8, 4];
 
 /// A hash of a value for bucketing, independent of the hash differential
 /// uses to distribute keys among workers (so a group's buckets spread over
@@ -44,7 +52,8 @@ pub fn bucket(h: u64, bits: u32) -> u64 {
     h & ((1u64 << bits) - 1)
 }
 
-/// Reduces `(group, value)` pairs hierarchically: `stage` reduces the
+/// Reduces `(group, value)` pairs hierarchically over the given `stages`
+/// (bits of the bucket hash kept at each): `stage` reduces the
 /// values of one bucket at every stage, `last` those of the whole group
 /// (they may differ, e.g. top-k applies its offset only at the end). Both
 /// receive values with their multiplicities, sorted by value, and push
@@ -52,6 +61,7 @@ pub fn bucket(h: u64, bits: u32) -> u64 {
 pub fn reduce_hierarchical<'s, S, L>(
     input: VecCollection<'s, Timestamp, (Row, Row), Diff>,
     name: &str,
+    stages: &[u32],
     stage: S,
     last: L,
 ) -> VecCollection<'s, Timestamp, (Row, Row), Diff>
@@ -63,7 +73,7 @@ where
         let h = bucket_hash(&val);
         ((key, h), val)
     });
-    for bits in STAGE_BITS {
+    for &bits in stages {
         let logic = stage.clone();
         staged = staged
             .map(move |((key, h), val)| ((key, bucket(h, bits)), val))
@@ -89,8 +99,10 @@ mod tests {
         // hierarchy is a tree.
         for i in 0..1000 {
             let h = bucket_hash(&Row::from_datums(vec![Datum::Int32(i)]));
-            for w in STAGE_BITS.windows(2) {
-                assert_eq!(bucket(bucket(h, w[0]), w[1]), bucket(h, w[1]));
+            for stages in [FAN_OUT_256, FAN_OUT_16] {
+                for w in stages.windows(2) {
+                    assert_eq!(bucket(bucket(h, w[0]), w[1]), bucket(h, w[1]));
+                }
             }
         }
     }

@@ -7,8 +7,8 @@
 //! - accumulable aggregates (count, sum, avg, variance, bool_and/or)
 //!   together, in differential's difference type (`accum.rs`): O(1) per
 //!   changed row;
-//! - min and max together, hierarchically (`hierarchy.rs`): O(stages ×
-//!   fan-out) per changed row;
+//! - min and max together, hierarchically (`hierarchy.rs`, two stages of
+//!   fan-out 256): O(2 × 256) values per changed row;
 //! - string_agg with differential's `reduce`, which re-reads the group;
 //! - each DISTINCT aggregate separately: first the distinct `(group,
 //!   arguments)` pairs (a reduce per pair, so O(duplicates) per change), then
@@ -28,17 +28,21 @@
 //! renderings agree with).
 
 use crate::dataflow::accum::Accum;
-use crate::dataflow::hierarchy::reduce_hierarchical;
-use crate::dataflow::render::{constant, normalize_key, Coll, ErrColl};
+use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
+use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl};
 use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
 use crate::expr::AggregateExpr;
 use crate::repr::{Datum, Diff, EvalError, Row, Timestamp};
+use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
 use differential_dataflow::VecCollection;
 use std::ops::Range;
 use timely::dataflow::Scope;
 
 /// `(group key, values)` pairs.
 type Keyed<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+
+/// `(group key, (part, values))`: a part's values, tagged for collation.
+type Tagged<'s> = VecCollection<'s, Timestamp, (Row, (u64, Row)), Diff>;
 
 /// Aggregates rendered together.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,14 +141,11 @@ pub fn render_reduce<'s>(
         outputs.push(values);
     }
 
-    let ok_rows = if parts.len() == 1 {
-        outputs.pop().map(|v| v.map(|(k, vals)| k.concat(&vals)))
+    // One part holds every aggregate, in order.
+    let ok_rows = if outputs.len() == 1 {
+        outputs.remove(0).map(|(k, vals)| k.concat(&vals))
     } else {
-        None
-    };
-    let ok_rows = match ok_rows {
-        Some(rows) => rows,
-        None => collate(scope, outputs, &parts, &aggregates),
+        collate(scope, outputs, &parts, &aggregates)
     };
     if !group_key.is_empty() {
         return (ok_rows, err);
@@ -179,16 +180,30 @@ fn distinct_values(input: Keyed<'_>) -> Keyed<'_> {
 fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExpr>) -> (Keyed<'s>, ErrColl<'s>) {
     match kind {
         AggregateKind::Accumulable => {
-            // Totals live in the difference type: O(change) per update.
-            let totals = input
-                .explode({
-                    let aggs = aggs.clone();
-                    move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
-                })
-                .count_core::<Diff>();
-            let results = totals.map(move |(key, acc)| acc.finish(&aggs).map(|vals| (key, Row::from_datums(vals))));
-            let e = results.clone().flat_map(|r| r.err());
-            (results.flat_map(|r| r.ok()), e)
+            // Totals live in the difference type: O(change) per update. As
+            // differential's `count_core`, but the output arrangement holds
+            // the finished values rather than a copy of the totals.
+            type Finished = Result<Row, EvalError>;
+            let totals = input.explode({
+                let aggs = aggs.clone();
+                move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
+            });
+            let results = totals
+                .arrange_by_self_named("Arrange: Accumulate")
+                .reduce_abelian::<_, ValBuilder<Row, Finished, Timestamp, Diff>, ValSpine<Row, Finished, Timestamp, Diff>, _, _>(
+                    "Accumulate",
+                    move |_key, totals, out| {
+                        let finished = totals[0].1.finish(&aggs).map(Row::from_datums);
+                        out.push((finished, 1));
+                    },
+                    |vec, key, upds| {
+                        vec.clear();
+                        vec.extend(upds.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
+                    },
+                )
+                .as_collection(|key, finished| (key.clone(), finished.clone()));
+            let e = results.clone().flat_map(|(_key, r)| r.err());
+            (results.flat_map(|(key, r)| r.ok().map(|vals| (key, vals))), e)
         }
         AggregateKind::Hierarchical => {
             let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
@@ -197,9 +212,9 @@ fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExp
                 let result = funcs.iter().enumerate().map(|(i, f)| extreme(*f, rows.iter().map(|(ds, d)| (&ds[i], *d))));
                 out.push((Row::from_datums(result.collect()), 1));
             };
-            let out = reduce_hierarchical(input, "MinMax", extremes.clone(), extremes);
+            let out = reduce_hierarchical(input, "MinMax", FAN_OUT_256, extremes.clone(), extremes);
             let scope = out.scope();
-            (out, empty_errors(scope))
+            (out, empty(scope))
         }
         AggregateKind::Basic => {
             // Each aggregate's inputs are consecutive in the values row.
@@ -227,15 +242,11 @@ fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExp
     }
 }
 
-fn empty_errors(scope: Scope<'_, Timestamp>) -> ErrColl<'_> {
-    crate::dataflow::render::empty(scope)
-}
-
 /// Collates the parts' values into one row per group, in the Reduce's
 /// aggregate order. A part without a value for a group (only possible
 /// while that part reports an error for it) contributes default values.
 fn collate<'s>(scope: Scope<'s, Timestamp>, outputs: Vec<Keyed<'s>>, parts: &[Part], aggregates: &[AggregateExpr]) -> Coll<'s> {
-    let tagged: Vec<VecCollection<'s, Timestamp, (Row, (u64, Row)), Diff>> = outputs
+    let tagged: Vec<Tagged<'s>> = outputs
         .into_iter()
         .enumerate()
         .map(|(i, o)| o.map(move |(k, v)| (k, (i as u64, v))))

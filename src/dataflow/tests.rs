@@ -49,10 +49,13 @@ fn random_row(rng: &mut Rng, groups: u64) -> Row {
     Row::from_datums(vec![g, v, f, t, n])
 }
 
+/// The expected output of a plan over the given input rows.
+type Reference = fn(&[(Row, Diff)], &RelationExpr) -> Vec<Row>;
+
 /// Runs `plan` (over a table `Get` with id 1) as a maintained dataflow
 /// under random changes, checking its output after every change against
 /// `reference(current contents)`. Returns the mismatches.
-fn check_maintained(plan: RelationExpr, reference: fn(&[(Row, Diff)], &RelationExpr) -> Vec<Row>, groups: u64, rounds: u64) {
+fn check_maintained(plan: RelationExpr, reference: Reference, groups: u64, rounds: u64) {
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let f2 = failures.clone();
     let plan = Arc::new(plan);

@@ -3,8 +3,9 @@
 //!
 //! The top `k` rows of a set are among the top `k` rows of its parts, so
 //! top-k reduces in stages (`hierarchy.rs`): each bucket keeps its top
-//! `offset + limit` rows, the next stage the top of those, and the last
-//! stage, over the whole group, applies the offset and the limit. A change
+//! `k = offset + limit` rows, the next stage the top of those, and the last
+//! stage, over the whole group, applies the offset and the limit. A stage
+//! sorts fan-out × k rows: fan-out 256 for k up to 16, 16 beyond. A change
 //! in a large group recomputes one small bucket per stage instead of
 //! re-sorting the group.
 //!
@@ -19,13 +20,19 @@
 //!
 //! Owns: the rendering of `TopK`. Must not: know SQL.
 
-use crate::dataflow::hierarchy::reduce_hierarchical;
+use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_16, FAN_OUT_256};
 use crate::dataflow::render::{normalize_key, Coll};
 use crate::expr::relation::{compare_rows, ColumnOrder};
 use crate::repr::{Datum, Diff, Row};
 
 /// Largest `offset + limit` maintained hierarchically.
 pub const MAX_HIERARCHICAL_K: usize = 1024;
+
+/// The stages for keeping `k` rows: a stage sorts fan-out × k rows, so
+/// fan-out 256 up to k = 16 and fan-out 16 beyond.
+fn stages_for(k: usize) -> &'static [u32] {
+    if k <= 16 { FAN_OUT_256 } else { FAN_OUT_16 }
+}
 
 /// How a TopK is rendered, for `SHOW ARRANGEMENTS`.
 pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize) -> String {
@@ -53,6 +60,7 @@ pub fn render_topk<'s>(ok: Coll<'s>, group_key: Vec<usize>, order: Vec<ColumnOrd
             reduce_hierarchical(
                 keyed,
                 "TopK",
+                stages_for(k),
                 move |vals, out| top_k(vals, &order, Some(k), 0, out),
                 move |vals, out| top_k(vals, &o2, Some(l), offset, out),
             )
@@ -64,6 +72,7 @@ pub fn render_topk<'s>(ok: Coll<'s>, group_key: Vec<usize>, order: Vec<ColumnOrd
             let top = reduce_hierarchical(
                 keyed.clone(),
                 "TopK offset",
+                stages_for(offset),
                 move |vals, out| top_k(vals, &order, Some(offset), 0, out),
                 move |vals, out| top_k(vals, &o2, Some(offset), 0, out),
             );

@@ -205,22 +205,37 @@ fn float_overflow() -> EvalError {
 
 /// The running totals of one accumulable aggregate over a set of inputs.
 /// Totals of two sets add up to the totals of their union, and subtract
-/// exactly, in any order.
+/// exactly, in any order. (They are the difference type of maintained
+/// aggregates, held per group, so the common parts are inline and the rare
+/// ones boxed.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Totals {
     /// Non-NULL inputs.
     pub nonnull: i64,
     /// TRUE inputs (boolean aggregates).
     pub trues: i64,
+    /// Exact sum of the (finite) inputs: decimal terms for integers and
+    /// numerics, binary terms for floats.
+    pub sum: Terms,
+    /// Float specials and squares; `None` when all zero.
+    pub rare: Option<Box<RareTotals>>,
+}
+
+/// The parts of [`Totals`] that most aggregates never use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RareTotals {
     /// Float NaN, +Infinity and -Infinity inputs, kept out of the sums.
     pub nan: i64,
     pub pos_inf: i64,
     pub neg_inf: i64,
-    /// Exact sum of the (finite) inputs: decimal terms for integers and
-    /// numerics, binary terms for floats.
-    pub sum: Terms,
-    /// Exact sum of their squares (variance only).
+    /// Exact sum of the squares of the finite inputs (variance only).
     pub squares: Terms,
+}
+
+impl RareTotals {
+    fn is_zero(&self) -> bool {
+        self.nan == 0 && self.pos_inf == 0 && self.neg_inf == 0 && self.squares.is_zero()
+    }
 }
 
 impl Totals {
@@ -237,21 +252,21 @@ impl Totals {
                 };
                 t.sum.add_decimal(m, s);
                 if squares {
-                    t.squares.add_decimal_square(m, s);
+                    t.rare_mut().squares.add_decimal_square(m, s);
                 }
             }
             Datum::Float32(_) | Datum::Float64(_) if sums => {
                 let x = d.as_f64().unwrap_or(f64::NAN);
                 if x.is_nan() {
-                    t.nan = 1;
+                    t.rare_mut().nan = 1;
                 } else if x == f64::INFINITY {
-                    t.pos_inf = 1;
+                    t.rare_mut().pos_inf = 1;
                 } else if x == f64::NEG_INFINITY {
-                    t.neg_inf = 1;
+                    t.rare_mut().neg_inf = 1;
                 } else {
                     t.sum.add_float(x);
                     if squares {
-                        t.squares.add_float_square(x);
+                        t.rare_mut().squares.add_float_square(x);
                     }
                 }
             }
@@ -260,24 +275,39 @@ impl Totals {
         t
     }
 
+    fn rare_mut(&mut self) -> &mut RareTotals {
+        self.rare.get_or_insert_with(Default::default)
+    }
+
+    fn rare(&self) -> &RareTotals {
+        static ZERO: RareTotals = RareTotals { nan: 0, pos_inf: 0, neg_inf: 0, squares: Terms(Vec::new()) };
+        self.rare.as_deref().unwrap_or(&ZERO)
+    }
+
+    /// Drops the rare parts once they are all zero (so equal totals are
+    /// equal values).
+    fn shrink(&mut self) {
+        if self.rare.as_ref().is_some_and(|r| r.is_zero()) {
+            self.rare = None;
+        }
+    }
+
     pub fn is_zero(&self) -> bool {
-        self.nonnull == 0
-            && self.trues == 0
-            && self.nan == 0
-            && self.pos_inf == 0
-            && self.neg_inf == 0
-            && self.sum.is_zero()
-            && self.squares.is_zero()
+        self.nonnull == 0 && self.trues == 0 && self.sum.is_zero() && self.rare().is_zero()
     }
 
     pub fn plus(&mut self, o: &Totals) {
         self.nonnull += o.nonnull;
         self.trues += o.trues;
-        self.nan += o.nan;
-        self.pos_inf += o.pos_inf;
-        self.neg_inf += o.neg_inf;
         self.sum.plus(&o.sum);
-        self.squares.plus(&o.squares);
+        if let Some(or) = &o.rare {
+            let r = self.rare_mut();
+            r.nan += or.nan;
+            r.pos_inf += or.pos_inf;
+            r.neg_inf += or.neg_inf;
+            r.squares.plus(&or.squares);
+            self.shrink();
+        }
     }
 
     pub fn negate(&mut self) {
@@ -288,11 +318,14 @@ impl Totals {
     pub fn scale(&mut self, m: i64) {
         self.nonnull *= m;
         self.trues *= m;
-        self.nan *= m;
-        self.pos_inf *= m;
-        self.neg_inf *= m;
         self.sum.scale(m);
-        self.squares.scale(m);
+        if let Some(r) = &mut self.rare {
+            r.nan *= m;
+            r.pos_inf *= m;
+            r.neg_inf *= m;
+            r.squares.scale(m);
+        }
+        self.shrink();
     }
 
     fn decimal_sum(&self) -> Result<Decimal, EvalError> {
@@ -303,13 +336,14 @@ impl Totals {
     /// The float sum, with IEEE semantics for NaN and infinities; an error
     /// if finite inputs overflow (as in Postgres).
     fn float_sum(&self) -> Result<f64, EvalError> {
-        if self.nan > 0 || (self.pos_inf > 0 && self.neg_inf > 0) {
+        let r = self.rare();
+        if r.nan > 0 || (r.pos_inf > 0 && r.neg_inf > 0) {
             return Ok(f64::NAN);
         }
-        if self.pos_inf > 0 {
+        if r.pos_inf > 0 {
             return Ok(f64::INFINITY);
         }
-        if self.neg_inf > 0 {
+        if r.neg_inf > 0 {
             return Ok(f64::NEG_INFINITY);
         }
         let s = self.sum.binary_total().to_f64();
@@ -318,11 +352,12 @@ impl Totals {
 
     /// `(n Σx² - (Σx)²) / denom`, from the exact sums, rounded once.
     fn float_variance(&self, denom: i128, stddev: bool) -> Result<f64, EvalError> {
-        if self.nan > 0 || self.pos_inf > 0 || self.neg_inf > 0 {
+        let r = self.rare();
+        if r.nan > 0 || r.pos_inf > 0 || r.neg_inf > 0 {
             return Ok(f64::NAN);
         }
         let sx = self.sum.binary_total();
-        let num = Big::from_u64(self.nonnull as u64).mul(&self.squares.binary_total()).add(&sx.mul(&sx).neg());
+        let num = Big::from_u64(self.nonnull as u64).mul(&r.squares.binary_total()).add(&sx.mul(&sx).neg());
         let num = num.to_f64();
         if num.is_infinite() {
             return Err(float_overflow());
@@ -336,7 +371,7 @@ impl Totals {
     /// the square root (for stddev) is taken at that same scale.
     fn numeric_variance(&self, denom: i128, stddev: bool) -> Result<Decimal, EvalError> {
         let (sx, s1) = self.sum.decimal_total().ok_or_else(numeric_overflow)?;
-        let (sxx, s2) = self.squares.decimal_total().ok_or_else(numeric_overflow)?;
+        let (sxx, s2) = self.rare().squares.decimal_total().ok_or_else(numeric_overflow)?;
         let scale = (2 * s1).max(s2);
         let n_sxx = sxx
             .checked_mul_u64(self.nonnull as u64)
@@ -534,9 +569,9 @@ where
 /// payloads. Group keys and DISTINCT use it.
 pub fn normalize_datum(d: Datum) -> Datum {
     match d.normalize_for_key() {
-        Datum::Float64(f) if f == 0.0 => Datum::Float64(0.0),
+        Datum::Float64(f) if f == 0.0 && f.is_sign_negative() => Datum::Float64(0.0),
         Datum::Float64(f) if f.is_nan() => Datum::Float64(f64::NAN),
-        Datum::Float32(f) if f == 0.0 => Datum::Float32(0.0),
+        Datum::Float32(f) if f == 0.0 && f.is_sign_negative() => Datum::Float32(0.0),
         Datum::Float32(f) if f.is_nan() => Datum::Float32(f32::NAN),
         other => other,
     }

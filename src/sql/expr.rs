@@ -672,7 +672,7 @@ impl Binder<'_> {
                 // An unknown literal argument is read as boolean.
                 let b = self.bind_expr(&args[0], &mut inner)?;
                 if b.ty.as_ref().is_some_and(|t| *t != ScalarType::Bool) {
-                    return Err(no_such(&[b.ty.clone()]));
+                    return Err(no_such(std::slice::from_ref(&b.ty)));
                 }
                 let nullable = b.nullable;
                 (self.coerce(b, &ScalarType::Bool)?, ColumnType::new(ScalarType::Bool, nullable))

@@ -78,10 +78,10 @@ impl I256 {
     pub fn wrapping_add(self, o: I256) -> I256 {
         let mut out = [0u64; 4];
         let mut carry = false;
-        for i in 0..4 {
-            let (s1, c1) = self.0[i].overflowing_add(o.0[i]);
+        for ((r, a), b) in out.iter_mut().zip(self.0).zip(o.0) {
+            let (s1, c1) = a.overflowing_add(b);
             let (s2, c2) = s1.overflowing_add(carry as u64);
-            out[i] = s2;
+            *r = s2;
             carry = c1 || c2;
         }
         I256(out)
@@ -97,9 +97,9 @@ impl I256 {
         let (neg, mag) = self.sign_mag();
         let mut out = [0u64; 4];
         let mut carry: u128 = 0;
-        for i in 0..4 {
-            let p = mag[i] as u128 * m.unsigned_abs() as u128 + carry;
-            out[i] = p as u64;
+        for (r, l) in out.iter_mut().zip(mag) {
+            let p = l as u128 * m.unsigned_abs() as u128 + carry;
+            *r = p as u64;
             carry = p >> 64;
         }
         let r = I256(out);
