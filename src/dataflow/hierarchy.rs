@@ -13,9 +13,9 @@
 //! (min, max, top-k under a total order). A change then recomputes one
 //! bucket per stage: O(group / 2^16 + 2 × 256) values instead of O(group).
 //!
-//! [`FAN_OUT_256`] has two stages before the group; [`FAN_OUT_16`] has four
-//! (2^16, 2^12, 2^8, 2^4), for reductions whose results are large (top-k
-//! with a large k: a stage reads fan-out × k rows).
+//! [`FAN_OUT_256`] has two stages before the group (min/max); [`FAN_OUT_16`]
+//! has four (2^16, 2^12, 2^8, 2^4), for reductions whose results are
+//! several rows (top-k: a stage reads fan-out × k rows).
 //!
 //! The price is two arrangements per stage. For large groups the first
 //! stage's output is about as large as the input (up to 2^16 buckets per

@@ -5,7 +5,7 @@
 //! top-k reduces in stages (`hierarchy.rs`): each bucket keeps its top
 //! `k = offset + limit` rows, the next stage the top of those, and the last
 //! stage, over the whole group, applies the offset and the limit. A stage
-//! sorts fan-out × k rows: fan-out 256 for k up to 16, 16 beyond. A change
+//! sorts fan-out × k rows: four stages of fan-out 16 (two of 256 for k = 1). A change
 //! in a large group recomputes one small bucket per stage instead of
 //! re-sorting the group.
 //!
@@ -29,9 +29,11 @@ use crate::repr::{Datum, Diff, Row};
 pub const MAX_HIERARCHICAL_K: usize = 1024;
 
 /// The stages for keeping `k` rows: a stage sorts fan-out × k rows, so
-/// fan-out 256 up to k = 16 and fan-out 16 beyond.
+/// fan-out 256 only for k = 1 (where it is min/max) and 16 otherwise
+/// (measured on a 200,000-row group: a top-10 change costs 2-3 ms with
+/// fan-out 256, under 1 ms with 16).
 fn stages_for(k: usize) -> &'static [u32] {
-    if k <= 16 { FAN_OUT_256 } else { FAN_OUT_16 }
+    if k <= 1 { FAN_OUT_256 } else { FAN_OUT_16 }
 }
 
 /// How a TopK is rendered, for `SHOW ARRANGEMENTS`.
