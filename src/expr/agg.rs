@@ -455,14 +455,6 @@ impl AggregateExpr {
         v
     }
 
-    /// Mutable access to every expression, for rewrites of column references.
-    pub fn inputs_mut(&mut self) -> Vec<&mut ScalarExpr> {
-        let mut v = vec![&mut self.expr];
-        v.extend(self.args.iter_mut());
-        v.extend(self.order_by.iter_mut().map(|o| &mut o.expr));
-        v
-    }
-
     pub fn input_arity(&self) -> usize {
         1 + self.args.len() + self.order_by.len()
     }

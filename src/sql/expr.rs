@@ -617,9 +617,6 @@ impl Binder<'_> {
         if ctx.grouping.is_none() {
             return Err(Error::Grouping(format!("aggregate functions are not allowed in {}", ctx.clause)));
         }
-        if f.over.is_some() {
-            return Err(Error::FeatureNotSupported("window functions are not supported yet".into()));
-        }
         if !f.within_group.is_empty() {
             return Err(Error::FeatureNotSupported(format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")));
         }

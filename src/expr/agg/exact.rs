@@ -381,10 +381,6 @@ impl Big {
         self.mag.is_empty()
     }
 
-    pub fn is_negative(&self) -> bool {
-        self.neg
-    }
-
     /// The magnitude shifted left by `bits`.
     fn shifted(&self, bits: u64) -> Vec<u64> {
         let (limbs, rest) = ((bits / 64) as usize, (bits % 64) as u32);
