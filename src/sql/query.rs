@@ -576,10 +576,42 @@ impl Binder<'_> {
     /// `[NOT] EXISTS` and `IN` conjuncts become semi- and anti-joins, other
     /// subqueries become columns that are dropped after the filter.
     fn bind_where_conjuncts(&mut self, f: &From, cond: &Expr, clause: &'static str) -> Result<From, Error> {
+        self.bind_where_with(f, cond, clause, vec![])
+    }
+
+    /// `bind_where_conjuncts` with further plain predicates to apply first.
+    fn bind_where_with(&mut self, f: &From, cond: &Expr, clause: &'static str, pre: Vec<ScalarExpr>) -> Result<From, Error> {
         let mut rel = f.rel.clone();
         let w = f.scope.len();
+        let mut joins = Vec::new();
         let mut generic = Vec::new();
         for c in split_conjuncts(cond) {
+            match c {
+                Expr::Exists { .. } | Expr::InSubquery { negated: false, .. } => joins.push(c),
+                other => generic.push(other),
+            }
+        }
+        // Conditions without subqueries filter first, so that the outer
+        // values subqueries are evaluated for (and the rows joined with
+        // them) are as few as possible.
+        let mut host = Host::new(f.scope.clone());
+        let mut plain = pre;
+        let mut with_subqueries = Vec::new();
+        for g in generic {
+            if contains_aggregate(g) {
+                return Err(Error::Grouping(format!("aggregate functions are not allowed in {clause}")));
+            }
+            let mut ctx = ExprCtx::new(&f.scope, clause);
+            ctx.host = Some(&mut host);
+            let p = self.bind_condition(g, &mut ctx)?;
+            if p.support().iter().any(|c| *c >= PENDING_COLUMN_BASE) {
+                with_subqueries.push(p);
+            } else {
+                plain.extend(p.into_conjuncts());
+            }
+        }
+        rel = filter(rel, plain);
+        for c in joins {
             match c {
                 Expr::Exists { subquery, negated } => {
                     let corr = self.bind_correlated(subquery, &f.scope, vec![])?;
@@ -590,12 +622,12 @@ impl Binder<'_> {
                     let semi = join_on_keys(rel.clone(), &corr.cols, e, false);
                     rel = if *negated { union(vec![rel, negate(semi)]) } else { semi };
                 }
-                Expr::InSubquery { expr, subquery, negated: false } => {
+                Expr::InSubquery { expr, subquery, .. } => {
                     // TRUE only when some value equals: a semi-join on the
                     // correlated columns and the left operand.
                     let mut ctx = ExprCtx::new(&f.scope, clause);
                     let lhs = self.bind_expr(expr, &mut ctx)?;
-                    let (lhs_expr, lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, "IN")?;
+                    let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
                     let ext = map(rel.clone(), vec![lhs_expr]);
                     let mut cols = corr.cols.clone();
                     cols.push(w);
@@ -605,32 +637,17 @@ impl Binder<'_> {
                     let mut p = cmp;
                     p.permute(&|c| if c == 0 { n - 1 } else { n });
                     let e = distinct(project(filter(s, vec![p]), (0..n).collect()));
-                    let _ = lhs_ty;
                     rel = project(join_on_keys(ext, &cols, e, false), (0..w).collect());
                 }
-                other => generic.push(other.clone()),
+                _ => unreachable!("only EXISTS and IN are collected above"),
             }
         }
-        if !generic.is_empty() {
-            let mut host = Host::new(f.scope.clone());
-            let mut preds = Vec::new();
-            for g in &generic {
-                if contains_aggregate(g) {
-                    return Err(Error::Grouping(format!("aggregate functions are not allowed in {clause}")));
-                }
-                let mut ctx = ExprCtx::new(&f.scope, clause);
-                ctx.host = Some(&mut host);
-                preds.push(self.bind_condition(g, &mut ctx)?);
+        if !host.pending.is_empty() {
+            let ext = self.apply_pending(rel, std::mem::take(&mut host.pending))?;
+            for p in with_subqueries.iter_mut() {
+                Host::remap(p, w);
             }
-            if host.pending.is_empty() {
-                rel = filter(rel, preds);
-            } else {
-                let ext = self.apply_pending(rel, std::mem::take(&mut host.pending))?;
-                for p in preds.iter_mut() {
-                    Host::remap(p, w);
-                }
-                rel = project(filter(ext, preds), (0..w).collect());
-            }
+            rel = project(filter(ext, with_subqueries), (0..w).collect());
         }
         Ok(From { rel, scope: f.scope.clone() })
     }
@@ -645,7 +662,7 @@ impl Binder<'_> {
         subquery: &Query,
         scope: &Scope,
         op: BinaryFunc,
-        what: &str,
+        equate: bool,
     ) -> Result<(ScalarExpr, ColumnType, ScalarExpr, crate::sql::subquery::Correlated), Error> {
         // The subquery's output type decides an unknown left operand's.
         let probe = self.bind_correlated(subquery, scope, vec![ColumnType::new(ScalarType::Text, true)])?;
@@ -663,10 +680,9 @@ impl Binder<'_> {
         let nullable = lhs.nullable;
         let lhs_expr = self.coerce(lhs, &lt)?;
         let lhs_ty = ColumnType::new(lt.clone(), nullable);
-        let corr = self.bind_correlated(subquery, scope, vec![lhs_ty.clone()])?;
+        let corr = self.bind_correlated_with(subquery, scope, vec![lhs_ty.clone()], equate && op == BinaryFunc::Eq)?;
         let l = self.cast_to(ScalarExpr::Column(0), &lt, &common);
         let r = self.cast_to(ScalarExpr::Column(1), &st.scalar, &common);
-        let _ = what;
         Ok((lhs_expr, lhs_ty, l.call_binary(r, op), corr))
     }
 
@@ -678,10 +694,14 @@ impl Binder<'_> {
             acc = Some(self.bind_from_item(twj, acc.take())?);
         }
         let from = acc.unwrap_or(From { rel: unit(), scope: Scope::default() });
-        // WHERE
+        // WHERE (with the IN equality of a semi-join, when it applies)
+        let pre = match outer {
+            Some(o) if o.equate => self.early_equality(s, &from, o),
+            _ => vec![],
+        };
         let from = match &s.selection {
-            Some(w) => self.bind_where_conjuncts(&from, w, "WHERE")?,
-            None => from,
+            Some(w) => self.bind_where_with(&from, w, "WHERE", pre)?,
+            None => From { rel: filter(from.rel, pre), scope: from.scope },
         };
         let scope = from.scope.clone();
         let mut rel = from.rel;
@@ -930,6 +950,43 @@ impl Binder<'_> {
         Ok(Block { expr: rel, prefix: n, desc, finishing: Finishing { order, limit: None, offset: 0, arity } })
     }
 
+    /// For `x IN (SELECT y FROM ... WHERE ...)` used as a semi-join: the
+    /// predicate `x = y` over the FROM relation, so that the subquery's own
+    /// subqueries and joins only see rows that can match. Only for a plain
+    /// block (no grouping) whose output has exactly the left operand's type;
+    /// otherwise nothing (the equality is still applied afterwards).
+    fn early_equality(&mut self, s: &Select, from: &From, o: &Outer) -> Vec<ScalarExpr> {
+        let item = match s.projection.first() {
+            Some(SelectItem::UnnamedExpr(e)) | Some(SelectItem::ExprWithAlias { expr: e, .. }) => e,
+            _ => return vec![],
+        };
+        // Filtering rows on a group key before grouping is filtering groups.
+        let simple = s.projection.len() == 1
+            && !matches!(s.distinct, Some(ast::Distinct::On(_)))
+            && match &s.group_by {
+                GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty() => s.having.is_none(),
+                GroupByExpr::Expressions(e, m) if m.is_empty() => e.contains(item),
+                _ => false,
+            };
+        if !simple {
+            return vec![];
+        }
+        if contains_aggregate(item) || o.extra.len() != 1 {
+            return vec![];
+        }
+        let saved = self.params.types.clone();
+        let mut ctx = ExprCtx::new(&from.scope, "SELECT");
+        match self.bind_scalar(item, &mut ctx) {
+            Ok((x, t)) if t.scalar == o.extra[0].scalar => {
+                vec![ScalarExpr::Column(o.items.len()).call_binary(x, BinaryFunc::Eq)]
+            }
+            _ => {
+                self.params.types = saved;
+                vec![]
+            }
+        }
+    }
+
     pub fn bind_limit(&mut self, q: &Query) -> Result<(Option<usize>, usize), Error> {
         let eval_count = |b: &mut Self, e: &Expr, what: &'static str| -> Result<Option<usize>, Error> {
             let empty = Scope::default();
@@ -1040,7 +1097,7 @@ impl Binder<'_> {
         host: &mut Host,
     ) -> Result<ScalarExpr, Error> {
         let scope = host.scope.clone();
-        let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &scope, op, "ANY")?;
+        let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &scope, op, false)?;
         let kind = if all { SubqueryKind::All { lhs: lhs_expr, cmp } } else { SubqueryKind::Any { lhs: lhs_expr, cmp } };
         Ok(self.add_pending(host, corr, kind, ColumnType::new(ScalarType::Bool, true)))
     }

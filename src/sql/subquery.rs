@@ -51,6 +51,10 @@ pub struct Outer {
     /// `x IN (subquery)`).
     pub extra: Vec<ColumnType>,
     pub placeholder: GlobalId,
+    /// The one extra column must equal the block's only output for a row to
+    /// matter (`x IN (SELECT y ...)` as a semi-join): a simple block may
+    /// filter on that equality early.
+    pub equate: bool,
 }
 
 impl Outer {
@@ -283,11 +287,17 @@ impl Binder<'_> {
     /// Binds `q` as a subquery of a relation whose columns `outer`
     /// describes, with `extra` unnamed prefix columns after the used ones.
     pub fn bind_correlated(&mut self, q: &Query, outer: &Scope, extra: Vec<ColumnType>) -> Result<Correlated, Error> {
+        self.bind_correlated_with(q, outer, extra, false)
+    }
+
+    /// `bind_correlated`, optionally asking the block to equate its extra
+    /// prefix column with its output (see `Outer::equate`).
+    pub fn bind_correlated_with(&mut self, q: &Query, outer: &Scope, extra: Vec<ColumnType>, equate: bool) -> Result<Correlated, Error> {
         // First pass: everything in scope is prefix; see what is used.
         let all: Vec<usize> = (0..outer.len()).collect();
         let cols = {
             let placeholder = self.next_placeholder();
-            let o = Outer { items: outer.as_outer(), extra: extra.clone(), placeholder };
+            let o = Outer { items: outer.as_outer(), extra: extra.clone(), placeholder, equate };
             self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: all });
             let r = self.bind_query_in(q, Some(&o));
             let frame = self.corr.pop().expect("pushed above");
@@ -315,7 +325,7 @@ impl Binder<'_> {
             desc = block.desc.clone();
             expr = block.into_relation();
         } else {
-            let o = Outer { items, extra, placeholder };
+            let o = Outer { items, extra, placeholder, equate };
             self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: cols.clone() });
             let r = self.bind_query_in(q, Some(&o));
             self.corr.pop();
