@@ -14,9 +14,10 @@ const SCHEMA: &str = "
         b boolean, i2 smallint, i4 integer NOT NULL, i8 bigint, f4 real, f8 double precision,
         n numeric(10,2), t text, vc varchar(8), c char(4), d date, ts timestamp
     );
-    CREATE TABLE customers (id integer NOT NULL, name text NOT NULL, city text);
+    CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL, city text);
     CREATE TABLE orders (id integer NOT NULL, customer_id integer NOT NULL, amount numeric(10,2), status text);
     CREATE INDEX orders_by_customer ON orders (customer_id);
+    CREATE UNIQUE INDEX orders_id ON orders (id);
     CREATE VIEW open_orders AS SELECT id, customer_id, amount FROM orders WHERE status = 'open';
     CREATE MATERIALIZED VIEW customer_totals AS
         SELECT c.name, count(*) AS n, sum(o.amount) AS total, max(o.amount) AS biggest
@@ -175,7 +176,7 @@ async fn check_state(server: &TestServer, expected: &Expected, when: &str) {
     );
     assert_eq!(
         catalog("SHOW INDEXES").await,
-        ["orders_by_customer"],
+        ["orders_by_customer", "orders_id"],
         "SHOW INDEXES {when}"
     );
 }
@@ -194,6 +195,14 @@ async fn restart_recovers_everything(workers: usize) {
     server.restart();
     check_state(&server, &expected, "after the first restart").await;
 
+    // Unique keys are enforced after recovery, over the recovered rows.
+    {
+        let client = server.connect().await;
+        for sql in ["INSERT INTO customers VALUES (1, 'again', NULL)", "INSERT INTO orders VALUES (10, 1, 1.00, 'open')"] {
+            let err = client.simple_query(sql).await.expect_err(sql);
+            assert_eq!(err.code(), Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION), "{sql}: {err:?}");
+        }
+    }
     // The materialized views keep updating after recovery.
     {
         let client = server.connect().await;
@@ -281,6 +290,7 @@ async fn restart_recovers_everything(workers: usize) {
         );
         exec(&client, "DROP TABLE later").await;
         exec(&client, "DROP INDEX orders_by_customer").await;
+        exec(&client, "DROP INDEX orders_id").await;
     }
     server.restart();
     let client = server.connect().await;

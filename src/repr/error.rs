@@ -24,6 +24,8 @@ pub enum SqlState {
     InvalidColumnReference,
     DependentObjectsStillExist,
     NotNullViolation,
+    UniqueViolation,
+    InvalidTableDefinition,
     DivisionByZero,
     NumericValueOutOfRange,
     InvalidTextRepresentation,
@@ -76,6 +78,8 @@ impl SqlState {
             SqlState::InvalidColumnReference => "42P10",
             SqlState::DependentObjectsStillExist => "2BP01",
             SqlState::NotNullViolation => "23502",
+            SqlState::UniqueViolation => "23505",
+            SqlState::InvalidTableDefinition => "42P16",
             SqlState::DivisionByZero => "22012",
             SqlState::NumericValueOutOfRange => "22003",
             SqlState::InvalidTextRepresentation => "22P02",
@@ -264,6 +268,12 @@ pub enum Error {
     InvalidColumnReference(String),
     #[error("{message}")]
     DependentObjects { message: String, detail: String },
+    /// A write or a new unique index would make a unique key repeat.
+    #[error("{message}")]
+    UniqueViolation { message: String, detail: String },
+    /// `multiple primary keys for table "t" are not allowed`.
+    #[error("{0}")]
+    InvalidTableDefinition(String),
     #[error("{0}")]
     FeatureNotSupported(String),
     #[error("{0}")]
@@ -312,6 +322,8 @@ impl Error {
             Error::WrongObjectType(_) => SqlState::WrongObjectType,
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
             Error::DependentObjects { .. } => SqlState::DependentObjectsStillExist,
+            Error::UniqueViolation { .. } => SqlState::UniqueViolation,
+            Error::InvalidTableDefinition(_) => SqlState::InvalidTableDefinition,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
             Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
             Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
@@ -330,7 +342,7 @@ impl Error {
     /// Optional DETAIL line of the ErrorResponse.
     pub fn detail(&self) -> Option<String> {
         match self {
-            Error::DependentObjects { detail, .. } => Some(detail.clone()),
+            Error::DependentObjects { detail, .. } | Error::UniqueViolation { detail, .. } => Some(detail.clone()),
             Error::Eval(e) => e.detail(),
             _ => None,
         }

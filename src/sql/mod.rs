@@ -16,7 +16,7 @@ mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
-pub use plan::{Finishing, ItemKind, Plan, ShowKind};
+pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
 
 use crate::repr::{Error, GlobalId, RelationDesc};
 use sqlparser::ast::Statement;
