@@ -53,6 +53,7 @@ pub enum SqlState {
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
     StatementTooComplex,
+    ArraySubscriptError,
 }
 
 impl SqlState {
@@ -105,6 +106,7 @@ impl SqlState {
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
             SqlState::StatementTooComplex => "54001",
+            SqlState::ArraySubscriptError => "2202E",
         }
     }
 }
@@ -163,13 +165,20 @@ pub enum EvalError {
     InvalidArgumentForLog(String),
     #[error("stack depth limit exceeded")]
     StackDepthExceeded,
+    /// Bad array input; `detail` is Postgres's DETAIL line.
+    #[error("malformed array literal: \"{text}\"")]
+    MalformedArrayLiteral { text: String, detail: String },
+    #[error("{0}")]
+    ArraySubscript(String),
 }
 
 impl EvalError {
     /// Optional DETAIL line.
     pub fn detail(&self) -> Option<String> {
         match self {
-            EvalError::InvalidJson { detail } | EvalError::UntranslatableCharacter { detail, .. } => {
+            EvalError::InvalidJson { detail }
+            | EvalError::UntranslatableCharacter { detail, .. }
+            | EvalError::MalformedArrayLiteral { detail, .. } => {
                 Some(detail.clone())
             }
             _ => None,
@@ -218,6 +227,8 @@ impl EvalError {
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
             EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
+            EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
+            EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
         }
     }
 }
@@ -358,6 +369,9 @@ impl Error {
             ),
             Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
                 Some("You will need to rewrite or cast the expression.".into())
+            }
+            Error::IndeterminateDatatype(m) if m == "cannot determine type of empty array" => {
+                Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
             }
             Error::Eval(e) => e.hint(),
             _ => None,

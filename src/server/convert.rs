@@ -203,7 +203,9 @@ fn encode_datum(
         return enc.encode_field_with_type_and_format(&None::<i32>, &pg, format, options);
     }
     if format == FieldFormat::Text {
-        return enc.encode_field_with_type_and_format(&datum.to_string(), &pg, format, options);
+        // The text is final: pgwire would quote it again as an array element
+        // if told the column is an array.
+        return enc.encode_field_with_type_and_format(&datum.to_string(), &Type::TEXT, format, options);
     }
     let f = FieldFormat::Binary;
     let int = |d: &Datum| d.as_i64().ok_or_else(|| mismatch(d, ty));
