@@ -18,6 +18,7 @@ use pgwire::types::format::FormatOptions;
 
 use crate::repr::datetime::pg_epoch_micros;
 use crate::repr::{Datum, Error, Interval, Jsonb, RelationDesc, ScalarType};
+use crate::server::array_format::{decode_array_param, encode_array};
 
 /// SQLSTATE for protocol violations (bad format codes, parameter counts).
 pub const PROTOCOL_VIOLATION: &str = "08P01";
@@ -254,6 +255,10 @@ fn encode_datum(
             }
             d => Err(mismatch(d, ty)),
         },
+        ScalarType::Array(_) => match datum {
+            Datum::Array(v) => encode_array(enc, v, ty, options),
+            d => Err(mismatch(d, ty)),
+        },
         // The remaining types are sent as Postgres's binary representation
         // built here (pgwire writes a byte slice as is).
         _ => {
@@ -401,6 +406,7 @@ pub fn decode_binary_param<S: Clone>(
             .parameter::<chrono::NaiveDateTime>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Timestamp),
+        ScalarType::Array(_) => decode_array_param(portal, idx, ty)?,
         _ => match portal.parameter::<Vec<u8>>(idx, &Type::BYTEA).map_err(bad)? {
             None => None,
             Some(raw) => Some(decode_binary_bytes(&raw, ty).ok_or_else(|| {
