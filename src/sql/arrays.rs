@@ -13,7 +13,14 @@
 //!   `@>`, `<@`, `&&` between arrays of one type (`anyarray`); an unknown
 //!   literal operand is read as the other operand's array type;
 //! - the array functions (`cardinality`, `array_length`, `array_to_string`,
-//!   `array_append`, `array_position`...).
+//!   `array_append`, `array_position`...);
+//! - `ARRAY(subquery)`: a scalar subquery computing `array_agg` of the
+//!   subquery's column in the subquery's order, `'{}'` when it has no rows.
+//!   A plain `SELECT x FROM ... [WHERE] [ORDER BY k]` becomes `SELECT
+//!   array_agg(x ORDER BY k) FROM ... [WHERE]` (so it may be correlated);
+//!   any other subquery becomes `SELECT array_agg(c [ORDER BY c]) FROM
+//!   (subquery) AS s(c)`, whose ORDER BY must then be on its column (0A000
+//!   otherwise: array_agg without one orders by value).
 //!
 //! Owns: the typing of those forms. Evaluation is in `expr::func::arrays`;
 //! `array_agg` is bound with the other aggregates (`sql::expr`).
@@ -25,7 +32,11 @@ use crate::sql::binder::Binder;
 use crate::sql::expr::{Bound, ExprCtx, Unknown};
 use crate::sql::functions::type_list;
 use crate::sql::types::{assignable, common_type, implicitly_castable, type_name};
-use sqlparser::ast::{AccessExpr, BinaryOperator, Expr, Subscript};
+use crate::sql::expr::{contains_aggregate, contains_window};
+use sqlparser::ast::{
+    AccessExpr, BinaryOperator, Expr, GroupByExpr, OrderByKind, OrderByOptions, OrderBySort, Query, SelectItem, SetExpr,
+    Statement, Subscript, Value,
+};
 
 /// The error for an array that would have more than one dimension.
 pub fn multidimensional() -> Error {
@@ -329,8 +340,160 @@ impl Binder<'_> {
         }
     }
 
+    /// `ARRAY(subquery)`.
+    pub(crate) fn bind_array_subquery(&mut self, q: &Query, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        let outer = match array_agg_in_place(q)? {
+            Some(direct) => direct,
+            None => array_agg_over_derived(q)?,
+        };
+        let b = self.bind_expr(&Expr::Subquery(Box::new(outer)), ctx)?;
+        let ty = b.ty.clone().unwrap_or(ScalarType::Text.array_of());
+        let empty = ScalarExpr::Literal(Datum::Array(Vec::new()), ty.clone());
+        let e = ScalarExpr::CallVariadic { func: VariadicFunc::Coalesce, exprs: vec![b.expr, empty] };
+        Ok(Bound::typed_pub(e, ty, false))
+    }
+
     fn is_unknown_literal(&self, b: &Bound) -> bool {
         b.ty.is_none() && matches!(b.unknown, Some(Unknown::Text(_)) | Some(Unknown::Null) | Some(Unknown::EmptyArray))
+    }
+}
+
+/// `key DESC NULLS FIRST` as written in an ORDER BY.
+fn order_key(key: &str, o: &OrderByOptions) -> String {
+    let desc = if matches!(o.sort, Some(OrderBySort::Desc)) { " DESC" } else { "" };
+    let nulls = match o.nulls_first {
+        Some(true) => " NULLS FIRST",
+        Some(false) => " NULLS LAST",
+        None => "",
+    };
+    format!("{key}{desc}{nulls}")
+}
+
+fn parse_query(sql: &str) -> Result<Query, Error> {
+    match crate::sql::parse(sql)?.pop() {
+        Some(Statement::Query(q)) => Ok(*q),
+        _ => Err(Error::Internal("ARRAY(subquery) rewrite".into())),
+    }
+}
+
+fn one_column() -> Error {
+    Error::Syntax("subquery must return only one column".into())
+}
+
+/// `SELECT array_agg(x ORDER BY keys) FROM ... WHERE ...` for a subquery
+/// `SELECT x FROM ... WHERE ... ORDER BY keys` without grouping, DISTINCT,
+/// LIMIT, aggregates or window functions; `None` for other subqueries.
+fn array_agg_in_place(q: &Query) -> Result<Option<Query>, Error> {
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return Ok(None);
+    };
+    let plain_group = matches!(&select.group_by, GroupByExpr::Expressions(v, m) if v.is_empty() && m.is_empty());
+    let item = match select.projection.as_slice() {
+        [SelectItem::UnnamedExpr(e)] => (e, None),
+        [SelectItem::ExprWithAlias { expr, alias }] => (expr, Some(alias)),
+        [SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)] => {
+            return Err(Error::FeatureNotSupported("ARRAY(SELECT * ...) is not supported: name the column".into()));
+        }
+        _ => return Err(one_column()),
+    };
+    if !plain_group
+        || select.having.is_some()
+        || select.distinct.is_some()
+        || q.limit_clause.is_some()
+        || q.fetch.is_some()
+        || q.with.is_some()
+        || contains_aggregate(item.0)
+        || contains_window(item.0)
+    {
+        return Ok(None);
+    }
+    let keys = match q.order_by.as_ref().map(|o| &o.kind) {
+        None => vec![],
+        Some(OrderByKind::Expressions(keys)) => keys.clone(),
+        Some(OrderByKind::All(_)) => return Ok(None),
+    };
+    let (x, alias) = item;
+    let mut order = Vec::new();
+    for k in &keys {
+        let refers_to_item = matches!(&k.expr, Expr::Value(v) if matches!(&v.value, Value::Number(n, _) if n == "1"))
+            || matches!((&k.expr, alias), (Expr::Identifier(id), Some(a)) if id.value.eq_ignore_ascii_case(&a.value));
+        let key = if refers_to_item { x.to_string() } else { k.expr.to_string() };
+        order.push(order_key(&key, &k.options));
+    }
+    let order = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
+    let agg = parse_query(&format!("SELECT array_agg({x}{order})"))?;
+    let SetExpr::Select(agg_select) = *agg.body else {
+        return Err(Error::Internal("ARRAY(subquery) rewrite".into()));
+    };
+    let mut direct = q.clone();
+    direct.order_by = None;
+    if let SetExpr::Select(s) = direct.body.as_mut() {
+        s.projection = agg_select.projection;
+    }
+    Ok(Some(direct))
+}
+
+/// The number of columns a query body produces, where the text says.
+fn width(body: &SetExpr) -> Option<usize> {
+    match body {
+        SetExpr::Select(s) => {
+            let star = s.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
+            (!star).then_some(s.projection.len())
+        }
+        SetExpr::SetOperation { left, .. } => width(left),
+        SetExpr::Query(q) => width(&q.body),
+        SetExpr::Values(v) => v.rows.first().map(|r| r.len()),
+        _ => None,
+    }
+}
+
+/// `SELECT array_agg(c [ORDER BY c]) FROM (q) AS s(c)`.
+fn array_agg_over_derived(q: &Query) -> Result<Query, Error> {
+    match width(&q.body) {
+        Some(1) => {}
+        Some(_) => return Err(one_column()),
+        None => {
+            return Err(Error::FeatureNotSupported("ARRAY(SELECT * ...) is not supported: name the column".into()));
+        }
+    }
+    let column = "\"?array?\".\"?column?\"";
+    let order = match q.order_by.as_ref().map(|o| &o.kind) {
+        None => String::new(),
+        Some(OrderByKind::Expressions(keys)) if keys.len() == 1 && orders_by_its_column(q, &keys[0].expr) => {
+            format!(" ORDER BY {}", order_key(column, &keys[0].options))
+        }
+        Some(_) => {
+            return Err(Error::FeatureNotSupported(
+                "ARRAY(subquery) with an ORDER BY on anything but its column is not supported here".into(),
+            ));
+        }
+    };
+    parse_query(&format!("SELECT array_agg({column}{order}) FROM ({q}) AS \"?array?\"(\"?column?\")"))
+}
+
+/// Whether `key` (of the query's ORDER BY) names the query's one output
+/// column: its position, its alias, its expression, or (after a set
+/// operation) any plain name.
+fn orders_by_its_column(q: &Query, key: &Expr) -> bool {
+    if matches!(key, Expr::Value(v) if matches!(&v.value, Value::Number(n, _) if n == "1")) {
+        return true;
+    }
+    let item = match q.body.as_ref() {
+        SetExpr::Select(s) if s.projection.len() == 1 => &s.projection[0],
+        SetExpr::SetOperation { .. } => return matches!(key, Expr::Identifier(_)),
+        _ => return false,
+    };
+    let last = |e: &Expr| match e {
+        Expr::Identifier(id) => Some(id.value.to_lowercase()),
+        Expr::CompoundIdentifier(ids) => ids.last().map(|id| id.value.to_lowercase()),
+        _ => None,
+    };
+    match item {
+        SelectItem::UnnamedExpr(e) => e == key || (matches!(key, Expr::Identifier(_)) && last(e).is_some() && last(e) == last(key)),
+        SelectItem::ExprWithAlias { expr, alias } => {
+            expr == key || matches!(key, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(&alias.value))
+        }
+        _ => false,
     }
 }
 

@@ -574,6 +574,9 @@ impl Binder<'_> {
     fn bind_function(&mut self, f: &sqlparser::ast::Function, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
         let name = name.trim_matches('"').to_string();
+        if let (FunctionArguments::Subquery(q), "array") = (&f.args, name.as_str()) {
+            return self.bind_array_subquery(q, ctx);
+        }
         let (args, distinct, star) = self.function_args(f)?;
         if is_aggregate_name(&name) {
             return self.bind_aggregate(&name, f, &args, distinct, star, ctx);
@@ -803,11 +806,27 @@ fn subquery_host<'b>(ctx: &'b mut ExprCtx) -> Result<&'b mut Host, Error> {
 
 /// Whether an expression contains an aggregate call (outside subqueries).
 pub fn contains_aggregate(e: &Expr) -> bool {
-    struct Finder {
+    contains_call(e, |f| {
+        let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        f.over.is_none() && is_aggregate_name(&name)
+    })
+}
+
+/// Whether an expression contains a window function call (outside
+/// subqueries).
+pub fn contains_window(e: &Expr) -> bool {
+    contains_call(e, |f| f.over.is_some())
+}
+
+/// Whether an expression contains a function call that `pred` accepts
+/// (outside subqueries).
+fn contains_call(e: &Expr, pred: impl Fn(&sqlparser::ast::Function) -> bool) -> bool {
+    struct Finder<P> {
         depth: usize,
         found: bool,
+        pred: P,
     }
-    impl sqlparser::ast::Visitor for Finder {
+    impl<P: Fn(&sqlparser::ast::Function) -> bool> sqlparser::ast::Visitor for Finder<P> {
         type Break = ();
         fn pre_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
             self.depth += 1;
@@ -818,22 +837,15 @@ pub fn contains_aggregate(e: &Expr) -> bool {
             std::ops::ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
-            if self.depth == 0 {
-                if let Expr::Function(f) = x {
-                    if f.over.is_some() {
-                        return std::ops::ControlFlow::Continue(());
-                    }
-                    let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
-                    if is_aggregate_name(&name) {
-                        self.found = true;
-                    }
+            if let Expr::Function(f) = x {
+                if self.depth == 0 && (self.pred)(f) {
+                    self.found = true;
                 }
             }
             std::ops::ControlFlow::Continue(())
         }
     }
-    let mut f = Finder { depth: 0, found: false };
+    let mut f = Finder { depth: 0, found: false, pred };
     let _ = sqlparser::ast::Visit::visit(e, &mut f);
     f.found
 }
-
