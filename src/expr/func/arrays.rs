@@ -90,7 +90,7 @@ fn subscript(d: &Datum) -> Result<i64, EvalError> {
 pub fn index(a: &Datum, i: &Datum) -> Result<Datum, EvalError> {
     let v = elements(a)?;
     let i = subscript(i)?;
-    Ok(usize::try_from(i - 1).ok().and_then(|i| v.get(i)).cloned().unwrap_or(Datum::Null))
+    Ok(i.checked_sub(1).and_then(|i| usize::try_from(i).ok()).and_then(|i| v.get(i)).cloned().unwrap_or(Datum::Null))
 }
 
 /// `a[lo:hi]` (`None` for an omitted bound): the elements within both
