@@ -55,6 +55,7 @@ pub enum SqlState {
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
     StatementTooComplex,
+    ArraySubscriptError,
 }
 
 impl SqlState {
@@ -109,6 +110,7 @@ impl SqlState {
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
             SqlState::StatementTooComplex => "54001",
+            SqlState::ArraySubscriptError => "2202E",
         }
     }
 }
@@ -167,13 +169,20 @@ pub enum EvalError {
     InvalidArgumentForLog(String),
     #[error("stack depth limit exceeded")]
     StackDepthExceeded,
+    /// Bad array input; `detail` is Postgres's DETAIL line.
+    #[error("malformed array literal: \"{text}\"")]
+    MalformedArrayLiteral { text: String, detail: String },
+    #[error("{0}")]
+    ArraySubscript(String),
 }
 
 impl EvalError {
     /// Optional DETAIL line.
     pub fn detail(&self) -> Option<String> {
         match self {
-            EvalError::InvalidJson { detail } | EvalError::UntranslatableCharacter { detail, .. } => {
+            EvalError::InvalidJson { detail }
+            | EvalError::UntranslatableCharacter { detail, .. }
+            | EvalError::MalformedArrayLiteral { detail, .. } => {
                 Some(detail.clone())
             }
             _ => None,
@@ -222,6 +231,8 @@ impl EvalError {
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
             EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
+            EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
+            EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
         }
     }
 }
@@ -370,6 +381,9 @@ impl Error {
             ),
             Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
                 Some("You will need to rewrite or cast the expression.".into())
+            }
+            Error::IndeterminateDatatype(m) if m == "cannot determine type of empty array" => {
+                Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
             }
             Error::Eval(e) => e.hint(),
             _ => None,

@@ -5,6 +5,7 @@
 //! Owns: the meaning of SQL text. Must not: touch the catalog other than
 //! through the read-only `SqlCatalog` trait, or do I/O.
 
+mod arrays;
 mod binder;
 mod expr;
 mod functions;
