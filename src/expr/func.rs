@@ -794,6 +794,16 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
 }
 
 impl BinaryFunc {
+    /// Whether a NULL operand makes the result NULL without looking at
+    /// the other (the planner folds such calls with a NULL constant).
+    pub fn is_strict(&self) -> bool {
+        use BinaryFunc::*;
+        !matches!(
+            self,
+            IsDistinctFrom | ArrayCat | ArrayAppend | ArrayPrepend | ArrayPosition | ArrayRemove | AnyElement(_) | AllElements(_)
+        )
+    }
+
     pub fn eval(&self, l: Datum, r: Datum) -> Result<Datum, EvalError> {
         use BinaryFunc::*;
         if *self == IsDistinctFrom {
@@ -815,6 +825,7 @@ impl BinaryFunc {
             AllElements(op) => return arrays::any_all(*op, true, &l, &r),
             _ => {}
         }
+        debug_assert!(self.is_strict());
         if l.is_null() || r.is_null() {
             return Ok(Datum::Null);
         }
