@@ -53,6 +53,7 @@ pub enum SqlState {
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
     StatementTooComplex,
+    InvalidRecursion,
 }
 
 impl SqlState {
@@ -105,6 +106,7 @@ impl SqlState {
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
             SqlState::StatementTooComplex => "54001",
+            SqlState::InvalidRecursion => "42P19",
         }
     }
 }
@@ -163,6 +165,10 @@ pub enum EvalError {
     InvalidArgumentForLog(String),
     #[error("stack depth limit exceeded")]
     StackDepthExceeded,
+    /// A recursive query still produced new rows after `limit` rounds
+    /// (see `dataflow::recursive::ITERATION_LIMIT`).
+    #[error("recursive query \"{name}\" exceeded the iteration limit of {limit}")]
+    RecursionLimit { name: String, limit: u64 },
 }
 
 impl EvalError {
@@ -185,6 +191,9 @@ impl EvalError {
             EvalError::DatetimeFieldOverflowMd(_) => {
                 Some("Perhaps you need a different \"datestyle\" setting.".into())
             }
+            EvalError::RecursionLimit { .. } => Some(
+                "The recursion does not terminate, or needs more rounds than ripple allows; add a condition that ends it.".into(),
+            ),
             _ => None,
         }
     }
@@ -217,7 +226,7 @@ impl EvalError {
             EvalError::SubstringError(_) => SqlState::SubstringError,
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
-            EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
+            EvalError::StackDepthExceeded | EvalError::RecursionLimit { .. } => SqlState::StatementTooComplex,
         }
     }
 }
@@ -266,6 +275,9 @@ pub enum Error {
     DependentObjects { message: String, detail: String },
     #[error("{0}")]
     FeatureNotSupported(String),
+    /// A malformed recursive query (42P19).
+    #[error("{0}")]
+    InvalidRecursion(String),
     #[error("{0}")]
     ProtocolViolation(String),
     #[error("{0}")]
@@ -313,6 +325,7 @@ impl Error {
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
             Error::DependentObjects { .. } => SqlState::DependentObjectsStillExist,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
+            Error::InvalidRecursion(_) => SqlState::InvalidRecursion,
             Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
             Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
             Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
@@ -356,6 +369,9 @@ impl Error {
             Error::AmbiguousFunction(_) => Some(
                 "Could not choose a best candidate operator. You might need to add explicit type casts.".into(),
             ),
+            Error::DatatypeMismatch(m) if m.contains(" in non-recursive term but type ") => {
+                Some("Cast the output of the non-recursive term to the correct type.".into())
+            }
             Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
                 Some("You will need to rewrite or cast the expression.".into())
             }

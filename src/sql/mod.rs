@@ -10,6 +10,7 @@ mod expr;
 mod functions;
 mod plan;
 mod query;
+mod recursive;
 mod scope;
 mod subquery;
 mod types;
