@@ -138,7 +138,7 @@ struct Loop<'i, 'e> {
 fn fixpoint<'i>(parts: Loop<'i, '_>, ctx: &mut Ctx<'_, '_>) -> (Coll<'i, Round>, ErrColl<'i, Round>) {
     let Loop { inner, base, step, id, distinct, limit_error } = parts;
     let (variable, previous) = Variable::new(inner, Product::new(0, 1));
-    let locals = Locals::from([(id, previous)]);
+    let locals = Locals::with(id, previous);
     let (step_ok, step_err) = render(inner, step, ctx, &locals);
     let sum = base.concat(step_ok);
     let result = if distinct { sum.threshold_named("Recursive distinct", positive) } else { sum.consolidate() };
@@ -163,7 +163,7 @@ fn working_table<'i>(parts: Loop<'i, '_>, ctx: &mut Ctx<'_, '_>) -> (Coll<'i, Ro
     let result = previous.concat(current.clone()).consolidate();
     results.set(result.clone());
 
-    let locals = Locals::from([(id, current)]);
+    let locals = Locals::with(id, current);
     let (step_ok, step_err) = render(inner, step, ctx, &locals);
     let next = if distinct {
         step_ok

@@ -24,7 +24,8 @@ use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
 use differential_dataflow::{AsCollection, VecCollection};
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use timely::dataflow::Scope;
 
 pub type RowTrace = TraceAgent<ValSpine<Row, Row, Timestamp, Diff>>;
@@ -34,9 +35,46 @@ pub type ErrColl<'s, T = Timestamp> = VecCollection<'s, T, EvalError, Diff>;
 /// Rows arranged by a key (the value is the row).
 pub type RowArranged<'s, T = Timestamp> =
     differential_dataflow::operators::arrange::Arranged<'s, TraceAgent<ValSpine<Row, Row, T, Diff>>>;
-/// The collections of the recursive relations in scope (inside the loop of
-/// a `Recursive` node: the relation it defines).
-pub type Locals<'s, T> = BTreeMap<LocalId, Coll<'s, T>>;
+/// What rendering in one scope knows: the collections of the recursive
+/// relations in scope (inside the loop of a `Recursive` node: the relation
+/// it defines), and every subexpression rendered so far.
+///
+/// The second is common-subexpression elimination: decorrelated plans use
+/// the outer relation several times (for the subquery's keys, to join the
+/// answer back, to fill in missing keys), as does a CTE referenced twice.
+/// Identical subtrees are rendered once and their collections shared, which
+/// saves the work and the operators (every operator costs progress
+/// tracking at every timestamp).
+pub struct Locals<'s, T: RenderTime> {
+    vars: BTreeMap<LocalId, Coll<'s, T>>,
+    rendered: RefCell<HashMap<String, (Coll<'s, T>, ErrColl<'s, T>)>>,
+}
+
+impl<'s, T: RenderTime> Locals<'s, T> {
+    /// No recursive relation in scope.
+    pub fn new() -> Self {
+        Locals { vars: BTreeMap::new(), rendered: RefCell::new(HashMap::new()) }
+    }
+
+    /// The recursive relation `id` is `coll`.
+    pub fn with(id: LocalId, coll: Coll<'s, T>) -> Self {
+        Locals { vars: BTreeMap::from([(id, coll)]), rendered: RefCell::new(HashMap::new()) }
+    }
+
+    pub fn get(&self, id: &LocalId) -> Option<&Coll<'s, T>> {
+        self.vars.get(id)
+    }
+
+    pub fn contains_key(&self, id: &LocalId) -> bool {
+        self.vars.contains_key(id)
+    }
+}
+
+impl<'s, T: RenderTime> Default for Locals<'s, T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// What rendering reads besides the scope: the dataflow's top scope (where
 /// registered arrangements are imported), the registered arrangements, and
@@ -152,6 +190,26 @@ fn internal_error<'s, T: RenderTime>(scope: Scope<'s, T>, message: String, ctx: 
 /// reading recursive relations from `locals`. Descriptions of arrangements
 /// it builds are appended to `ctx.built`.
 pub fn render<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    expr: &RelationExpr,
+    ctx: &mut Ctx<'_, '_>,
+    locals: &Locals<'s, T>,
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    // Constants and recursive references are as cheap to render again as
+    // to look up.
+    if matches!(expr, RelationExpr::Constant { .. } | RelationExpr::RecursiveRef { .. }) {
+        return render_uncached(scope, expr, ctx, locals);
+    }
+    let key = format!("{expr:?}");
+    if let Some(out) = locals.rendered.borrow().get(&key) {
+        return out.clone();
+    }
+    let out = render_uncached(scope, expr, ctx, locals);
+    locals.rendered.borrow_mut().insert(key, out.clone());
+    out
+}
+
+fn render_uncached<'s, T: RenderTime>(
     scope: Scope<'s, T>,
     expr: &RelationExpr,
     ctx: &mut Ctx<'_, '_>,
