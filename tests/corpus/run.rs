@@ -331,11 +331,10 @@ impl<'a> FileRunner<'a> {
         if panics.is_empty() && !lost {
             return result;
         }
-        let message = match (&result, panics.is_empty()) {
-            (_, false) => panics.join(" || "),
-            (Err(DbError::Lost(m)), true) => format!("connection lost: {m}"),
-            (Err(e), true) => e.reason(),
-            (Ok(_), true) => unreachable!("neither a panic nor a lost session"),
+        let message = match &result {
+            _ if !panics.is_empty() => panics.join(" || "),
+            Err(e) => e.describe(),
+            Ok(_) => String::new(),
         };
         self.result.crashes.push(Crash {
             line,
