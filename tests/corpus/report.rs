@@ -133,8 +133,15 @@ pub fn render(input: &ReportInput<'_>) -> String {
         let _ = writeln!(out, "== Incremental mode: materialized views per directory ==");
         let _ = writeln!(
             out,
-            "{:<22} {:>8} {:>10} {:>13} {:>8} {:>9} {:>9}",
-            "directory", "created", "untracked", "create-failed", "dropped", "compared", "differed"
+            "{:<22} {:>8} {:>9} {:>9} {:>13} {:>13} {:>8} {:>10}",
+            "directory",
+            "created",
+            "compared",
+            "differed",
+            "not-compared",
+            "create-failed",
+            "dropped",
+            "untracked"
         );
         let rows = by_dir
             .iter()
@@ -145,14 +152,22 @@ pub fn render(input: &ReportInput<'_>) -> String {
             let v = &a.views;
             let _ = writeln!(
                 out,
-                "{:<22} {:>8} {:>10} {:>13} {:>8} {:>9} {:>9}",
-                dir, v.created, v.untracked, v.create_failed, v.dropped, v.compared, v.differed
+                "{:<22} {:>8} {:>9} {:>9} {:>13} {:>13} {:>8} {:>10}",
+                dir,
+                v.created,
+                v.compared,
+                v.differed,
+                v.not_compared,
+                v.create_failed,
+                v.dropped,
+                v.untracked
             );
         }
         let _ = writeln!(
             out,
-            "(untracked: the query's relations did not exist at the file's first write; \
-             dropped: before a DROP TABLE/VIEW of the file)\n"
+            "(created: views; the other columns count query records. compared: with the direct \
+             answer; not-compared: the direct query failed; dropped: before a DROP of the file; \
+             untracked: no view, the query's relations did not exist when views were created)\n"
         );
     }
 

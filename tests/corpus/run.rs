@@ -5,9 +5,10 @@
 //! - **incremental**: the same, and just before the file's first write
 //!   (`INSERT`, `UPDATE`, `DELETE`, `REPLACE`) every later query record
 //!   becomes `CREATE MATERIALIZED VIEW corpus_mv_<line> (c1, ..., cN) AS
-//!   <query>` (see `views.rs`). At each such query record the view is read
-//!   and compared, as a multiset of rendered rows, with the direct answer at
-//!   that point.
+//!   <query>`; so do later queries on relations created afterwards, just
+//!   before the first write that follows their creation (see `views.rs`).
+//!   At each query record that has a view, the view is read and compared, as
+//!   a multiset of rendered rows, with the direct answer at that point.
 //!
 //! Each record gets one verdict per mode. In incremental mode a query whose
 //! direct execution fails with an error keeps that error as its verdict (it
@@ -19,7 +20,7 @@ use super::db::{Backend, DbError, Output, Session};
 use super::format;
 use super::parser::{self, Body, Query, Record};
 use super::views::{ViewState, Views};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -96,31 +97,37 @@ impl Counts {
     }
 }
 
-/// What incremental mode did with the query records of a file.
+/// What incremental mode did with the query records of a file: views
+/// created, and how each query record (that ran) stood with its view.
 #[derive(Clone, Debug, Default)]
 pub struct ViewCounts {
     /// Views created.
     pub created: usize,
-    /// Queries on relations that did not exist yet (42P01): not tracked.
-    pub untracked: usize,
-    /// Views that could not be created for another reason.
-    pub create_failed: usize,
-    /// Views dropped before a DROP TABLE / DROP VIEW of the file.
-    pub dropped: usize,
-    /// Query records where a view was compared with the direct answer.
+    /// Query records with a view that was compared with the direct answer.
     pub compared: usize,
     /// ... and disagreed with it (or could not be read).
     pub differed: usize,
+    /// Query records with a view, not compared because the direct query
+    /// failed.
+    pub not_compared: usize,
+    /// Query records whose view could not be created (other than 42P01).
+    pub create_failed: usize,
+    /// Query records whose view was dropped before a DROP of the file.
+    pub dropped: usize,
+    /// Query records without a view: before the first write, or on
+    /// relations that did not exist when views were created (42P01).
+    pub untracked: usize,
 }
 
 impl ViewCounts {
     pub fn add(&mut self, o: &ViewCounts) {
         self.created += o.created;
-        self.untracked += o.untracked;
-        self.create_failed += o.create_failed;
-        self.dropped += o.dropped;
         self.compared += o.compared;
         self.differed += o.differed;
+        self.not_compared += o.not_compared;
+        self.create_failed += o.create_failed;
+        self.dropped += o.dropped;
+        self.untracked += o.untracked;
     }
 }
 
@@ -183,11 +190,12 @@ pub async fn run_file(
             match Session::open(&config.backend, &run_name, config.record_timeout).await {
                 Err(e) => {
                     result.fatal = Some(e.clone());
-                    let mut runner = FileRunner::new(config, None, mode, &mut result);
+                    let mut runner = FileRunner::new(config, None, mode, &records, &mut result);
                     runner.give_up(&records, 0, &format!("not run: {e}"));
                 }
                 Ok(session) => {
-                    let mut runner = FileRunner::new(config, Some(session), mode, &mut result);
+                    let mut runner =
+                        FileRunner::new(config, Some(session), mode, &records, &mut result);
                     runner.run(&records).await;
                 }
             }
@@ -224,6 +232,7 @@ impl<'a> FileRunner<'a> {
         config: &'a RunConfig,
         session: Option<Session>,
         mode: Mode,
+        records: &[Record],
         result: &'a mut FileResult,
     ) -> Self {
         FileRunner {
@@ -233,21 +242,18 @@ impl<'a> FileRunner<'a> {
             result,
             hash_threshold: 0,
             labels: HashMap::new(),
-            views: Views::default(),
+            views: Views::plan(records, Backend::ENGINE),
             recoveries: 0,
         }
     }
 
     async fn run(&mut self, records: &[Record]) {
         let engine = Backend::ENGINE;
-        let first_write = (self.mode == Mode::Incremental)
-            .then(|| {
-                records.iter().position(|r| {
-                    r.applies_to(engine)
-                        && matches!(&r.body, Body::Statement { sql, .. } if super::views::is_write(sql))
-                })
-            })
-            .flatten();
+        let incremental = self.mode == Mode::Incremental;
+        // Incremental mode: whether views have been created yet, and the
+        // relations created since they last were.
+        let mut first_views_done = false;
+        let mut new_relations: HashSet<String> = HashSet::new();
         for (idx, record) in records.iter().enumerate() {
             if self.session.is_none() {
                 let reason = "not run: the server could not be recovered";
@@ -260,14 +266,25 @@ impl<'a> FileRunner<'a> {
                 }
                 continue;
             }
-            if first_write == Some(idx) {
-                self.create_views(records, idx).await;
+            if let Body::Statement { sql, .. } = &record.body {
+                if incremental && super::views::is_write(sql) {
+                    if !first_views_done {
+                        self.create_views(records, idx, None).await;
+                        first_views_done = true;
+                    } else if !new_relations.is_empty() {
+                        self.create_views(records, idx, Some(&new_relations)).await;
+                        new_relations.clear();
+                    }
+                }
             }
             match &record.body {
                 Body::HashThreshold(n) => self.hash_threshold = *n,
                 Body::Halt => return,
                 Body::Statement { sql, expect_error } => {
-                    self.statement(record.line, sql, *expect_error).await
+                    let succeeded = self.statement(record.line, sql, *expect_error).await;
+                    if incremental && first_views_done && succeeded {
+                        new_relations.extend(super::views::created_relation(sql));
+                    }
                 }
                 Body::Query(q) => self.query(record.line, q).await,
             }
@@ -358,10 +375,11 @@ impl<'a> FileRunner<'a> {
         result
     }
 
-    async fn statement(&mut self, line: usize, sql: &str, expect_error: bool) {
+    /// Runs a statement record; returns whether the statement succeeded.
+    async fn statement(&mut self, line: usize, sql: &str, expect_error: bool) -> bool {
         if self.mode == Mode::Incremental {
             if let Some(names) = super::views::dropped_relations(sql) {
-                self.drop_views(|v| v.references_any(&names)).await;
+                self.drop_views(Some(&names)).await;
             }
         }
         let mut result = self.execute(line, sql).await;
@@ -371,10 +389,11 @@ impl<'a> FileRunner<'a> {
         {
             // Something still depends on the relation; if it is one of our
             // views, drop them all and try once more.
-            if self.drop_views(|_| true).await > 0 {
+            if self.drop_views(None).await > 0 {
                 result = self.execute(line, sql).await;
             }
         }
+        let succeeded = result.is_ok();
         let verdict = match (result, expect_error) {
             (Ok(_), false) | (Err(DbError::Sql { .. }), true) => None,
             (Ok(_), true) => Some((
@@ -387,6 +406,7 @@ impl<'a> FileRunner<'a> {
         if let Some((reason, detail)) = verdict {
             self.fail(line, Kind::Statement, sql, reason, detail);
         }
+        succeeded
     }
 
     async fn query(&mut self, line: usize, q: &Query) {
@@ -396,10 +416,8 @@ impl<'a> FileRunner<'a> {
             Direct::Rows(_, wrong) => wrong.clone(),
         };
         if self.mode == Mode::Incremental {
-            if let Direct::Rows(rows, _) = &direct {
-                if let Some(problem) = self.check_view(line, q, rows.as_ref()).await {
-                    verdict = Some(problem);
-                }
+            if let Some(problem) = self.check_view(line, q, &direct).await {
+                verdict = Some(problem);
             }
         }
         self.count(Kind::Query, verdict.is_none());
@@ -459,10 +477,16 @@ impl<'a> FileRunner<'a> {
         Direct::Rows(Some(rows), wrong)
     }
 
-    /// Incremental mode: before the first write, a view for every later
-    /// query record.
-    async fn create_views(&mut self, records: &[Record], first_write: usize) {
-        for record in &records[first_write + 1..] {
+    /// Incremental mode, at record index `now` (a write): creates the views
+    /// of the later query records that want one (`Views::wants_view`; with
+    /// `new_relations`, only queries mentioning one of them).
+    async fn create_views(
+        &mut self,
+        records: &[Record],
+        now: usize,
+        new_relations: Option<&HashSet<String>>,
+    ) {
+        for record in &records[now + 1..] {
             if !record.applies_to(Backend::ENGINE) {
                 continue;
             }
@@ -471,37 +495,34 @@ impl<'a> FileRunner<'a> {
                 Body::Query(q) => q,
                 _ => continue,
             };
+            if !self.views.wants_view(now, record.line, new_relations) {
+                continue;
+            }
             let name = format!("corpus_mv_{}", record.line);
             let sql = super::views::create_sql(&name, q);
             let state = match self.execute(record.line, &sql).await {
                 Ok(_) => {
                     self.result.views.created += 1;
-                    ViewState::live(name, &q.sql)
+                    ViewState::Live { name }
                 }
-                Err(e) if e.code() == Some("42P01") => {
-                    self.result.views.untracked += 1;
-                    ViewState::Untracked
-                }
-                Err(e) => {
-                    self.result.views.create_failed += 1;
-                    ViewState::CreateFailed {
-                        reason: e.reason(),
-                        detail: format!("{sql}\n{}", e.describe()),
-                    }
-                }
+                Err(e) if e.code() == Some("42P01") => ViewState::Untracked,
+                Err(e) => ViewState::CreateFailed {
+                    reason: e.reason(),
+                    detail: format!("{sql}\n{}", e.describe()),
+                },
             };
             self.views.insert(record.line, state);
         }
     }
 
-    /// Drops the live views `select` picks; returns how many.
-    async fn drop_views(&mut self, select: impl Fn(&ViewState) -> bool) -> usize {
-        let lines = self.views.live_lines(select);
+    /// Drops the live views whose query mentions one of `names` (all live
+    /// views for `None`); returns how many.
+    async fn drop_views(&mut self, names: Option<&[String]>) -> usize {
+        let lines = self.views.live_lines(names);
         for line in &lines {
-            let Some(ViewState::Live { name, .. }) = self.views.get(*line) else {
+            let Some(ViewState::Live { name }) = self.views.get(*line) else {
                 continue;
             };
-            let name = name.clone();
             let sql = format!("DROP MATERIALIZED VIEW {name}");
             let state = match self.execute(*line, &sql).await {
                 Ok(_) => ViewState::Dropped,
@@ -510,7 +531,6 @@ impl<'a> FileRunner<'a> {
                     detail: e.describe(),
                 },
             };
-            self.result.views.dropped += 1;
             self.views.insert(*line, state);
         }
         lines.len()
@@ -523,26 +543,45 @@ impl<'a> FileRunner<'a> {
         &mut self,
         line: usize,
         q: &Query,
-        rows: Option<&Vec<Vec<String>>>,
+        direct: &Direct,
     ) -> Option<(String, String)> {
-        let name = match self.views.get(line)? {
-            ViewState::Live { name, .. } => name.clone(),
-            ViewState::CreateFailed { reason, detail } => {
-                return Some((
-                    format!("incremental: CREATE MATERIALIZED VIEW: {reason}"),
-                    detail.clone(),
-                ));
+        // A view problem is reported only if the direct query ran.
+        let direct_ran = matches!(direct, Direct::Rows(..));
+        let counts = &mut self.result.views;
+        let name = match self.views.get(line) {
+            Some(ViewState::Live { name }) => name.clone(),
+            Some(ViewState::CreateFailed { reason, detail }) => {
+                counts.create_failed += 1;
+                return direct_ran.then(|| {
+                    (
+                        format!("incremental: CREATE MATERIALIZED VIEW: {reason}"),
+                        detail.clone(),
+                    )
+                });
             }
-            ViewState::DropFailed { reason, detail } => {
-                return Some((
-                    format!("incremental: DROP MATERIALIZED VIEW: {reason}"),
-                    detail.clone(),
-                ));
+            Some(ViewState::DropFailed { reason, detail }) => {
+                counts.dropped += 1;
+                return direct_ran.then(|| {
+                    (
+                        format!("incremental: DROP MATERIALIZED VIEW: {reason}"),
+                        detail.clone(),
+                    )
+                });
             }
-            ViewState::Untracked | ViewState::Dropped => return None,
+            Some(ViewState::Dropped) => {
+                counts.dropped += 1;
+                return None;
+            }
+            None | Some(ViewState::Untracked) => {
+                counts.untracked += 1;
+                return None;
+            }
         };
-        let rows = rows?;
-        self.result.views.compared += 1;
+        let Direct::Rows(Some(rows), _) = direct else {
+            counts.not_compared += 1;
+            return None;
+        };
+        counts.compared += 1;
         if self.config.backend.refreshes_views() {
             let refresh = format!("REFRESH MATERIALIZED VIEW {name}");
             if let Err(e) = self.execute(line, &refresh).await {

@@ -5,57 +5,94 @@
 //! avoids Postgres's "column specified more than once" for queries whose
 //! output columns share a name (`SELECT a, a` or two `?column?`).
 //!
-//! A view on a table keeps the table from being dropped (Postgres
+//! **When views are created.** Just before the file's first write (INSERT,
+//! UPDATE, DELETE, REPLACE), a view is created for every later query record;
+//! a 42P01 (undefined table) means its relations do not exist yet and it is
+//! not tracked. The corpus creates and drops tables as it goes (`index/*`
+//! files create tab1-tab4 after loading tab0, and `index/delete` drops and
+//! re-creates every table per block), so the same happens again just before
+//! the first write that follows a successful CREATE TABLE / CREATE VIEW, for
+//! the later queries that mention a relation created since and have no view
+//! (never tried, or not tracked so far). Either way a query is skipped if a
+//! DROP TABLE / DROP VIEW of one of its identifiers comes between that
+//! point and the query: its view would be dropped before it is read.
+//!
+//! **DROP.** A view on a table keeps the table from being dropped (Postgres
 //! semantics, no CASCADE). Before a file's `DROP TABLE` / `DROP VIEW`
 //! statement, the views whose query mentions a dropped name (as an
-//! identifier outside string literals) are dropped and no longer compared;
-//! if the statement still fails because objects depend on the relation
-//! (SQLSTATE 2BP01), every remaining view is dropped and the statement is
-//! retried once. Views are never dropped otherwise: each file runs on a
-//! fresh server.
+//! identifier outside string literals) are dropped; if the statement still
+//! fails because objects depend on the relation (SQLSTATE 2BP01), every
+//! remaining view is dropped and the statement is retried once. Views are
+//! never dropped otherwise: each file runs on a fresh server.
 
-use super::parser::Query;
-use std::collections::{BTreeMap, HashSet};
+use super::parser::{Body, Query, Record};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The view of one query record.
 #[derive(Clone, Debug)]
 pub enum ViewState {
-    /// Created; `idents` are the lowercased identifiers of its query.
-    Live { name: String, idents: HashSet<String> },
-    /// The query's relations did not exist before the first write (42P01).
+    /// Created, and not dropped.
+    Live { name: String },
+    /// The query's relations did not exist when it was tried (42P01).
     Untracked,
     /// Creation failed; reported at the query record.
     CreateFailed { reason: String, detail: String },
-    /// Dropped before a DROP of a relation it used: no longer compared.
+    /// Dropped before a DROP of a relation it used (or of a relation other
+    /// views kept from being dropped): not compared.
     Dropped,
     /// Dropping it failed; reported at the query record.
     DropFailed { reason: String, detail: String },
 }
 
-impl ViewState {
-    pub fn live(name: String, query: &str) -> ViewState {
-        ViewState::Live {
-            name,
-            idents: identifiers(query),
-        }
-    }
-
-    /// Whether a live view's query mentions one of `names` (lowercase).
-    pub fn references_any(&self, names: &[String]) -> bool {
-        match self {
-            ViewState::Live { idents, .. } => names.iter().any(|n| idents.contains(n)),
-            _ => false,
-        }
-    }
-}
-
-/// The views of a file, by the line of their query record.
-#[derive(Default)]
+/// The views of a file and what is known about its query records.
 pub struct Views {
+    /// By the line of the query record.
     by_line: BTreeMap<usize, ViewState>,
+    /// The lowercased identifiers of every query record, by line.
+    idents: HashMap<usize, HashSet<String>>,
+    /// For each query record (by line), the record index of the last DROP
+    /// TABLE / DROP VIEW before it that names one of its identifiers.
+    last_drop: HashMap<usize, usize>,
 }
 
 impl Views {
+    /// Prepares the views of `records` (those that run on `engine`).
+    pub fn plan(records: &[Record], engine: &str) -> Views {
+        let mut idents = HashMap::new();
+        let mut last_drop = HashMap::new();
+        let mut drops: Vec<(usize, Vec<String>)> = Vec::new();
+        for (idx, record) in records.iter().enumerate() {
+            if !record.applies_to(engine) {
+                continue;
+            }
+            match &record.body {
+                Body::Statement { sql, .. } => {
+                    if let Some(names) = dropped_relations(sql) {
+                        drops.push((idx, names));
+                    }
+                }
+                Body::Query(q) => {
+                    let ids = identifiers(&q.sql);
+                    let last = drops
+                        .iter()
+                        .rev()
+                        .find(|(_, names)| names.iter().any(|n| ids.contains(n)))
+                        .map(|(i, _)| *i);
+                    if let Some(last) = last {
+                        last_drop.insert(record.line, last);
+                    }
+                    idents.insert(record.line, ids);
+                }
+                _ => {}
+            }
+        }
+        Views {
+            by_line: BTreeMap::new(),
+            idents,
+            last_drop,
+        }
+    }
+
     pub fn insert(&mut self, line: usize, state: ViewState) {
         self.by_line.insert(line, state);
     }
@@ -64,11 +101,42 @@ impl Views {
         self.by_line.get(&line)
     }
 
-    /// The lines of the live views that `select` picks.
-    pub fn live_lines(&self, select: impl Fn(&ViewState) -> bool) -> Vec<usize> {
+    /// Whether to create a view, at record index `now`, for the query record
+    /// at line `line`: it has none (never tried, not tracked or dropped), it
+    /// mentions one of `new_relations` (`None`: any query), and no DROP of
+    /// one of its identifiers comes between `now` and it.
+    pub fn wants_view(
+        &self,
+        now: usize,
+        line: usize,
+        new_relations: Option<&HashSet<String>>,
+    ) -> bool {
+        let available = matches!(
+            self.by_line.get(&line),
+            None | Some(ViewState::Untracked) | Some(ViewState::Dropped)
+        );
+        let relevant = match (new_relations, self.idents.get(&line)) {
+            (None, _) => true,
+            (Some(new), Some(ids)) => new.iter().any(|n| ids.contains(n)),
+            (Some(_), None) => false,
+        };
+        let outlives_drops = self.last_drop.get(&line).is_none_or(|d| *d < now);
+        available && relevant && outlives_drops
+    }
+
+    /// The lines of the live views whose query mentions one of `names`; all
+    /// live views if `names` is `None`.
+    pub fn live_lines(&self, names: Option<&[String]>) -> Vec<usize> {
         self.by_line
             .iter()
-            .filter(|(_, s)| matches!(s, ViewState::Live { .. }) && select(s))
+            .filter(|(_, s)| matches!(s, ViewState::Live { .. }))
+            .filter(|(line, _)| match names {
+                None => true,
+                Some(names) => self
+                    .idents
+                    .get(line)
+                    .is_some_and(|ids| names.iter().any(|n| ids.contains(n))),
+            })
             .map(|(line, _)| *line)
             .collect()
     }
@@ -124,6 +192,40 @@ pub fn dropped_relations(sql: &str) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// The relation a `CREATE [OR REPLACE] [TEMP|TEMPORARY] [MATERIALIZED]
+/// TABLE|VIEW [IF NOT EXISTS] <name>` statement creates (lowercase,
+/// unqualified), or `None` for any other statement.
+pub fn created_relation(sql: &str) -> Option<String> {
+    let words: Vec<String> = sql
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let mut rest = words.iter().map(String::as_str);
+    if rest.next()? != "create" {
+        return None;
+    }
+    let mut word = rest.next()?;
+    if word == "or" {
+        rest.next()?; // replace
+        word = rest.next()?;
+    }
+    if matches!(word, "temp" | "temporary" | "materialized") {
+        word = rest.next()?;
+    }
+    if word != "table" && word != "view" {
+        return None;
+    }
+    let mut name = rest.next()?;
+    if name == "if" {
+        rest.next()?; // not
+        rest.next()?; // exists
+        name = rest.next()?;
+    }
+    let unqualified = name.rsplit('.').next().unwrap_or(name);
+    Some(unqualified.trim_matches('"').to_string())
+}
+
 fn first_word(sql: &str) -> &str {
     let s = sql.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
     let end = s
@@ -134,7 +236,7 @@ fn first_word(sql: &str) -> &str {
 
 /// The lowercased identifiers and keywords of a SQL text, skipping string
 /// literals (double-quoted identifiers are unquoted).
-fn identifiers(sql: &str) -> HashSet<String> {
+pub fn identifiers(sql: &str) -> HashSet<String> {
     let mut out = HashSet::new();
     let mut chars = sql.chars().peekable();
     let mut word = String::new();
@@ -203,14 +305,33 @@ mod tests {
     }
 
     #[test]
-    fn references() {
-        let v = ViewState::live(
-            "corpus_mv_1".into(),
-            "SELECT a FROM tab0 AS cor0 WHERE b = 'tab1' AND \"Tab2\".x = 1",
+    fn creates() {
+        assert_eq!(
+            created_relation("CREATE TABLE tab0(pk INTEGER PRIMARY KEY)"),
+            Some("tab0".into())
         );
-        assert!(v.references_any(&["tab0".into()]));
-        assert!(v.references_any(&["tab2".into()]));
-        assert!(!v.references_any(&["tab1".into()]));
-        assert!(!v.references_any(&["tab".into()]));
+        assert_eq!(created_relation("create view V1 AS SELECT 1"), Some("v1".into()));
+        assert_eq!(
+            created_relation("CREATE TEMP TABLE IF NOT EXISTS s.t2 (a INT)"),
+            Some("t2".into())
+        );
+        assert_eq!(created_relation("CREATE INDEX i ON t(a)"), None);
+        assert_eq!(created_relation("INSERT INTO t VALUES(1)"), None);
+    }
+
+    #[test]
+    fn plans_views() {
+        let text = "statement ok\nCREATE TABLE tab0(a INTEGER)\n\nstatement ok\nINSERT INTO tab0 VALUES(1)\n\nquery I nosort\nSELECT a FROM tab0 WHERE a = 'tab1'\n----\n1\n\nstatement ok\nDROP TABLE tab0\n\nquery I nosort\nSELECT a FROM tab0\n----\n\nquery I nosort\nSELECT \"TAB1\".a FROM tab1\n----\n";
+        let records = super::super::parser::parse(text).expect("parse");
+        let views = Views::plan(&records, "postgresql");
+        let new: HashSet<String> = ["tab1".to_string()].into();
+        // Before the first write (record 1): the first query outlives no drop.
+        assert!(views.wants_view(1, records[2].line, None));
+        // The second query comes after DROP TABLE tab0 (record 3).
+        assert!(!views.wants_view(1, records[4].line, None));
+        assert!(views.wants_view(4, records[4].line, None));
+        // Only the last query mentions tab1 (the first has it in a string).
+        assert!(!views.wants_view(1, records[2].line, Some(&new)));
+        assert!(views.wants_view(1, records[5].line, Some(&new)));
     }
 }
