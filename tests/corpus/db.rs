@@ -90,6 +90,15 @@ impl DbError {
     }
 }
 
+/// New lines of the server's log.
+#[derive(Debug, Default)]
+pub struct ServerLog {
+    /// Panics and fatal runtime errors, each with the two lines after it.
+    pub panics: Vec<String>,
+    /// The last few lines.
+    pub tail: Vec<String>,
+}
+
 /// The database behind a session; dropping it stops the server or drops the
 /// database.
 enum Guard {
@@ -192,32 +201,50 @@ impl Session {
         Ok(output)
     }
 
-    /// Panic messages the server logged since the last call (ripple only):
-    /// the lines from each `panicked at` on, a few lines each.
-    pub fn new_panics(&mut self) -> Vec<String> {
+    /// What the server logged since the last call (ripple only): each
+    /// panic or fatal runtime error (with the two lines after it), and the
+    /// last few lines.
+    pub fn new_log(&mut self) -> ServerLog {
+        let mut log = ServerLog::default();
         let Guard::Ripple {
             server: Some(server),
             log_offset,
         } = &mut self.guard
         else {
-            return Vec::new();
+            return log;
         };
         let Ok(mut file) = std::fs::File::open(server.log_path()) else {
-            return Vec::new();
+            return log;
         };
         let mut text = String::new();
         if file.seek(SeekFrom::Start(*log_offset)).is_err() || file.read_to_string(&mut text).is_err()
         {
-            return Vec::new();
+            return log;
         }
         *log_offset += text.len() as u64;
-        let lines: Vec<&str> = text.lines().collect();
-        lines
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        log.panics = lines
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.contains("panicked at"))
+            .filter(|(_, l)| {
+                l.contains("panicked at") || l.contains("fatal runtime error") || l.contains("overflowed its stack")
+            })
             .map(|(i, _)| lines[i..(i + 3).min(lines.len())].join(" | "))
-            .collect()
+            .collect();
+        log.tail = lines[lines.len().saturating_sub(5)..]
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        log
+    }
+
+    /// Whether the server still accepts connections (after this session's
+    /// connection broke).
+    pub async fn server_alive(&self) -> bool {
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), connect(&self.conn_str)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Makes the session usable again after a timeout, a lost connection or
@@ -239,7 +266,7 @@ impl Session {
                 *server = Some(restarted);
                 self.client = connect(&self.conn_str).await?;
                 // Skip the log of the incarnation that died.
-                self.new_panics();
+                self.new_log();
                 Ok(())
             }
             Guard::Postgres { .. } => {

@@ -343,13 +343,26 @@ impl<'a> FileRunner<'a> {
             return Err(DbError::Lost("the server could not be recovered".into()));
         };
         let result = session.run(sql).await;
-        let panics = session.new_panics();
+        let log = session.new_log();
         let lost = matches!(&result, Err(e) if e.needs_recovery());
-        if panics.is_empty() && !lost {
+        if log.panics.is_empty() && !lost {
             return result;
         }
         let message = match &result {
-            _ if !panics.is_empty() => panics.join(" || "),
+            _ if !log.panics.is_empty() => log.panics.join(" || "),
+            Err(e @ DbError::Lost(_)) => {
+                let state = if session.server_alive().await {
+                    "the server still accepts connections"
+                } else {
+                    "the server is gone"
+                };
+                let tail = if log.tail.is_empty() {
+                    "nothing new in its log (killed?)".to_string()
+                } else {
+                    format!("its log ends: {}", log.tail.join(" | "))
+                };
+                format!("{}; {state}; {tail}", e.describe())
+            }
             Err(e) => e.describe(),
             Ok(_) => String::new(),
         };
@@ -379,20 +392,10 @@ impl<'a> FileRunner<'a> {
     async fn statement(&mut self, line: usize, sql: &str, expect_error: bool) -> bool {
         if self.mode == Mode::Incremental {
             if let Some(names) = super::views::dropped_relations(sql) {
-                self.drop_views(Some(&names)).await;
+                self.drop_views(&names).await;
             }
         }
-        let mut result = self.execute(line, sql).await;
-        if self.mode == Mode::Incremental
-            && matches!(&result, Err(e) if e.code() == Some("2BP01"))
-            && super::views::dropped_relations(sql).is_some()
-        {
-            // Something still depends on the relation; if it is one of our
-            // views, drop them all and try once more.
-            if self.drop_views(None).await > 0 {
-                result = self.execute(line, sql).await;
-            }
-        }
+        let result = self.execute(line, sql).await;
         let succeeded = result.is_ok();
         let verdict = match (result, expect_error) {
             (Ok(_), false) | (Err(DbError::Sql { .. }), true) => None,
@@ -515,9 +518,8 @@ impl<'a> FileRunner<'a> {
         }
     }
 
-    /// Drops the live views whose query mentions one of `names` (all live
-    /// views for `None`); returns how many.
-    async fn drop_views(&mut self, names: Option<&[String]>) -> usize {
+    /// Drops the live views whose query mentions one of `names`.
+    async fn drop_views(&mut self, names: &[String]) {
         let lines = self.views.live_lines(names);
         for line in &lines {
             let Some(ViewState::Live { name }) = self.views.get(*line) else {
@@ -533,7 +535,6 @@ impl<'a> FileRunner<'a> {
             };
             self.views.insert(*line, state);
         }
-        lines.len()
     }
 
     /// Incremental mode: compares the query's view with the direct answer

@@ -20,9 +20,11 @@
 //! **DROP.** A view on a table keeps the table from being dropped (Postgres
 //! semantics, no CASCADE). Before a file's `DROP TABLE` / `DROP VIEW`
 //! statement, the views whose query mentions a dropped name (as an
-//! identifier outside string literals) are dropped; if the statement still
-//! fails because objects depend on the relation (SQLSTATE 2BP01), every
-//! remaining view is dropped and the statement is retried once. Views are
+//! identifier outside string literals) are dropped. That is enough: a view
+//! can only depend on the relation otherwise through a view of the file that
+//! is still there, and that one blocks the DROP in direct mode too. (Were a
+//! view of ours to block a DROP, the statement would fail in incremental
+//! mode only, which the report shows as an incremental failure.) Views are
 //! never dropped otherwise: each file runs on a fresh server.
 
 use super::parser::{Body, Query, Record};
@@ -37,8 +39,7 @@ pub enum ViewState {
     Untracked,
     /// Creation failed; reported at the query record.
     CreateFailed { reason: String, detail: String },
-    /// Dropped before a DROP of a relation it used (or of a relation other
-    /// views kept from being dropped): not compared.
+    /// Dropped before a DROP of a relation it used: not compared.
     Dropped,
     /// Dropping it failed; reported at the query record.
     DropFailed { reason: String, detail: String },
@@ -124,18 +125,15 @@ impl Views {
         available && relevant && outlives_drops
     }
 
-    /// The lines of the live views whose query mentions one of `names`; all
-    /// live views if `names` is `None`.
-    pub fn live_lines(&self, names: Option<&[String]>) -> Vec<usize> {
+    /// The lines of the live views whose query mentions one of `names`.
+    pub fn live_lines(&self, names: &[String]) -> Vec<usize> {
         self.by_line
             .iter()
             .filter(|(_, s)| matches!(s, ViewState::Live { .. }))
-            .filter(|(line, _)| match names {
-                None => true,
-                Some(names) => self
-                    .idents
+            .filter(|(line, _)| {
+                self.idents
                     .get(line)
-                    .is_some_and(|ids| names.iter().any(|n| ids.contains(n))),
+                    .is_some_and(|ids| names.iter().any(|n| ids.contains(n)))
             })
             .map(|(line, _)| *line)
             .collect()
