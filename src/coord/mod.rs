@@ -200,41 +200,40 @@ impl Coordinator {
                 state.write(vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "INSERT".into(), rows: Some(n) })
             }
-            Plan::Update { table, table_name, desc, predicates, assignments } => {
-                let current = self.read_table(&mut state, table).await?;
+            Plan::Update { table, table_name, desc, selection, assignments } => {
+                // The rows to change and their new values are a query read at
+                // the write timestamp under the lock, so subqueries work and
+                // no write comes between the read and the write.
+                let selection = crate::planner::optimize(selection, &state.catalog);
+                let ts = state.write_ts;
+                let rx = state.read(selection, ts);
+                let rows = self.collect(rx).await?;
+                let width = desc.arity();
                 let mut updates = Vec::new();
                 let mut n = 0;
-                for (row, diff) in current {
-                    let datums = row.unpack();
-                    if !all_true(&predicates, &datums)? {
-                        continue;
+                for datums in rows {
+                    let old: Vec<Datum> = datums[..width].to_vec();
+                    let mut new = old.clone();
+                    for (i, col) in assignments.iter().enumerate() {
+                        new[*col] = datums[width + i].clone();
                     }
-                    let mut new = datums.clone();
-                    for (col, e) in &assignments {
-                        new[*col] = e.eval(&datums)?;
-                    }
-                    let new_row = Row::from_datums(check_row(new, &desc, &table_name)?);
-                    n += diff.max(0) as u64;
-                    if new_row != row {
-                        updates.push((row, -diff));
-                        updates.push((new_row, diff));
+                    let new = check_row(new, &desc, &table_name)?;
+                    n += 1;
+                    if new != old {
+                        updates.push((old, -1));
+                        updates.push((new, 1));
                     }
                 }
-                let updates = updates.into_iter().map(|(r, d)| (r.unpack(), d)).collect::<Vec<_>>();
                 state.write(vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "UPDATE".into(), rows: Some(n) })
             }
-            Plan::Delete { table, predicates, .. } => {
-                let current = self.read_table(&mut state, table).await?;
-                let mut updates = Vec::new();
-                let mut n = 0;
-                for (row, diff) in current {
-                    let datums = row.unpack();
-                    if all_true(&predicates, &datums)? {
-                        n += diff.max(0) as u64;
-                        updates.push((datums, -diff));
-                    }
-                }
+            Plan::Delete { table, selection, .. } => {
+                let selection = crate::planner::optimize(selection, &state.catalog);
+                let ts = state.write_ts;
+                let rx = state.read(selection, ts);
+                let rows = self.collect(rx).await?;
+                let n = rows.len() as u64;
+                let updates = rows.into_iter().map(|r| (r, -1)).collect();
                 state.write(vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "DELETE".into(), rows: Some(n) })
             }
@@ -404,18 +403,6 @@ impl Coordinator {
             Some(e) => Err(e.into()),
             None => Ok(rows),
         }
-    }
-
-    async fn read_table(&self, state: &mut State, table: GlobalId) -> Result<Vec<(Row, Diff)>, Error> {
-        let ts = state.write_ts;
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        state.dataflow.broadcast(Command::Peek { id: table, time: ts, reply: tx });
-        let rows = self.collect(rx).await?;
-        let mut counted: BTreeMap<Row, Diff> = BTreeMap::new();
-        for r in rows {
-            *counted.entry(Row::from_datums(r)).or_default() += 1;
-        }
-        Ok(counted.into_iter().collect())
     }
 
     async fn arrangements(&self, names: &BTreeMap<GlobalId, String>) -> Vec<Vec<Datum>> {
@@ -641,15 +628,6 @@ impl State {
     }
 }
 
-fn all_true(predicates: &[crate::expr::ScalarExpr], datums: &[Datum]) -> Result<bool, Error> {
-    for p in predicates {
-        if !p.eval_predicate(datums)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 /// Applies column type modifiers and NOT NULL to a row about to be written.
 fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Datum>, Error> {
     let mut out = Vec::with_capacity(row.len());
@@ -673,19 +651,7 @@ fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Da
 
 /// The scalar type a datum carries (for parameters).
 fn datum_type(d: &Datum) -> Option<ScalarType> {
-    Some(match d {
-        Datum::Null => return None,
-        Datum::Bool(_) => ScalarType::Bool,
-        Datum::Int16(_) => ScalarType::Int16,
-        Datum::Int32(_) => ScalarType::Int32,
-        Datum::Int64(_) => ScalarType::Int64,
-        Datum::Float32(_) => ScalarType::Float32,
-        Datum::Float64(_) => ScalarType::Float64,
-        Datum::Numeric(_) => ScalarType::Numeric { precision: None, scale: None },
-        Datum::Text(_) => ScalarType::Text,
-        Datum::Date(_) => ScalarType::Date,
-        Datum::Timestamp(_) => ScalarType::Timestamp,
-    })
+    d.scalar_type()
 }
 
 /// Sorts, offsets, limits and projects rows for the client.

@@ -10,7 +10,13 @@
 //! Must not: know SQL text, the catalog, or storage.
 
 mod accum;
+mod hierarchy;
+mod reduce;
 mod render;
+#[cfg(test)]
+mod tests;
+mod topk;
+mod window;
 mod worker;
 
 use crate::expr::RelationExpr;

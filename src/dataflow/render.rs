@@ -3,12 +3,14 @@
 //! a read of the result reports the first error, and deleting the offending
 //! input rows retracts it).
 //!
+//! `Reduce` is rendered by `reduce.rs`, `TopK` by `topk.rs`.
+//!
 //! Arrangements: `Get` imports the registered arrangement of a table or
 //! materialized view; a join step imports an existing index on its lookup
 //! input when the plan names one, and otherwise arranges that input itself.
 
-use crate::expr::{AggregateExpr, JoinPlan, RelationExpr, ScalarExpr};
-use crate::expr::relation::{compare_rows, ColumnOrder};
+use crate::dataflow::{reduce, topk};
+use crate::expr::{JoinPlan, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, Timestamp};
 use differential_dataflow::input::Input;
 use differential_dataflow::operators::arrange::TraceAgent;
@@ -34,12 +36,12 @@ pub struct TraceBundle {
     pub index_of: Option<(GlobalId, Vec<usize>)>,
 }
 
-fn empty<'s, D: Clone + 'static>(scope: Scope<'s, Timestamp>) -> VecCollection<'s, Timestamp, D, Diff> {
+pub(crate) fn empty<'s, D: Clone + 'static>(scope: Scope<'s, Timestamp>) -> VecCollection<'s, Timestamp, D, Diff> {
     timely::dataflow::operators::generic::operator::empty(scope).as_collection()
 }
 
 /// A collection holding `items` at time 0, contributed by worker 0 only.
-fn constant<'s, D: differential_dataflow::Data>(
+pub(crate) fn constant<'s, D: differential_dataflow::Data>(
     scope: Scope<'s, Timestamp>,
     items: Vec<(D, Diff)>,
     worker_index: usize,
@@ -51,7 +53,7 @@ fn constant<'s, D: differential_dataflow::Data>(
 }
 
 /// Splits a collection of results into rows and errors.
-fn split<'s>(results: VecCollection<'s, Timestamp, Result<Row, EvalError>, Diff>) -> (Coll<'s>, ErrColl<'s>) {
+pub(crate) fn split<'s>(results: VecCollection<'s, Timestamp, Result<Row, EvalError>, Diff>) -> (Coll<'s>, ErrColl<'s>) {
     let ok = results.clone().flat_map(|r| r.ok());
     let err = results.flat_map(|r| r.err());
     (ok, err)
@@ -71,12 +73,10 @@ fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalErr
     Ok(Some(Row::from_datums(vals)))
 }
 
-/// Numerics that are equal compare equal as keys (1.0 = 1.00).
-fn normalize_key(d: Datum) -> Datum {
-    match d {
-        Datum::Numeric(n) => Datum::Numeric(n.normalize()),
-        other => other,
-    }
+/// Values that are equal in SQL are equal as keys: see
+/// `expr::agg::normalize_datum`.
+pub(crate) fn normalize_key(d: Datum) -> Datum {
+    crate::expr::agg::normalize_datum(d)
 }
 
 /// Renders `expr` in `scope`, importing arrangements from `traces`.
@@ -137,27 +137,30 @@ pub fn render<'s>(
         }
         RelationExpr::Reduce { input, group_key, aggregates } => {
             let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push(format!("reduce input by group key {group_key:?}"));
-            render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index)
+            built.push(reduce::describe(group_key, aggregates));
+            reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
             let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push(format!("top-k input by group key {group_key:?}"));
-            let key = group_key.clone();
-            let order = order.clone();
-            let (limit, offset) = (*limit, *offset);
-            let out = ok
-                .map(move |row| (row.project(&key), row))
-                .reduce(move |_k, vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
-                    top_k(vals, &order, limit, offset, out)
-                })
-                .map(|(_k, row)| row);
-            (out, err)
+            built.push(topk::describe(group_key, *limit, *offset));
+            (topk::render_topk(ok, group_key.clone(), order.clone(), *limit, *offset), err)
         }
         RelationExpr::Distinct { input } => {
             let (ok, err) = render(scope, input, traces, worker_index, built);
             built.push("distinct input by row".into());
+            // A threshold reads one key (the row) per changed row: O(change).
             let out = ok.threshold(|_row, r: &Diff| if *r > 0 { 1 } else { 0 });
+            (out, err)
+        }
+        RelationExpr::Window { input, partition, order, func } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push(format!("window {} by partition", func.name()));
+            crate::dataflow::window::render_window(ok, err, partition.clone(), order.clone(), func.clone())
+        }
+        RelationExpr::Threshold { input } => {
+            let (ok, err) = render(scope, input, traces, worker_index, built);
+            built.push("threshold input by row".into());
+            let out = ok.threshold(|_row, r: &Diff| if *r > 0 { *r } else { 0 });
             (out, err)
         }
         RelationExpr::Union { inputs } => {
@@ -315,106 +318,6 @@ fn lookup_side<'s>(
 fn fmt_key(key: &[ScalarExpr]) -> String {
     let parts: Vec<String> = key.iter().map(|k| k.to_string()).collect();
     format!("({})", parts.join(", "))
-}
-
-fn render_reduce<'s>(
-    scope: Scope<'s, Timestamp>,
-    ok: Coll<'s>,
-    err: ErrColl<'s>,
-    group_key: Vec<usize>,
-    aggregates: Vec<AggregateExpr>,
-    worker_index: usize,
-) -> (Coll<'s>, ErrColl<'s>) {
-    let aggs = aggregates.clone();
-    let key = group_key.clone();
-    // (group key, aggregate inputs) per row; evaluation errors split off.
-    let prepared = ok.map(move |row| {
-        let datums = row.unpack();
-        let key_row = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
-        let mut vals = Vec::with_capacity(aggs.len());
-        for a in &aggs {
-            match a.expr.eval(&datums) {
-                Ok(d) => vals.push(d),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((key_row, Row::from_datums(vals)))
-    });
-    let err = err.concat(prepared.clone().flat_map(|r| r.err()));
-    let prepared = prepared.flat_map(|r| r.ok());
-    let (ok_rows, err) = if crate::dataflow::accum::accumulable(&aggregates) {
-        // Totals live in the difference type: O(change) per update.
-        let aggs = aggregates.clone();
-        let totals = prepared
-            .explode(|(key, vals): (Row, Row)| Some((key, crate::dataflow::accum::Accum::of_row(&vals.unpack()))))
-            .count_core::<Diff>();
-        let results = totals.map(move |(key, acc)| acc.finish(&aggs).map(|vals| key.concat(&Row::from_datums(vals))));
-        let (ok_rows, errs) = split(results);
-        (ok_rows, err.concat(errs))
-    } else {
-        reduce_by_group(prepared, err, aggregates.clone())
-    };
-    if !group_key.is_empty() {
-        return (ok_rows, err);
-    }
-    // A global aggregate has one row even over empty input: add the
-    // default row and retract it whenever a computed row exists.
-    let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
-    let d2 = default.clone();
-    let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
-    let defaults = constant(scope, vec![(default, 1)], worker_index);
-    (ok_rows.concat(defaults).concat(retract), err)
-}
-
-/// Aggregates that need every value of a group (min, max, DISTINCT,
-/// floats), evaluated per group with differential's `reduce`.
-fn reduce_by_group<'s>(
-    prepared: VecCollection<'s, Timestamp, (Row, Row), Diff>,
-    err: ErrColl<'s>,
-    aggregates: Vec<AggregateExpr>,
-) -> (Coll<'s>, ErrColl<'s>) {
-    let aggs = aggregates;
-    let reduced = prepared.reduce(
-        move |_key: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
-            let unpacked: Vec<(Vec<Datum>, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *d)).collect();
-            let mut results = Vec::with_capacity(aggs.len());
-            for (i, a) in aggs.iter().enumerate() {
-                match a.func.eval(unpacked.iter().map(|(ds, d)| (&ds[i], *d)), a.distinct) {
-                    Ok(d) => results.push(d),
-                    Err(e) => {
-                        out.push((Err(e), 1));
-                        return;
-                    }
-                }
-            }
-            out.push((Ok(Row::from_datums(results)), 1));
-        },
-    );
-    let ok_rows = reduced.clone().flat_map(|(k, r)| r.ok().map(|vals| k.concat(&vals)));
-    (ok_rows, err.concat(reduced.flat_map(|(_k, r)| r.err())))
-}
-
-fn top_k(vals: &[(&Row, Diff)], order: &[ColumnOrder], limit: Option<usize>, offset: usize, out: &mut Vec<(Row, Diff)>) {
-    let mut rows: Vec<(Vec<Datum>, &Row, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *r, *d)).collect();
-    rows.sort_by(|a, b| compare_rows(&a.0, &b.0, order));
-    let mut skip = offset as i64;
-    let mut remaining = limit.map(|l| l as i64).unwrap_or(i64::MAX);
-    for (_, row, d) in rows {
-        let mut n = d;
-        if skip > 0 {
-            let s = skip.min(n);
-            skip -= s;
-            n -= s;
-        }
-        let take = n.min(remaining);
-        if take > 0 {
-            out.push((row.clone(), take));
-            remaining -= take;
-        }
-        if remaining == 0 {
-            break;
-        }
-    }
 }
 
 /// Arranges the rows and errors of a maintained collection for export.

@@ -1,18 +1,26 @@
 //! Scalar functions and operators with Postgres semantics: checked integer
 //! arithmetic (overflow is an error), exact numeric with Postgres's result
-//! scales, three-valued logic, casts.
+//! scales, three-valued logic, casts, and the function library of the
+//! string, math, date/time and jsonb families (evaluation in the
+//! submodules, dispatch and result types here).
 //!
 //! Operands arrive already coerced by the binder to the operator's input
 //! types, so each function dispatches on matching datum variants.
 
+mod datetime;
+mod math;
+pub mod strings;
+
 use crate::expr::scalar::ScalarExpr;
 use crate::repr::datum::integer_digits;
-use crate::repr::{Datum, EvalError, ScalarType};
-use chrono::{Duration, NaiveTime};
+use crate::repr::{ColumnType, Datum, EvalError, Jsonb, ScalarType};
+use chrono::NaiveTime;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::cmp::Ordering;
 use std::fmt;
+
+pub use self::datetime::{parse_unit, Unit};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum UnaryFunc {
@@ -29,10 +37,37 @@ pub enum UnaryFunc {
     Cast { to: ScalarType, explicit: bool },
     Upper,
     Lower,
-    /// `length`/`char_length` of a string, in characters.
+    /// `length`/`char_length` of a string, in characters (bytes for bytea).
     Length,
     /// `character(n)` to text: trailing blanks are not significant.
     BpcharToText,
+    OctetLength,
+    Reverse,
+    Initcap,
+    Ascii,
+    Chr,
+    Sqrt,
+    Cbrt,
+    Exp,
+    Ln,
+    Log10,
+    Floor,
+    Ceil,
+    Sign,
+    /// `trunc(double precision)`.
+    Trunc,
+    /// `round(double precision)`: half to even.
+    Round,
+    JustifyDays,
+    JustifyHours,
+    JustifyInterval,
+    JsonbTypeof,
+    JsonbArrayLength,
+    /// `to_jsonb(anyelement)` (and the conversion of `jsonb_build_*`
+    /// arguments).
+    ToJsonb,
+    /// `to_timestamp(double precision)`.
+    ToTimestamp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +83,96 @@ pub enum BinaryFunc {
     Lte,
     Gt,
     Gte,
-    /// `||` on strings.
+    /// `||` on strings, bytea and jsonb.
     Concat,
     /// `round(numeric, int)`.
     RoundScale,
+    /// `trunc(numeric, int)`.
+    TruncScale,
+    /// `div(numeric, numeric)`: the truncated quotient.
+    DivTrunc,
+    /// `power(a, b)` on double precision or numeric.
+    Power,
+    /// `log(base numeric, x numeric)`.
+    LogBase,
     /// `IS DISTINCT FROM` (never NULL).
     IsDistinctFrom,
+    /// `text LIKE pattern` (the pattern escaped with backslashes).
+    Like,
+    ILike,
+    /// `like_escape(pattern, escape)`: rewrites an ESCAPE clause's pattern
+    /// to backslash escapes.
+    LikeEscape,
+    /// `strpos(string, substring)`.
+    StrPos,
+    StartsWith,
+    Left,
+    Right,
+    Repeat,
+    /// Trims characters of the second argument from both ends.
+    Btrim,
+    Ltrim,
+    Rtrim,
+    /// `encode(bytea, format)`.
+    Encode,
+    /// `decode(text, format)`.
+    Decode,
+    /// `jsonb -> text|int`.
+    JsonbGet,
+    /// `jsonb ->> text|int`.
+    JsonbGetText,
+    /// `jsonb @> jsonb`.
+    JsonbContains,
+    /// `jsonb <@ jsonb`.
+    JsonbContainedBy,
+    /// `jsonb ? text`.
+    JsonbExists,
+    /// `date_part(text, value)`, double precision.
+    DatePart,
+    /// `extract(field from value)`, numeric.
+    Extract,
+    /// `date_trunc(text, value)`.
+    DateTrunc,
+    /// `age(timestamp, timestamp)`.
+    Age,
+    /// `timezone(zone, value)` / `value AT TIME ZONE zone`.
+    Timezone,
+    /// `to_char(timestamp|timestamptz, format)`.
+    ToChar,
+}
+
+/// Functions whose value is the time of the statement: constant within a
+/// statement, so refused in maintained views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatementTimeFunc {
+    Now,
+    CurrentTimestamp,
+    CurrentDate,
+    LocalTimestamp,
+    TransactionTimestamp,
+    StatementTimestamp,
+}
+
+impl StatementTimeFunc {
+    /// The name as written in SQL (for error messages).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StatementTimeFunc::Now => "now()",
+            StatementTimeFunc::CurrentTimestamp => "current_timestamp",
+            StatementTimeFunc::CurrentDate => "current_date",
+            StatementTimeFunc::LocalTimestamp => "localtimestamp",
+            StatementTimeFunc::TransactionTimestamp => "transaction_timestamp()",
+            StatementTimeFunc::StatementTimestamp => "statement_timestamp()",
+        }
+    }
+
+    pub fn output_type(&self) -> ScalarType {
+        match self {
+            StatementTimeFunc::CurrentDate => ScalarType::Date,
+            StatementTimeFunc::LocalTimestamp => ScalarType::Timestamp { precision: None },
+            _ => ScalarType::TimestampTz { precision: None },
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +182,28 @@ pub enum VariadicFunc {
     Coalesce,
     Greatest,
     Least,
+    /// `concat(any...)`: NULLs skipped, values in their text output form.
+    Concat,
+    /// `concat_ws(separator, any...)`.
+    ConcatWs,
+    /// `substr(text|bytea, start [, count])`.
+    Substr,
+    /// `replace(text, from, to)`.
+    Replace,
+    /// `split_part(text, delimiter, n)`.
+    SplitPart,
+    /// `lpad(text, length, fill)`.
+    Lpad,
+    /// `rpad(text, length, fill)`.
+    Rpad,
+    /// `translate(text, from, to)`.
+    Translate,
+    /// The statement's time; its one argument is the statement timestamp
+    /// as a timestamptz literal, which the binder sets per statement.
+    StatementTime(StatementTimeFunc),
+    JsonbBuildArray,
+    /// `jsonb_build_object(key, value, ...)`; keys already text.
+    JsonbBuildObject,
 }
 
 fn int_range_error(ty: &str) -> EvalError {
@@ -146,6 +287,7 @@ impl UnaryFunc {
             IsNotTrue => Datum::Bool(d != Datum::Bool(true)),
             IsNotFalse => Datum::Bool(d != Datum::Bool(false)),
             _ if d.is_null() => Datum::Null,
+            ToJsonb => Datum::Jsonb(Box::new(to_jsonb(&d))),
             Not => Datum::Bool(!d.as_bool().unwrap_or(false)),
             Neg => match d {
                 Datum::Int16(v) => Datum::Int16(v.checked_neg().ok_or_else(|| int_range_error("smallint"))?),
@@ -154,6 +296,7 @@ impl UnaryFunc {
                 Datum::Float32(v) => Datum::Float32(-v),
                 Datum::Float64(v) => Datum::Float64(-v),
                 Datum::Numeric(v) => Datum::Numeric(-v),
+                Datum::Interval(i) => Datum::Interval(i.checked_neg()?),
                 other => return Err(EvalError::Internal(format!("cannot negate {other:?}"))),
             },
             Abs => match d {
@@ -165,24 +308,165 @@ impl UnaryFunc {
                 Datum::Numeric(v) => Datum::Numeric(v.abs()),
                 other => return Err(EvalError::Internal(format!("cannot take abs of {other:?}"))),
             },
-            Upper => match d {
-                Datum::Text(s) => Datum::Text(s.to_uppercase()),
-                other => other,
-            },
-            Lower => match d {
-                Datum::Text(s) => Datum::Text(s.to_lowercase()),
-                other => other,
-            },
+            Upper => Datum::Text(text(d)?.to_uppercase()),
+            Lower => Datum::Text(text(d)?.to_lowercase()),
             BpcharToText => match d {
                 Datum::Text(s) => Datum::Text(s.trim_end_matches(' ').to_string()),
                 other => other,
             },
             Length => match d {
                 Datum::Text(s) => Datum::Int32(s.chars().count() as i32),
+                Datum::Bytea(b) => Datum::Int32(b.len() as i32),
                 other => return Err(EvalError::Internal(format!("length of {other:?}"))),
             },
+            OctetLength => match d {
+                Datum::Text(s) => Datum::Int32(s.len() as i32),
+                Datum::Bytea(b) => Datum::Int32(b.len() as i32),
+                other => return Err(EvalError::Internal(format!("octet_length of {other:?}"))),
+            },
+            Reverse => Datum::Text(text(d)?.chars().rev().collect()),
+            Initcap => Datum::Text(strings::initcap(&text(d)?)),
+            Ascii => Datum::Int32(text(d)?.chars().next().map(|c| c as i32).unwrap_or(0)),
+            Chr => Datum::Text(strings::chr(d.as_i64().unwrap_or(0))?),
+            Sqrt | Cbrt | Exp | Ln | Log10 | Floor | Ceil | Sign | Trunc | Round => math_unary(self, d)?,
+            JustifyDays | JustifyHours | JustifyInterval => match d {
+                Datum::Interval(i) => Datum::Interval(match self {
+                    JustifyDays => i.justify_days()?,
+                    JustifyHours => i.justify_hours()?,
+                    _ => i.justify_interval()?,
+                }),
+                other => return Err(EvalError::Internal(format!("justify of {other:?}"))),
+            },
+            JsonbTypeof => Datum::Text(jsonb(&d)?.type_name().to_string()),
+            JsonbArrayLength => match jsonb(&d)? {
+                Jsonb::Array(items) => Datum::Int32(items.len() as i32),
+                Jsonb::Object(_) => {
+                    return Err(EvalError::InvalidParameter("cannot get array length of a non-array".into()));
+                }
+                _ => return Err(EvalError::InvalidParameter("cannot get array length of a scalar".into())),
+            },
+            ToTimestamp => {
+                let v = d.as_f64().ok_or_else(|| EvalError::Internal("to_timestamp".into()))?;
+                Datum::TimestampTz(datetime::to_timestamp(v)?)
+            }
             Cast { to, explicit } => cast(d, to, *explicit)?,
         })
+    }
+
+    /// The result type for an input of type `input`.
+    pub fn output_type(&self, input: &ColumnType) -> ColumnType {
+        use UnaryFunc::*;
+        let n = input.nullable;
+        let t = |s: ScalarType| ColumnType::new(s, n);
+        match self {
+            IsNull | IsNotNull | IsTrue | IsFalse | IsNotTrue | IsNotFalse => ColumnType::new(ScalarType::Bool, false),
+            Not => t(ScalarType::Bool),
+            Neg | Abs => t(input.scalar.unconstrained()),
+            Cast { to, .. } => t(to.clone()),
+            Upper | Lower | BpcharToText | Reverse | Initcap | Chr | JsonbTypeof => t(ScalarType::Text),
+            Length | OctetLength | Ascii | JsonbArrayLength => t(ScalarType::Int32),
+            Sqrt | Cbrt | Exp | Ln | Log10 | Floor | Ceil | Sign | Trunc | Round => t(input.scalar.unconstrained()),
+            JustifyDays | JustifyHours | JustifyInterval => t(ScalarType::Interval),
+            ToJsonb => t(ScalarType::Jsonb),
+            ToTimestamp => t(ScalarType::TimestampTz { precision: None }),
+        }
+    }
+}
+
+fn text(d: Datum) -> Result<String, EvalError> {
+    match d {
+        Datum::Text(s) => Ok(s),
+        other => Err(EvalError::Internal(format!("expected text, got {other:?}"))),
+    }
+}
+
+fn text_ref(d: &Datum) -> Result<&str, EvalError> {
+    match d {
+        Datum::Text(s) => Ok(s),
+        other => Err(EvalError::Internal(format!("expected text, got {other:?}"))),
+    }
+}
+
+fn jsonb(d: &Datum) -> Result<&Jsonb, EvalError> {
+    match d {
+        Datum::Jsonb(j) => Ok(j),
+        other => Err(EvalError::Internal(format!("expected jsonb, got {other:?}"))),
+    }
+}
+
+fn int_arg(d: &Datum) -> Result<i64, EvalError> {
+    d.as_i64().ok_or_else(|| EvalError::Internal(format!("expected integer, got {d:?}")))
+}
+
+fn math_unary(f: &UnaryFunc, d: Datum) -> Result<Datum, EvalError> {
+    use UnaryFunc::*;
+    Ok(match d {
+        Datum::Float64(v) => Datum::Float64(match f {
+            Sqrt => math::sqrt_f64(v)?,
+            Cbrt => v.cbrt(),
+            Exp => math::exp_f64(v)?,
+            Ln => math::ln_f64(v)?,
+            Log10 => math::log10_f64(v)?,
+            Floor => v.floor(),
+            Ceil => v.ceil(),
+            Sign => {
+                if v > 0.0 {
+                    1.0
+                } else if v < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+            Trunc => v.trunc(),
+            _ => v.round_ties_even(),
+        }),
+        Datum::Numeric(v) => Datum::Numeric(match f {
+            Sqrt => math::sqrt_numeric(v)?,
+            Exp => math::exp_numeric(v)?,
+            Ln => math::ln_numeric(v)?,
+            Log10 => math::log_numeric(Decimal::TEN, v)?,
+            Floor => v.floor(),
+            Ceil => v.ceil(),
+            Sign => Decimal::from(if v.is_zero() { 0 } else if v.is_sign_negative() { -1 } else { 1 }),
+            Trunc => math::trunc_numeric(v, 0)?,
+            _ => math::round_numeric(v, 0)?,
+        }),
+        other => return Err(EvalError::Internal(format!("{f:?} of {other:?}"))),
+    })
+}
+
+/// `to_jsonb`: a value as jsonb (text as a string, numbers as numbers,
+/// date/times in ISO 8601 form).
+pub fn to_jsonb(d: &Datum) -> Jsonb {
+    match d {
+        Datum::Null => Jsonb::Null,
+        Datum::Bool(b) => Jsonb::Bool(*b),
+        Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_) | Datum::Numeric(_) => {
+            Jsonb::Number(d.as_exact().unwrap_or_default())
+        }
+        Datum::Float32(_) | Datum::Float64(_) => {
+            let text = d.to_string();
+            match crate::repr::jsonb::parse_number(&text) {
+                Ok(n) if d.as_f64().is_some_and(|f| f.is_finite()) => Jsonb::Number(n),
+                _ => Jsonb::String(text),
+            }
+        }
+        Datum::Text(s) => Jsonb::String(s.clone()),
+        Datum::Date(_) | Datum::Interval(_) | Datum::Bytea(_) | Datum::Uuid(_) => Jsonb::String(d.to_string()),
+        Datum::Timestamp(ts) => {
+            let s = crate::repr::datetime::format_timestamp(ts);
+            Jsonb::String(s.replacen(' ', "T", 1))
+        }
+        Datum::TimestampTz(ts) => {
+            let s = crate::repr::datetime::format_timestamptz(ts);
+            let s = s.replacen(' ', "T", 1);
+            Jsonb::String(match s.strip_suffix("+00") {
+                Some(p) => format!("{p}+00:00"),
+                None => s,
+            })
+        }
+        Datum::Jsonb(j) => (**j).clone(),
     }
 }
 
@@ -276,9 +560,16 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (Datum::Bool(b), T::Int32) => Datum::Int32(b as i32),
         (Datum::Bool(b), T::Bool) => Datum::Bool(b),
         (Datum::Date(d), T::Date) => Datum::Date(d),
-        (Datum::Date(d), T::Timestamp) => Datum::Timestamp(d.and_time(NaiveTime::MIN)),
+        (Datum::Date(d), T::Timestamp { .. }) => Datum::Timestamp(d.and_time(NaiveTime::MIN)),
+        (Datum::Date(d), T::TimestampTz { .. }) => Datum::TimestampTz(d.and_time(NaiveTime::MIN).and_utc()),
         (Datum::Timestamp(ts), T::Date) => Datum::Date(ts.date()),
-        (Datum::Timestamp(ts), T::Timestamp) => Datum::Timestamp(ts),
+        (Datum::Timestamp(ts), T::Timestamp { .. }) => Datum::Timestamp(ts),
+        (Datum::Timestamp(ts), T::TimestampTz { .. }) => Datum::TimestampTz(ts.and_utc()),
+        (Datum::TimestampTz(ts), T::Date) => Datum::Date(ts.date_naive()),
+        (Datum::TimestampTz(ts), T::Timestamp { .. }) => Datum::Timestamp(ts.naive_utc()),
+        (Datum::TimestampTz(ts), T::TimestampTz { .. }) => Datum::TimestampTz(ts),
+        (d @ (Datum::Interval(_) | Datum::Bytea(_) | Datum::Uuid(_)), t) if d.scalar_type().as_ref() == Some(t) => d,
+        (Datum::Jsonb(j), t) => jsonb_cast(*j, t)?,
         (d, t) => return Err(bad_cast(&d, t)),
     };
     out.apply_typmod(to, explicit)
@@ -286,6 +577,30 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
 
 fn bad_cast(d: &Datum, t: &ScalarType) -> EvalError {
     EvalError::Internal(format!("unsupported cast of {d:?} to {t}"))
+}
+
+
+/// Casts from jsonb to scalar types: only a JSON scalar of the matching
+/// kind converts.
+fn jsonb_cast(j: Jsonb, to: &ScalarType) -> Result<Datum, EvalError> {
+    use ScalarType as T;
+    let fail = |j: &Jsonb| {
+        let kind = match j {
+            Jsonb::Null => "null",
+            Jsonb::String(_) => "string",
+            Jsonb::Number(_) => "numeric",
+            Jsonb::Bool(_) => "boolean",
+            Jsonb::Array(_) => "array",
+            Jsonb::Object(_) => "object",
+        };
+        EvalError::InvalidParameter(format!("cannot cast jsonb {kind} to type {}", to.name()))
+    };
+    Ok(match (j, to) {
+        (j, T::Jsonb) => Datum::Jsonb(Box::new(j)),
+        (Jsonb::Bool(b), T::Bool) => Datum::Bool(b),
+        (Jsonb::Number(n), t) if t.is_number() => cast(Datum::Numeric(n), t, true)?,
+        (j, _) => return Err(fail(&j)),
+    })
 }
 
 macro_rules! int_arith {
@@ -339,6 +654,9 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
             if v.is_infinite() && fin {
                 return Err(EvalError::OutOfRange("value out of range: overflow".into()));
             }
+            if v == 0.0 && a != 0.0 && ((f == Mul && b != 0.0) || (f == Div && b.is_finite())) {
+                return Err(EvalError::OutOfRange("value out of range: underflow".into()));
+            }
             Ok(D::Float32(v))
         }
         (f, D::Float64(a), D::Float64(b)) => {
@@ -355,6 +673,9 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
                 }
                 _ => return Err(EvalError::Internal("float8 operator".into())),
             };
+            if v == 0.0 && a != 0.0 && ((f == Mul && b != 0.0) || (f == Div && b.is_finite())) {
+                return Err(EvalError::OutOfRange("value out of range: underflow".into()));
+            }
             Ok(D::Float64(float_check(v, fin)?))
         }
         (f, D::Numeric(a), D::Numeric(b)) => {
@@ -380,15 +701,39 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
             };
             Ok(D::Numeric(v))
         }
-        (Add, D::Date(d), D::Int32(n)) => d
-            .checked_add_signed(Duration::days(n as i64))
-            .map(D::Date)
-            .ok_or_else(|| EvalError::DatetimeOverflow("date out of range".into())),
-        (Sub, D::Date(d), D::Int32(n)) => d
-            .checked_sub_signed(Duration::days(n as i64))
-            .map(D::Date)
-            .ok_or_else(|| EvalError::DatetimeOverflow("date out of range".into())),
+        (Add, D::Date(d), D::Int32(n)) | (Add, D::Int32(n), D::Date(d)) => {
+            Ok(D::Date(datetime::date_add_days(d, n as i64)?))
+        }
+        (Sub, D::Date(d), D::Int32(n)) => Ok(D::Date(datetime::date_add_days(d, -(n as i64))?)),
         (Sub, D::Date(a), D::Date(b)) => Ok(D::Int32((a - b).num_days() as i32)),
+        (Add, D::Date(d), D::Interval(i)) | (Add, D::Interval(i), D::Date(d)) => {
+            Ok(D::Timestamp(datetime::add_interval(d.and_time(NaiveTime::MIN), &i)?))
+        }
+        (Sub, D::Date(d), D::Interval(i)) => {
+            Ok(D::Timestamp(datetime::add_interval(d.and_time(NaiveTime::MIN), &i.checked_neg()?)?))
+        }
+        (Add, D::Timestamp(t), D::Interval(i)) | (Add, D::Interval(i), D::Timestamp(t)) => {
+            Ok(D::Timestamp(datetime::add_interval(t, &i)?))
+        }
+        (Sub, D::Timestamp(t), D::Interval(i)) => Ok(D::Timestamp(datetime::add_interval(t, &i.checked_neg()?)?)),
+        (Add, D::TimestampTz(t), D::Interval(i)) | (Add, D::Interval(i), D::TimestampTz(t)) => {
+            Ok(D::TimestampTz(datetime::add_interval(t.naive_utc(), &i)?.and_utc()))
+        }
+        (Sub, D::TimestampTz(t), D::Interval(i)) => {
+            Ok(D::TimestampTz(datetime::add_interval(t.naive_utc(), &i.checked_neg()?)?.and_utc()))
+        }
+        (Sub, D::Timestamp(a), D::Timestamp(b)) => Ok(D::Interval(datetime::sub_timestamps(a, b)?)),
+        (Sub, D::TimestampTz(a), D::TimestampTz(b)) => {
+            Ok(D::Interval(datetime::sub_timestamps(a.naive_utc(), b.naive_utc())?))
+        }
+        (Add, D::Interval(a), D::Interval(b)) => Ok(D::Interval(a.checked_add(&b)?)),
+        (Sub, D::Interval(a), D::Interval(b)) => Ok(D::Interval(a.checked_sub(&b)?)),
+        (Mul, D::Interval(a), D::Float64(f)) | (Mul, D::Float64(f), D::Interval(a)) => Ok(D::Interval(a.mul_f64(f)?)),
+        (Div, D::Interval(a), D::Float64(f)) => Ok(D::Interval(a.div_f64(f)?)),
+        (Sub, D::Jsonb(j), D::Text(k)) => Ok(D::Jsonb(Box::new(j.delete_key(&k)?))),
+        (Sub, D::Jsonb(j), r @ (D::Int16(_) | D::Int32(_) | D::Int64(_))) => {
+            Ok(D::Jsonb(Box::new(j.delete_index(r.as_i64().unwrap_or_default())?)))
+        }
         (f, l, r) => Err(EvalError::Internal(format!("operator {f:?} on {l:?} and {r:?}"))),
     }
 }
@@ -421,16 +766,88 @@ impl BinaryFunc {
             }
             Concat => match (l, r) {
                 (Datum::Text(a), Datum::Text(b)) => Ok(Datum::Text(a + &b)),
+                (Datum::Bytea(mut a), Datum::Bytea(b)) => {
+                    a.extend_from_slice(&b);
+                    Ok(Datum::Bytea(a))
+                }
+                (Datum::Jsonb(a), Datum::Jsonb(b)) => Ok(Datum::Jsonb(Box::new(a.concat(&b).checked()?))),
                 (a, b) => Ok(Datum::Text(format!("{a}{b}"))),
             },
-            RoundScale => match (l, r) {
-                (Datum::Numeric(v), Datum::Int32(s)) => {
-                    let s = s.clamp(0, 28) as u32;
-                    let mut v = v.round_dp_with_strategy(s, RoundingStrategy::MidpointAwayFromZero);
-                    v.rescale(s);
-                    Ok(Datum::Numeric(v))
+            RoundScale | TruncScale => match (l, r) {
+                (Datum::Numeric(v), s) => {
+                    let s = int_arg(&s)?.clamp(-1000, 1000) as i32;
+                    Ok(Datum::Numeric(if *self == RoundScale {
+                        math::round_numeric(v, s)?
+                    } else {
+                        math::trunc_numeric(v, s)?
+                    }))
                 }
                 (a, b) => Err(EvalError::Internal(format!("round({a:?}, {b:?})"))),
+            },
+            DivTrunc => match (l, r) {
+                (Datum::Numeric(a), Datum::Numeric(b)) => {
+                    if b.is_zero() {
+                        return Err(EvalError::DivisionByZero);
+                    }
+                    let q = a.checked_div(b).ok_or_else(numeric_overflow)?.trunc();
+                    Ok(Datum::Numeric(q))
+                }
+                (a, b) => Err(EvalError::Internal(format!("div({a:?}, {b:?})"))),
+            },
+            Power => match (l, r) {
+                (Datum::Float64(a), Datum::Float64(b)) => Ok(Datum::Float64(math::power_f64(a, b)?)),
+                (Datum::Numeric(a), Datum::Numeric(b)) => Ok(Datum::Numeric(math::power_numeric(a, b)?)),
+                (a, b) => Err(EvalError::Internal(format!("power({a:?}, {b:?})"))),
+            },
+            LogBase => match (l, r) {
+                (Datum::Numeric(a), Datum::Numeric(b)) => Ok(Datum::Numeric(math::log_numeric(a, b)?)),
+                (a, b) => Err(EvalError::Internal(format!("log({a:?}, {b:?})"))),
+            },
+            Like | ILike => Ok(Datum::Bool(strings::like(text_ref(&l)?, text_ref(&r)?, *self == ILike)?)),
+            LikeEscape => Ok(Datum::Text(strings::like_escape(text_ref(&l)?, text_ref(&r)?)?)),
+            StrPos => Ok(Datum::Int32(strings::strpos(text_ref(&l)?, text_ref(&r)?))),
+            StartsWith => Ok(Datum::Bool(text_ref(&l)?.starts_with(text_ref(&r)?))),
+            Left => Ok(Datum::Text(strings::left(text_ref(&l)?, int_arg(&r)?))),
+            Right => Ok(Datum::Text(strings::right(text_ref(&l)?, int_arg(&r)?))),
+            Repeat => Ok(Datum::Text(strings::repeat(text_ref(&l)?, int_arg(&r)?)?)),
+            Btrim => Ok(Datum::Text(strings::trim(text_ref(&l)?, text_ref(&r)?, true, true))),
+            Ltrim => Ok(Datum::Text(strings::trim(text_ref(&l)?, text_ref(&r)?, true, false))),
+            Rtrim => Ok(Datum::Text(strings::trim(text_ref(&l)?, text_ref(&r)?, false, true))),
+            Encode => match l {
+                Datum::Bytea(b) => Ok(Datum::Text(strings::encode(&b, text_ref(&r)?)?)),
+                other => Err(EvalError::Internal(format!("encode({other:?})"))),
+            },
+            Decode => Ok(Datum::Bytea(strings::decode(text_ref(&l)?, text_ref(&r)?)?)),
+            JsonbGet | JsonbGetText => {
+                let j = jsonb(&l)?;
+                let found = match &r {
+                    Datum::Text(k) => j.get_field(k),
+                    other => j.get_index(int_arg(other)?),
+                };
+                Ok(match found {
+                    None => Datum::Null,
+                    Some(v) if *self == JsonbGet => Datum::Jsonb(Box::new(v.clone())),
+                    Some(v) => v.to_text().map(Datum::Text).unwrap_or(Datum::Null),
+                })
+            }
+            JsonbContains => Ok(Datum::Bool(jsonb(&l)?.contains(jsonb(&r)?))),
+            JsonbContainedBy => Ok(Datum::Bool(jsonb(&r)?.contains(jsonb(&l)?))),
+            JsonbExists => Ok(Datum::Bool(jsonb(&l)?.exists(text_ref(&r)?))),
+            DatePart => Ok(Datum::Float64(datetime::date_part(text_ref(&l)?, &r)?)),
+            Extract => Ok(Datum::Numeric(datetime::extract(text_ref(&l)?, &r)?)),
+            DateTrunc => datetime::date_trunc(text_ref(&l)?, &r),
+            Age => match (l, r) {
+                (Datum::Timestamp(a), Datum::Timestamp(b)) => Ok(Datum::Interval(datetime::age(a, b)?)),
+                (Datum::TimestampTz(a), Datum::TimestampTz(b)) => {
+                    Ok(Datum::Interval(datetime::age(a.naive_utc(), b.naive_utc())?))
+                }
+                (a, b) => Err(EvalError::Internal(format!("age({a:?}, {b:?})"))),
+            },
+            Timezone => datetime::at_time_zone(text_ref(&l)?, &r),
+            ToChar => match &l {
+                Datum::Timestamp(t) => Ok(Datum::Text(datetime::to_char(t, text_ref(&r)?, false))),
+                Datum::TimestampTz(t) => Ok(Datum::Text(datetime::to_char(&t.naive_utc(), text_ref(&r)?, true))),
+                other => Err(EvalError::Internal(format!("to_char of {other:?}"))),
             },
             _ => arith(*self, l, r),
         }
@@ -452,7 +869,14 @@ impl BinaryFunc {
             Gte => ">=",
             Concat => "||",
             IsDistinctFrom => "IS DISTINCT FROM",
-            RoundScale => return None,
+            Like => "~~",
+            ILike => "~~*",
+            JsonbGet => "->",
+            JsonbGetText => "->>",
+            JsonbContains => "@>",
+            JsonbContainedBy => "<@",
+            JsonbExists => "?",
+            _ => return None,
         })
     }
 
@@ -461,12 +885,88 @@ impl BinaryFunc {
         use BinaryFunc::*;
         matches!(self, Eq | NotEq | Lt | Lte | Gt | Gte | IsDistinctFrom)
     }
+
+    /// The result type for operands of types `l` and `r`.
+    pub fn output_type(&self, l: &ColumnType, r: &ColumnType) -> ColumnType {
+        use BinaryFunc::*;
+        use ScalarType as T;
+        let nullable = l.nullable || r.nullable;
+        let (a, b) = (l.scalar.unconstrained(), r.scalar.unconstrained());
+        let ts = T::Timestamp { precision: None };
+        let tstz = T::TimestampTz { precision: None };
+        let numeric = T::Numeric { precision: None, scale: None };
+        let scalar = match self {
+            f if f.is_comparison() => T::Bool,
+            Like | ILike | StartsWith | JsonbContains | JsonbContainedBy | JsonbExists => T::Bool,
+            Concat => match (&a, &b) {
+                (T::Bytea, T::Bytea) => T::Bytea,
+                (T::Jsonb, T::Jsonb) => T::Jsonb,
+                _ => T::Text,
+            },
+            RoundScale | TruncScale | DivTrunc | LogBase | Extract => numeric,
+            Power => a,
+            LikeEscape | Left | Right | Repeat | Btrim | Ltrim | Rtrim | Encode | JsonbGetText | ToChar => T::Text,
+            StrPos => T::Int32,
+            Decode => T::Bytea,
+            JsonbGet => T::Jsonb,
+            DatePart => T::Float64,
+            DateTrunc => b,
+            Age => T::Interval,
+            Timezone => match b {
+                T::TimestampTz { .. } => ts,
+                _ => tstz,
+            },
+            Add => match (&a, &b) {
+                (T::Date, t) | (t, T::Date) if t.is_integer() => T::Date,
+                (T::Date, T::Interval) | (T::Interval, T::Date) => ts,
+                (T::Timestamp { .. }, T::Interval) | (T::Interval, T::Timestamp { .. }) => ts,
+                (T::TimestampTz { .. }, T::Interval) | (T::Interval, T::TimestampTz { .. }) => tstz,
+                _ => a,
+            },
+            Sub => match (&a, &b) {
+                (T::Date, T::Date) => T::Int32,
+                (T::Date, t) if t.is_integer() => T::Date,
+                (T::Date, T::Interval) | (T::Timestamp { .. }, T::Interval) => ts,
+                (T::TimestampTz { .. }, T::Interval) => tstz,
+                (T::Timestamp { .. }, T::Timestamp { .. }) | (T::TimestampTz { .. }, T::TimestampTz { .. }) => {
+                    T::Interval
+                }
+                _ => a,
+            },
+            Mul => match (&a, &b) {
+                (T::Interval, _) | (_, T::Interval) => T::Interval,
+                _ => a,
+            },
+            Div | Mod => a,
+            _ => a,
+        };
+        let nullable = match self {
+            IsDistinctFrom => false,
+            JsonbGet | JsonbGetText => true,
+            _ => nullable,
+        };
+        ColumnType::new(scalar, nullable)
+    }
+}
+
+/// Evaluates every argument; `None` if any is NULL (strict functions).
+fn strict_args(exprs: &[ScalarExpr], row: &[Datum]) -> Result<Option<Vec<Datum>>, EvalError> {
+    let mut out = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        let d = e.eval(row)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        out.push(d);
+    }
+    Ok(Some(out))
 }
 
 impl VariadicFunc {
     pub fn eval(&self, exprs: &[ScalarExpr], row: &[Datum]) -> Result<Datum, EvalError> {
+        use VariadicFunc::*;
         match self {
-            VariadicFunc::And => {
+            And => {
                 let mut null = false;
                 for e in exprs {
                     match e.eval(row)? {
@@ -477,7 +977,7 @@ impl VariadicFunc {
                 }
                 Ok(if null { Datum::Null } else { Datum::Bool(true) })
             }
-            VariadicFunc::Or => {
+            Or => {
                 let mut null = false;
                 for e in exprs {
                     match e.eval(row)? {
@@ -488,7 +988,7 @@ impl VariadicFunc {
                 }
                 Ok(if null { Datum::Null } else { Datum::Bool(false) })
             }
-            VariadicFunc::Coalesce => {
+            Coalesce => {
                 for e in exprs {
                     let d = e.eval(row)?;
                     if !d.is_null() {
@@ -497,7 +997,7 @@ impl VariadicFunc {
                 }
                 Ok(Datum::Null)
             }
-            VariadicFunc::Greatest | VariadicFunc::Least => {
+            Greatest | Least => {
                 let mut best: Option<Datum> = None;
                 for e in exprs {
                     let d = e.eval(row)?;
@@ -508,12 +1008,107 @@ impl VariadicFunc {
                         None => d,
                         Some(b) => {
                             let o = d.sql_cmp(&b);
-                            let take = if *self == VariadicFunc::Greatest { o == Ordering::Greater } else { o == Ordering::Less };
+                            let take = if *self == Greatest { o == Ordering::Greater } else { o == Ordering::Less };
                             if take { d } else { b }
                         }
                     });
                 }
                 Ok(best.unwrap_or(Datum::Null))
+            }
+            Concat | ConcatWs => {
+                let mut vals = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    vals.push(e.eval(row)?);
+                }
+                let (sep, vals) = if *self == ConcatWs {
+                    match vals.split_first() {
+                        Some((Datum::Null, _)) | None => return Ok(Datum::Null),
+                        Some((s, rest)) => (text_ref(s)?.to_string(), rest),
+                    }
+                } else {
+                    (String::new(), &vals[..])
+                };
+                let mut out = String::new();
+                let mut first = true;
+                for v in vals.iter().filter(|v| !v.is_null()) {
+                    if !first {
+                        out.push_str(&sep);
+                    }
+                    first = false;
+                    match v {
+                        Datum::Text(s) => out.push_str(s),
+                        other => out.push_str(&other.to_string()),
+                    }
+                }
+                Ok(Datum::Text(out))
+            }
+            StatementTime(f) => {
+                let t = match exprs.first().map(|e| e.eval(row)).transpose()? {
+                    Some(Datum::TimestampTz(t)) => t,
+                    other => return Err(EvalError::Internal(format!("statement time {other:?}"))),
+                };
+                Ok(match f {
+                    StatementTimeFunc::CurrentDate => Datum::Date(t.date_naive()),
+                    StatementTimeFunc::LocalTimestamp => Datum::Timestamp(t.naive_utc()),
+                    _ => Datum::TimestampTz(t),
+                })
+            }
+            JsonbBuildArray => {
+                let mut items = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    items.push(to_jsonb(&e.eval(row)?));
+                }
+                Ok(Datum::Jsonb(Box::new(Jsonb::Array(items).checked()?)))
+            }
+            JsonbBuildObject => {
+                if !exprs.len().is_multiple_of(2) {
+                    return Err(EvalError::InvalidParameter(
+                        "argument list must have even number of elements".into(),
+                    ));
+                }
+                let mut pairs = Vec::with_capacity(exprs.len() / 2);
+                for (i, kv) in exprs.chunks(2).enumerate() {
+                    let k = kv[0].eval(row)?;
+                    let key = match k {
+                        Datum::Null => {
+                            return Err(EvalError::InvalidParameter(format!(
+                                "argument {}: key must not be null",
+                                2 * i + 1
+                            )));
+                        }
+                        Datum::Text(s) => s,
+                        other => other.to_string(),
+                    };
+                    pairs.push((key, to_jsonb(&kv[1].eval(row)?)));
+                }
+                Ok(Datum::Jsonb(Box::new(Jsonb::object(pairs).checked()?)))
+            }
+            Substr | Replace | SplitPart | Lpad | Rpad | Translate => {
+                let Some(args) = strict_args(exprs, row)? else {
+                    return Ok(Datum::Null);
+                };
+                let t = |i: usize| -> Result<&str, EvalError> {
+                    args.get(i).ok_or_else(|| EvalError::Internal("missing argument".into())).and_then(text_ref)
+                };
+                let n = |i: usize| -> Result<i64, EvalError> {
+                    args.get(i).ok_or_else(|| EvalError::Internal("missing argument".into())).and_then(int_arg)
+                };
+                Ok(match self {
+                    Substr => {
+                        let count = if args.len() > 2 { Some(n(2)?) } else { None };
+                        match &args[0] {
+                            Datum::Bytea(b) => Datum::Bytea(strings::substr_bytes(b, n(1)?, count)?),
+                            _ => Datum::Text(strings::substr(t(0)?, n(1)?, count)?),
+                        }
+                    }
+                    Replace => Datum::Text(strings::replace(t(0)?, t(1)?, t(2)?)),
+                    SplitPart => Datum::Text(strings::split_part(t(0)?, t(1)?, n(2)?)?),
+                    Lpad | Rpad => {
+                        let fill = if args.len() > 2 { t(2)? } else { " " };
+                        Datum::Text(strings::pad(t(0)?, n(1)?, fill, *self == Lpad)?)
+                    }
+                    _ => Datum::Text(strings::translate(t(0)?, t(1)?, t(2)?)),
+                })
             }
         }
     }
@@ -523,6 +1118,32 @@ impl VariadicFunc {
             VariadicFunc::And => Some("AND"),
             VariadicFunc::Or => Some("OR"),
             _ => None,
+        }
+    }
+
+    /// Whether the value depends on when the statement runs.
+    pub fn is_statement_time(&self) -> bool {
+        matches!(self, VariadicFunc::StatementTime(_))
+    }
+
+    /// The result type for arguments of types `inputs`.
+    pub fn output_type(&self, inputs: &[ColumnType]) -> ColumnType {
+        use VariadicFunc::*;
+        let any_null = inputs.iter().any(|t| t.nullable);
+        let all_null = inputs.iter().all(|t| t.nullable);
+        let first = inputs.first().map(|t| t.scalar.clone()).unwrap_or(ScalarType::Text);
+        match self {
+            And | Or => ColumnType::new(ScalarType::Bool, any_null),
+            Coalesce | Greatest | Least => ColumnType::new(first, all_null),
+            Concat => ColumnType::new(ScalarType::Text, false),
+            ConcatWs => ColumnType::new(ScalarType::Text, inputs.first().is_none_or(|t| t.nullable)),
+            Substr => ColumnType::new(
+                if first == ScalarType::Bytea { ScalarType::Bytea } else { ScalarType::Text },
+                any_null,
+            ),
+            Replace | SplitPart | Lpad | Rpad | Translate => ColumnType::new(ScalarType::Text, any_null),
+            StatementTime(f) => ColumnType::new(f.output_type(), false),
+            JsonbBuildArray | JsonbBuildObject => ColumnType::new(ScalarType::Jsonb, false),
         }
     }
 }
@@ -544,7 +1165,10 @@ impl fmt::Display for BinaryFunc {
 
 impl fmt::Display for VariadicFunc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", format!("{self:?}").to_lowercase())
+        match self {
+            VariadicFunc::StatementTime(t) => f.write_str(t.name().trim_end_matches("()")),
+            other => write!(f, "{}", format!("{other:?}").to_lowercase()),
+        }
     }
 }
 
@@ -588,6 +1212,29 @@ mod tests {
         assert_eq!(or(&t, &n), Datum::Bool(true));
         assert_eq!(or(&f, &n), Datum::Null);
         assert_eq!(BinaryFunc::Eq.eval(Datum::Null, Datum::Int32(1)).unwrap(), Datum::Null);
+    }
+
+    #[test]
+    fn new_type_casts_and_ops() {
+        use crate::repr::datetime::parse_timestamp;
+        let ts = Datum::Timestamp(parse_timestamp("2024-01-31 10:00").unwrap());
+        let month = Datum::Interval(crate::repr::Interval::new(1, 0, 0));
+        assert_eq!(BinaryFunc::Add.eval(ts.clone(), month).unwrap().to_string(), "2024-02-29 10:00:00");
+        let tz = cast(ts.clone(), &ScalarType::TimestampTz { precision: None }, false).unwrap();
+        assert_eq!(tz.to_string(), "2024-01-31 10:00:00+00");
+        let j = Datum::parse(r#"{"a": "1", "b": 2.5}"#, &ScalarType::Jsonb).unwrap();
+        let b = BinaryFunc::JsonbGet.eval(j.clone(), Datum::Text("b".into())).unwrap();
+        assert_eq!(cast(b.clone(), &ScalarType::Int32, true).unwrap(), Datum::Int32(3));
+        let a = BinaryFunc::JsonbGet.eval(j.clone(), Datum::Text("a".into())).unwrap();
+        assert_eq!(cast(a, &ScalarType::Int32, true).unwrap_err().to_string(), "cannot cast jsonb string to type integer");
+        assert_eq!(BinaryFunc::JsonbGetText.eval(j.clone(), Datum::Text("a".into())).unwrap(), Datum::Text("1".into()));
+        assert_eq!(BinaryFunc::JsonbGetText.eval(j, Datum::Text("zz".into())).unwrap(), Datum::Null);
+        assert!(BinaryFunc::Mul.eval(Datum::Float64(1e-200), Datum::Float64(1e-200)).is_err());
+        let x = ScalarExpr::Literal(Datum::Text("ab".into()), ScalarType::Text);
+        let v = VariadicFunc::Concat
+            .eval(&[x.clone(), ScalarExpr::null(ScalarType::Text), ScalarExpr::Literal(Datum::Bool(true), ScalarType::Bool)], &[])
+            .unwrap();
+        assert_eq!(v, Datum::Text("abt".into()));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod agg;
 pub mod func;
 pub mod relation;
 pub mod scalar;
+pub mod window;
 
 pub use agg::{AggregateExpr, AggregateFunc};
 pub use func::{BinaryFunc, UnaryFunc, VariadicFunc};

@@ -4,8 +4,8 @@
 //! in `explain`.
 
 use crate::expr::agg::AggregateExpr;
-use crate::expr::func::{BinaryFunc, UnaryFunc, VariadicFunc};
 use crate::expr::scalar::ScalarExpr;
+use crate::expr::window::WindowFunc;
 use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
 use std::fmt::Write;
 
@@ -55,6 +55,11 @@ pub enum RelationExpr {
     Union { inputs: Vec<RelationExpr> },
     /// Negates multiplicities.
     Negate { input: Box<RelationExpr> },
+    /// Keeps rows with positive multiplicity (EXCEPT ALL / INTERSECT ALL).
+    Threshold { input: Box<RelationExpr> },
+    /// Appends the value of a window function over each row's partition
+    /// (rows equal on `partition`), in `order`.
+    Window { input: Box<RelationExpr>, partition: Vec<usize>, order: Vec<ColumnOrder>, func: WindowFunc },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -112,12 +117,19 @@ impl RelationExpr {
             RelationExpr::Filter { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
             | RelationExpr::Negate { input } => input.typ(),
             RelationExpr::Project { input, outputs } => {
                 let t = input.typ();
                 outputs.iter().map(|c| t[*c].clone()).collect()
             }
             RelationExpr::Join { inputs, .. } => inputs.iter().flat_map(|i| i.typ()).collect(),
+            RelationExpr::Window { input, func, .. } => {
+                let mut t = input.typ();
+                let scalars: Vec<ScalarType> = t.iter().map(|c| c.scalar.clone()).collect();
+                t.push(ColumnType::new(func.output_type(&scalars), func.nullable()));
+                t
+            }
             RelationExpr::Reduce { input, group_key, aggregates } => {
                 let t = input.typ();
                 let mut out: Vec<ColumnType> = group_key.iter().map(|c| t[*c].clone()).collect();
@@ -139,6 +151,41 @@ impl RelationExpr {
         }
     }
 
+    /// Applies `f` to every scalar expression of this node and its inputs.
+    pub fn visit_scalars_mut(&mut self, f: &mut dyn FnMut(&mut ScalarExpr)) {
+        match self {
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => {}
+            RelationExpr::Map { input, scalars } => {
+                input.visit_scalars_mut(f);
+                scalars.iter_mut().for_each(|s| f(s));
+            }
+            RelationExpr::Filter { input, predicates } => {
+                input.visit_scalars_mut(f);
+                predicates.iter_mut().for_each(|s| f(s));
+            }
+            RelationExpr::Project { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
+            | RelationExpr::Negate { input } => input.visit_scalars_mut(f),
+            RelationExpr::Join { inputs, equivalences, plan } => {
+                inputs.iter_mut().for_each(|i| i.visit_scalars_mut(f));
+                equivalences.iter_mut().flatten().for_each(|s| f(s));
+                if let Some(p) = plan {
+                    for step in &mut p.steps {
+                        step.stream_key.iter_mut().chain(step.lookup_key.iter_mut()).for_each(|s| f(s));
+                    }
+                }
+            }
+            RelationExpr::Reduce { input, aggregates, .. } => {
+                input.visit_scalars_mut(f);
+                aggregates.iter_mut().for_each(|a| f(&mut a.expr));
+            }
+            RelationExpr::Union { inputs } => inputs.iter_mut().for_each(|i| i.visit_scalars_mut(f)),
+        }
+    }
+
     /// Children, for generic traversals.
     pub fn children(&self) -> Vec<&RelationExpr> {
         match self {
@@ -149,8 +196,27 @@ impl RelationExpr {
             | RelationExpr::Reduce { input, .. }
             | RelationExpr::TopK { input, .. }
             | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// Children, mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut RelationExpr> {
+        match self {
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Map { input, .. }
+            | RelationExpr::Filter { input, .. }
+            | RelationExpr::Project { input, .. }
+            | RelationExpr::Reduce { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Window { input, .. }
+            | RelationExpr::Negate { input } => vec![input],
+            RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter_mut().collect(),
         }
     }
 
@@ -293,6 +359,22 @@ impl RelationExpr {
                 let _ = writeln!(out, "{pad}Distinct  [arranges input by row]");
                 input.explain_into(out, depth + 1);
             }
+            RelationExpr::Threshold { input } => {
+                let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Window { input, partition, order, func } => {
+                let ord: Vec<String> = order.iter().map(|o| format!("#{}{}", o.column, if o.desc { " desc" } else { "" })).collect();
+                let keys: Vec<String> = partition.iter().map(|c| format!("#{c}")).collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}Window {} partition ({}) order ({})  [arranges input by partition]",
+                    func.name(),
+                    keys.join(", "),
+                    ord.join(", ")
+                );
+                input.explain_into(out, depth + 1);
+            }
             RelationExpr::Union { inputs } => {
                 let _ = writeln!(out, "{pad}Union");
                 for i in inputs {
@@ -313,56 +395,13 @@ pub fn scalar_type(e: &ScalarExpr, input: &[ColumnType]) -> ColumnType {
         ScalarExpr::Column(c) => input.get(*c).cloned().unwrap_or(ColumnType::new(ScalarType::Text, true)),
         ScalarExpr::Literal(d, t) => ColumnType::new(t.clone(), d.is_null()),
         ScalarExpr::Error(_) => ColumnType::new(ScalarType::Bool, true),
-        ScalarExpr::CallUnary { func, expr } => {
-            let t = scalar_type(expr, input);
-            match func {
-                UnaryFunc::IsNull
-                | UnaryFunc::IsNotNull
-                | UnaryFunc::IsTrue
-                | UnaryFunc::IsFalse
-                | UnaryFunc::IsNotTrue
-                | UnaryFunc::IsNotFalse => ColumnType::new(ScalarType::Bool, false),
-                UnaryFunc::Not => ColumnType::new(ScalarType::Bool, t.nullable),
-                UnaryFunc::Neg | UnaryFunc::Abs => t,
-                UnaryFunc::Cast { to, .. } => ColumnType::new(to.clone(), t.nullable),
-                UnaryFunc::Upper | UnaryFunc::Lower | UnaryFunc::BpcharToText => ColumnType::new(ScalarType::Text, t.nullable),
-                UnaryFunc::Length => ColumnType::new(ScalarType::Int32, t.nullable),
-            }
-        }
+        ScalarExpr::CallUnary { func, expr } => func.output_type(&scalar_type(expr, input)),
         ScalarExpr::CallBinary { func, left, right } => {
-            let l = scalar_type(left, input);
-            let r = scalar_type(right, input);
-            let nullable = l.nullable || r.nullable;
-            let scalar = match func {
-                f if f.is_comparison() => ScalarType::Bool,
-                BinaryFunc::Concat => ScalarType::Text,
-                BinaryFunc::RoundScale => ScalarType::Numeric { precision: None, scale: None },
-                BinaryFunc::Sub if l.scalar == ScalarType::Date && r.scalar == ScalarType::Date => ScalarType::Int32,
-                _ => match (&l.scalar, &r.scalar) {
-                    (ScalarType::Numeric { .. }, ScalarType::Numeric { .. }) => {
-                        ScalarType::Numeric { precision: None, scale: None }
-                    }
-                    (a, _) => a.clone(),
-                },
-            };
-            let nullable = if *func == BinaryFunc::IsDistinctFrom { false } else { nullable };
-            ColumnType::new(scalar, nullable)
+            func.output_type(&scalar_type(left, input), &scalar_type(right, input))
         }
         ScalarExpr::CallVariadic { func, exprs } => {
             let ts: Vec<ColumnType> = exprs.iter().map(|x| scalar_type(x, input)).collect();
-            match func {
-                VariadicFunc::And | VariadicFunc::Or => {
-                    ColumnType::new(ScalarType::Bool, ts.iter().any(|t| t.nullable))
-                }
-                VariadicFunc::Coalesce => ColumnType::new(
-                    ts.first().map(|t| t.scalar.clone()).unwrap_or(ScalarType::Text),
-                    ts.iter().all(|t| t.nullable),
-                ),
-                VariadicFunc::Greatest | VariadicFunc::Least => ColumnType::new(
-                    ts.first().map(|t| t.scalar.clone()).unwrap_or(ScalarType::Text),
-                    ts.iter().all(|t| t.nullable),
-                ),
-            }
+            func.output_type(&ts)
         }
         ScalarExpr::If { then, els, .. } => {
             let t = scalar_type(then, input);

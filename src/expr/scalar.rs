@@ -129,6 +129,31 @@ impl ScalarExpr {
         f(self);
     }
 
+    /// The first statement-time function (`now()`, `current_date`...) the
+    /// expression calls, if any.
+    pub fn statement_time_func(&self) -> Option<crate::expr::func::StatementTimeFunc> {
+        let mut found = None;
+        self.visit(&mut |e| {
+            if let ScalarExpr::CallVariadic { func: VariadicFunc::StatementTime(f), .. } = e {
+                found.get_or_insert(*f);
+            }
+        });
+        found
+    }
+
+    /// Sets the time every statement-time function in the expression
+    /// returns.
+    pub fn set_statement_time(&mut self, now: chrono::DateTime<chrono::Utc>) {
+        self.visit_mut(&mut |e| {
+            if let ScalarExpr::CallVariadic { func: VariadicFunc::StatementTime(_), exprs } = e {
+                *exprs = vec![ScalarExpr::Literal(
+                    Datum::TimestampTz(now),
+                    ScalarType::TimestampTz { precision: None },
+                )];
+            }
+        });
+    }
+
     /// True if the expression is a literal.
     pub fn is_literal(&self) -> bool {
         matches!(self, ScalarExpr::Literal(..))
@@ -152,6 +177,9 @@ impl ScalarExpr {
             let foldable = match e {
                 ScalarExpr::CallUnary { expr, .. } => expr.is_literal(),
                 ScalarExpr::CallBinary { left, right, .. } => left.is_literal() && right.is_literal(),
+                // The statement time is set per statement (a view keeps the
+                // call so each query of it sees its own time).
+                ScalarExpr::CallVariadic { func, .. } if func.is_statement_time() => false,
                 ScalarExpr::CallVariadic { exprs, .. } => exprs.iter().all(|x| x.is_literal()),
                 ScalarExpr::If { cond, then, els } => {
                     cond.is_literal() && then.is_literal() && els.is_literal()

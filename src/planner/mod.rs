@@ -8,7 +8,7 @@
 //! Must not: do I/O or read the catalog other than through `IndexCatalog`.
 
 use crate::expr::relation::IndexRef;
-use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr};
+use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr, VariadicFunc};
 use crate::repr::GlobalId;
 
 /// The indexes the planner may use.
@@ -71,7 +71,8 @@ fn fuse_filters(expr: RelationExpr) -> RelationExpr {
     let expr = map_children(expr, &mut fuse_filters);
     match expr {
         RelationExpr::Filter { input, predicates } => {
-            let predicates: Vec<ScalarExpr> = predicates.into_iter().flat_map(|p| p.into_conjuncts()).collect();
+            let predicates: Vec<ScalarExpr> =
+                predicates.into_iter().flat_map(|p| p.into_conjuncts()).flat_map(factor_disjunction).collect();
             match *input {
                 RelationExpr::Filter { input: inner, predicates: mut more } => {
                     more.extend(predicates);
@@ -84,6 +85,47 @@ fn fuse_filters(expr: RelationExpr) -> RelationExpr {
         RelationExpr::Join { inputs, equivalences, plan: None } => push_into_join(inputs, equivalences, vec![]),
         other => other,
     }
+}
+
+/// `(a AND b) OR (a AND c)` → `a`, `(b OR c)`: conjuncts common to every
+/// branch of a disjunction become predicates of their own, so that a join
+/// condition repeated in each branch (TPC-H Q19) can become a join key.
+fn factor_disjunction(p: ScalarExpr) -> Vec<ScalarExpr> {
+    fn disjuncts(e: &ScalarExpr, out: &mut Vec<ScalarExpr>) {
+        match e {
+            ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs } => exprs.iter().for_each(|x| disjuncts(x, out)),
+            other => out.push(other.clone()),
+        }
+    }
+    if !matches!(p, ScalarExpr::CallVariadic { func: VariadicFunc::Or, .. }) {
+        return vec![p];
+    }
+    let mut exprs = Vec::new();
+    disjuncts(&p, &mut exprs);
+    let branches: Vec<Vec<ScalarExpr>> = exprs.iter().map(|e| e.clone().into_conjuncts()).collect();
+    let Some(first) = branches.first() else {
+        return vec![p];
+    };
+    let common: Vec<ScalarExpr> = first.iter().filter(|c| branches.iter().all(|b| b.contains(c))).cloned().collect();
+    if common.is_empty() {
+        return vec![p];
+    }
+    let mut rest = Vec::new();
+    for b in branches {
+        let remaining: Vec<ScalarExpr> = b.into_iter().filter(|c| !common.contains(c)).collect();
+        if remaining.is_empty() {
+            // One branch is just the common part: the disjunction adds nothing.
+            return common;
+        }
+        rest.push(if remaining.len() == 1 {
+            remaining.into_iter().next().expect("one")
+        } else {
+            ScalarExpr::CallVariadic { func: VariadicFunc::And, exprs: remaining }
+        });
+    }
+    let mut out = common;
+    out.push(ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: rest });
+    out
 }
 
 /// Applies `f` to each child of `expr`.
@@ -467,5 +509,30 @@ mod tests {
         let RelationExpr::Filter { predicates, .. } = input.as_ref() else { panic!("{input:?}") };
         assert_eq!(predicates.len(), 1);
         assert!(predicates[0].to_string().contains("(#0 > 1)"), "{}", predicates[0]);
+    }
+}
+
+#[cfg(test)]
+mod disjunction_tests {
+    use super::*;
+    use crate::repr::{Datum, ScalarType};
+
+    #[test]
+    fn common_conjuncts_leave_the_disjunction() {
+        let col = |c| ScalarExpr::Column(c);
+        let lit = |v| ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32);
+        let key = col(0).call_binary(col(1), BinaryFunc::Eq);
+        let and = |x: ScalarExpr| ScalarExpr::CallVariadic { func: VariadicFunc::And, exprs: vec![key.clone(), x] };
+        let b = col(2).call_binary(lit(1), BinaryFunc::Eq);
+        let c = col(2).call_binary(lit(2), BinaryFunc::Eq);
+        let or = ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: vec![and(b.clone()), and(c.clone())] };
+        let out = factor_disjunction(or);
+        assert_eq!(out, vec![key.clone(), ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: vec![b.clone(), c] }]);
+        // Nothing in common: unchanged.
+        let plain = ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: vec![b.clone(), key.clone()] };
+        assert_eq!(factor_disjunction(plain.clone()), vec![plain]);
+        // A branch that is only the common part absorbs the rest.
+        let absorb = ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: vec![key.clone(), and(b)] };
+        assert_eq!(factor_disjunction(absorb), vec![key]);
     }
 }

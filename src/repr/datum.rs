@@ -2,9 +2,12 @@
 //! (`parse`) and text output (`Display`), and type modifiers (numeric scale,
 //! varchar/char length).
 
+use crate::repr::datetime;
 use crate::repr::error::EvalError;
+use crate::repr::interval::Interval;
+use crate::repr::jsonb::Jsonb;
 use crate::repr::types::{NUMERIC_MAX_PRECISION, ScalarType};
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
 use std::fmt;
@@ -25,6 +28,11 @@ pub enum Datum {
     Text(String),
     Date(NaiveDate),
     Timestamp(NaiveDateTime),
+    TimestampTz(DateTime<Utc>),
+    Interval(Interval),
+    Bytea(Vec<u8>),
+    Uuid([u8; 16]),
+    Jsonb(Box<Jsonb>),
 }
 
 impl Datum {
@@ -54,13 +62,93 @@ impl Datum {
             (Text(a), Text(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
-            (Date(a), Timestamp(b)) => a.and_time(NaiveTime::MIN).cmp(b),
-            (Timestamp(a), Date(b)) => a.cmp(&b.and_time(NaiveTime::MIN)),
-            (a, b) => match (a.as_exact(), b.as_exact()) {
+            (TimestampTz(a), TimestampTz(b)) => a.cmp(b),
+            (Interval(a), Interval(b)) => a.cmp_span(b),
+            (Bytea(a), Bytea(b)) => a.cmp(b),
+            (Uuid(a), Uuid(b)) => a.cmp(b),
+            (Jsonb(a), Jsonb(b)) => a.cmp_jsonb(b),
+            // Mixed date/time values (the binder coerces operands to one
+            // type, so these only arise from internal comparisons): naive
+            // values are read in the session time zone, UTC.
+            (a @ (Date(_) | Timestamp(_) | TimestampTz(_)), b @ (Date(_) | Timestamp(_) | TimestampTz(_))) => {
+                a.as_utc_naive().cmp(&b.as_utc_naive())
+            }
+            (a, b) if a.is_number() && b.is_number() => match (a.as_exact(), b.as_exact()) {
                 (Some(x), Some(y)) => x.cmp(&y),
                 _ => float_cmp(a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN)),
             },
+            // Values of unrelated types never meet after typing; order them
+            // by kind so the order stays total.
+            (a, b) => a.kind_rank().cmp(&b.kind_rank()),
         }
+    }
+
+    fn is_number(&self) -> bool {
+        matches!(
+            self,
+            Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_) | Datum::Float32(_) | Datum::Float64(_) | Datum::Numeric(_)
+        )
+    }
+
+    fn kind_rank(&self) -> u8 {
+        match self {
+            Datum::Null => 0,
+            Datum::Bool(_) => 1,
+            Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_) | Datum::Float32(_) | Datum::Float64(_) | Datum::Numeric(_) => 2,
+            Datum::Text(_) => 3,
+            Datum::Date(_) | Datum::Timestamp(_) | Datum::TimestampTz(_) => 4,
+            Datum::Interval(_) => 5,
+            Datum::Bytea(_) => 6,
+            Datum::Uuid(_) => 7,
+            Datum::Jsonb(_) => 8,
+        }
+    }
+
+    /// A date or timestamp as a UTC wall-clock time.
+    fn as_utc_naive(&self) -> Option<NaiveDateTime> {
+        match self {
+            Datum::Date(d) => Some(d.and_time(NaiveTime::MIN)),
+            Datum::Timestamp(t) => Some(*t),
+            Datum::TimestampTz(t) => Some(t.naive_utc()),
+            _ => None,
+        }
+    }
+
+    /// The value with a canonical representation among the values it is
+    /// equal to, so that equal values encode equally as arrangement keys
+    /// (join, group and distinct keys): `1.0` and `1.00`, also inside jsonb.
+    ///
+    /// Intervals are not normalized: a group key is also the group's output
+    /// value, and `'36 hours'` must not print as `'1 day 12:00:00'`. So
+    /// `'1 day'` and `'24 hours'` (equal in Postgres) are different keys.
+    pub fn normalize_for_key(self) -> Datum {
+        match self {
+            Datum::Numeric(n) => Datum::Numeric(n.normalize()),
+            Datum::Jsonb(j) => Datum::Jsonb(Box::new(j.normalized())),
+            other => other,
+        }
+    }
+
+    /// The natural type of a value (for parameters bound by value).
+    pub fn scalar_type(&self) -> Option<ScalarType> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Bool(_) => ScalarType::Bool,
+            Datum::Int16(_) => ScalarType::Int16,
+            Datum::Int32(_) => ScalarType::Int32,
+            Datum::Int64(_) => ScalarType::Int64,
+            Datum::Float32(_) => ScalarType::Float32,
+            Datum::Float64(_) => ScalarType::Float64,
+            Datum::Numeric(_) => ScalarType::Numeric { precision: None, scale: None },
+            Datum::Text(_) => ScalarType::Text,
+            Datum::Date(_) => ScalarType::Date,
+            Datum::Timestamp(_) => ScalarType::Timestamp { precision: None },
+            Datum::TimestampTz(_) => ScalarType::TimestampTz { precision: None },
+            Datum::Interval(_) => ScalarType::Interval,
+            Datum::Bytea(_) => ScalarType::Bytea,
+            Datum::Uuid(_) => ScalarType::Uuid,
+            Datum::Jsonb(_) => ScalarType::Jsonb,
+        })
     }
 
     /// The value as an exact decimal, for integers and numerics.
@@ -160,8 +248,13 @@ impl Datum {
             // Length limits depend on the context (a cast truncates, an
             // assignment fails), so callers apply them: see `apply_typmod`.
             ScalarType::VarChar { .. } | ScalarType::Char { .. } => Datum::Text(text.to_string()),
-            ScalarType::Date => Datum::Date(parse_date(t).ok_or_else(invalid)?),
-            ScalarType::Timestamp => Datum::Timestamp(parse_timestamp(t).ok_or_else(invalid)?),
+            ScalarType::Date => Datum::Date(datetime::parse_date(text)?),
+            ScalarType::Timestamp { .. } => Datum::Timestamp(datetime::parse_timestamp(text)?),
+            ScalarType::TimestampTz { .. } => Datum::TimestampTz(datetime::parse_timestamptz(text)?),
+            ScalarType::Interval => Datum::Interval(Interval::parse(text, None)?),
+            ScalarType::Bytea => Datum::Bytea(parse_bytea(text)?),
+            ScalarType::Uuid => Datum::Uuid(parse_uuid(text).ok_or_else(invalid)?),
+            ScalarType::Jsonb => Datum::Jsonb(Box::new(Jsonb::parse(text)?)),
         })
     }
 
@@ -216,9 +309,123 @@ impl Datum {
                 out.extend(std::iter::repeat_n(' ', n - count));
                 Ok(Datum::Text(out))
             }
+            (Datum::Timestamp(ts), ScalarType::Timestamp { precision: Some(p) }) => {
+                Ok(Datum::Timestamp(datetime::round_timestamp(ts, *p)?))
+            }
+            (Datum::TimestampTz(ts), ScalarType::TimestampTz { precision: Some(p) }) => {
+                Ok(Datum::TimestampTz(datetime::round_timestamp(ts.naive_utc(), *p)?.and_utc()))
+            }
             (d, _) => Ok(d),
         }
     }
+}
+
+/// `bytea` input: `\x` followed by hex digit pairs (whitespace allowed
+/// between pairs), or the escape format (`\\` and `\ooo` octal escapes).
+pub fn parse_bytea(text: &str) -> Result<Vec<u8>, EvalError> {
+    let b = text.as_bytes();
+    if b.len() >= 2 && b[0] == b'\\' && b[1] == b'x' {
+        let mut out = Vec::with_capacity((b.len() - 2) / 2);
+        let mut i = 2;
+        while i < b.len() {
+            if matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+                continue;
+            }
+            let hex = |c: u8| -> Result<u8, EvalError> {
+                (c as char).to_digit(16).map(|v| v as u8).ok_or_else(|| {
+                    let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
+                    EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
+                })
+            };
+            let hi = hex(b[i])?;
+            i += 1;
+            let Some(&lo) = b.get(i) else {
+                return Err(EvalError::InvalidParameter("invalid hexadecimal data: odd number of digits".into()));
+            };
+            if matches!(lo, b' ' | b'\t' | b'\n' | b'\r') {
+                return Err(EvalError::InvalidParameter("invalid hexadecimal data: odd number of digits".into()));
+            }
+            let lo = (lo as char).to_digit(16).ok_or_else(|| {
+                let ch = text.get(i..).and_then(|t| t.chars().next()).unwrap_or(' ');
+                EvalError::InvalidParameter(format!("invalid hexadecimal digit: \"{ch}\""))
+            })? as u8;
+            out.push(hi << 4 | lo);
+            i += 1;
+        }
+        return Ok(out);
+    }
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+        } else if i + 3 < b.len()
+            && (b'0'..=b'3').contains(&b[i + 1])
+            && (b'0'..=b'7').contains(&b[i + 2])
+            && (b'0'..=b'7').contains(&b[i + 3])
+        {
+            out.push(((b[i + 1] - b'0') << 6) | ((b[i + 2] - b'0') << 3) | (b[i + 3] - b'0'));
+            i += 4;
+        } else if b.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            return Err(EvalError::InvalidInput("invalid input syntax for type bytea".into()));
+        }
+    }
+    Ok(out)
+}
+
+/// `bytea` output in the hex format.
+pub fn format_bytea(b: &[u8]) -> String {
+    let mut out = String::with_capacity(2 + 2 * b.len());
+    out.push_str("\\x");
+    for byte in b {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// `uuid` input: 32 hex digits, optionally in braces, with a hyphen allowed
+/// after any group of four digits.
+pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let mut s = text.as_bytes();
+    let braces = s.first() == Some(&b'{');
+    if braces {
+        s = &s[1..];
+    }
+    let mut out = [0u8; 16];
+    let mut pos = 0;
+    for (i, slot) in out.iter_mut().enumerate() {
+        let hi = (*s.get(pos)? as char).to_digit(16)?;
+        let lo = (*s.get(pos + 1)? as char).to_digit(16)?;
+        *slot = (hi * 16 + lo) as u8;
+        pos += 2;
+        if s.get(pos) == Some(&b'-') && i % 2 == 1 && i < 15 {
+            pos += 1;
+        }
+    }
+    if braces {
+        if s.get(pos) != Some(&b'}') {
+            return None;
+        }
+        pos += 1;
+    }
+    (pos == s.len()).then_some(out)
+}
+
+/// `uuid` output: lowercase 8-4-4-4-12.
+pub fn format_uuid(u: &[u8; 16]) -> String {
+    let mut out = String::with_capacity(36);
+    for (i, b) in u.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 /// Number of decimal digits before the decimal point (0 for |d| < 1).
@@ -238,21 +445,6 @@ fn float_cmp(a: f64, b: f64) -> Ordering {
         (false, true) => Ordering::Less,
         _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
-}
-
-fn parse_date(t: &str) -> Option<NaiveDate> {
-    NaiveDate::parse_from_str(t, "%Y-%m-%d")
-        .ok()
-        .or_else(|| NaiveDate::parse_from_str(t, "%Y%m%d").ok())
-}
-
-fn parse_timestamp(t: &str) -> Option<NaiveDateTime> {
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
-        if let Ok(ts) = NaiveDateTime::parse_from_str(t, fmt) {
-            return Some(ts);
-        }
-    }
-    parse_date(t).map(|d| d.and_time(NaiveTime::MIN))
 }
 
 /// Formats a float as Postgres does with `extra_float_digits = 1`: the
@@ -308,16 +500,13 @@ impl fmt::Display for Datum {
             Datum::Float64(v) => f.write_str(&format_float(*v, 15)),
             Datum::Numeric(d) => write!(f, "{d}"),
             Datum::Text(s) => f.write_str(s),
-            Datum::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
-            Datum::Timestamp(ts) => {
-                write!(f, "{}", ts.format("%Y-%m-%d %H:%M:%S"))?;
-                let micros = ts.nanosecond() / 1000;
-                if micros != 0 {
-                    let frac = format!("{micros:06}");
-                    write!(f, ".{}", frac.trim_end_matches('0'))?;
-                }
-                Ok(())
-            }
+            Datum::Date(d) => f.write_str(&datetime::format_date(d)),
+            Datum::Timestamp(ts) => f.write_str(&datetime::format_timestamp(ts)),
+            Datum::TimestampTz(ts) => f.write_str(&datetime::format_timestamptz(ts)),
+            Datum::Interval(i) => write!(f, "{i}"),
+            Datum::Bytea(b) => f.write_str(&format_bytea(b)),
+            Datum::Uuid(u) => f.write_str(&format_uuid(u)),
+            Datum::Jsonb(j) => write!(f, "{j}"),
         }
     }
 }
@@ -366,9 +555,54 @@ mod tests {
         assert!(Datum::Text("abc".into()).apply_typmod(&v, false).is_err());
         assert_eq!(Datum::Text("abc".into()).apply_typmod(&v, true).unwrap(), Datum::Text("ab".into()));
         assert_eq!(
-            Datum::parse("2024-02-29 10:11:12.5", &ScalarType::Timestamp).unwrap().to_string(),
+            Datum::parse("2024-02-29 10:11:12.5", &ScalarType::Timestamp { precision: None }).unwrap().to_string(),
             "2024-02-29 10:11:12.5"
         );
+    }
+
+    #[test]
+    fn new_types_text_round_trip() {
+        let cases = [
+            (ScalarType::TimestampTz { precision: None }, "2024-02-29 10:11:12.5+00"),
+            (ScalarType::Interval, "1 year 2 mons 3 days 04:05:06"),
+            (ScalarType::Bytea, "\\xdeadbeef"),
+            (ScalarType::Uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            (ScalarType::Jsonb, r#"{"a": [1, "x", null]}"#),
+        ];
+        for (ty, text) in cases {
+            assert_eq!(Datum::parse(text, &ty).unwrap().to_string(), text);
+        }
+        assert_eq!(parse_bytea("a\\\\b\\001").unwrap(), b"a\\b\x01".to_vec());
+        assert!(parse_bytea("a\\b").is_err());
+        assert!(parse_bytea("\\x1").is_err());
+        assert_eq!(parse_uuid("{A0EEBC999C0B4EF8BB6D6BB9BD380A11}").map(|u| format_uuid(&u)), Some("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11".into()));
+        assert_eq!(parse_uuid("a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11").is_some(), true);
+        assert_eq!(parse_uuid("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1"), None);
+        let p = ScalarType::Timestamp { precision: Some(0) };
+        assert_eq!(Datum::parse("2024-01-01 00:00:00.5", &p).unwrap().apply_typmod(&p, false).unwrap().to_string(), "2024-01-01 00:00:01");
+    }
+
+    #[test]
+    fn new_types_order_by_value() {
+        let sorted = |ty: ScalarType, texts: &[&str]| {
+            let mut v: Vec<Datum> = texts.iter().map(|t| Datum::parse(t, &ty).unwrap()).collect();
+            v.sort_by(|a, b| a.sql_cmp(b));
+            v.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sorted(ScalarType::TimestampTz { precision: None }, &["2024-01-01 10:00+02", "2024-01-01 09:00+00", "1999-12-31 23:59:59.999999+00"]),
+            vec!["1999-12-31 23:59:59.999999+00", "2024-01-01 08:00:00+00", "2024-01-01 09:00:00+00"]
+        );
+        assert_eq!(
+            sorted(ScalarType::Interval, &["1 mon", "29 days", "-1 year", "1 day 1 second", "25 hours"]),
+            vec!["-1 years", "1 day 00:00:01", "25:00:00", "29 days", "1 mon"]
+        );
+        assert_eq!(sorted(ScalarType::Bytea, &["\\x0102", "\\x01", "\\x", "\\xff"]), vec!["\\x", "\\x01", "\\x0102", "\\xff"]);
+        assert_eq!(
+            sorted(ScalarType::Uuid, &["ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000001"]),
+            vec!["00000000-0000-0000-0000-000000000001", "ffffffff-0000-0000-0000-000000000000"]
+        );
+        assert_eq!(Datum::Null.sql_cmp(&Datum::Interval(Interval::default())), Ordering::Greater);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub enum SqlState {
     DuplicateColumn,
     DuplicateAlias,
     GroupingError,
+    WindowingError,
     WrongObjectType,
     InvalidColumnReference,
     DependentObjectsStillExist,
@@ -42,6 +43,16 @@ pub enum SqlState {
     InvalidRowCountInResultOffsetClause,
     UndefinedParameter,
     IndeterminateDatatype,
+    AmbiguousFunction,
+    CannotCoerce,
+    IntervalFieldOverflow,
+    UntranslatableCharacter,
+    ProgramLimitExceeded,
+    InvalidEscapeSequence,
+    SubstringError,
+    InvalidArgumentForPowerFunction,
+    InvalidArgumentForLogarithm,
+    StatementTooComplex,
 }
 
 impl SqlState {
@@ -60,6 +71,7 @@ impl SqlState {
             SqlState::DuplicateColumn => "42701",
             SqlState::DuplicateAlias => "42712",
             SqlState::GroupingError => "42803",
+            SqlState::WindowingError => "42P20",
             SqlState::WrongObjectType => "42809",
             SqlState::InvalidColumnReference => "42P10",
             SqlState::DependentObjectsStillExist => "2BP01",
@@ -83,6 +95,16 @@ impl SqlState {
             SqlState::InvalidRowCountInResultOffsetClause => "2201X",
             SqlState::UndefinedParameter => "42P02",
             SqlState::IndeterminateDatatype => "42P18",
+            SqlState::AmbiguousFunction => "42725",
+            SqlState::CannotCoerce => "42846",
+            SqlState::IntervalFieldOverflow => "22015",
+            SqlState::UntranslatableCharacter => "22P05",
+            SqlState::ProgramLimitExceeded => "54000",
+            SqlState::InvalidEscapeSequence => "22025",
+            SqlState::SubstringError => "22011",
+            SqlState::InvalidArgumentForPowerFunction => "2201F",
+            SqlState::InvalidArgumentForLogarithm => "2201E",
+            SqlState::StatementTooComplex => "54001",
         }
     }
 }
@@ -112,9 +134,61 @@ pub enum EvalError {
     InvalidParameter(String),
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("{0}")]
+    IntervalFieldOverflow(String),
+    /// A month or day out of range in date input (22008, with Postgres's
+    /// DateStyle hint).
+    #[error("{0}")]
+    DatetimeFieldOverflowMd(String),
+    /// Bad jsonb input; `detail` is Postgres's DETAIL line.
+    #[error("invalid input syntax for type json")]
+    InvalidJson { detail: String },
+    /// Bad input whose message names no value (`invalid input syntax for
+    /// type bytea`).
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("{message}")]
+    UntranslatableCharacter { message: String, detail: String },
+    #[error("{0}")]
+    ProgramLimitExceeded(String),
+    #[error("{0}")]
+    FeatureNotSupported(String),
+    #[error("{0}")]
+    InvalidEscapeSequence(String),
+    #[error("{0}")]
+    SubstringError(String),
+    #[error("{0}")]
+    InvalidArgumentForPower(String),
+    #[error("{0}")]
+    InvalidArgumentForLog(String),
+    #[error("stack depth limit exceeded")]
+    StackDepthExceeded,
 }
 
 impl EvalError {
+    /// Optional DETAIL line.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            EvalError::InvalidJson { detail } | EvalError::UntranslatableCharacter { detail, .. } => {
+                Some(detail.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Optional HINT line.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            EvalError::InvalidEscapeSequence(m) if m.starts_with("invalid escape string") => {
+                Some("Escape string must be empty or one character.".into())
+            }
+            EvalError::DatetimeFieldOverflowMd(_) => {
+                Some("Perhaps you need a different \"datestyle\" setting.".into())
+            }
+            _ => None,
+        }
+    }
+
     pub fn sqlstate(&self) -> SqlState {
         match self {
             EvalError::DivisionByZero => SqlState::DivisionByZero,
@@ -122,18 +196,28 @@ impl EvalError {
                 SqlState::NumericValueOutOfRange
             }
             EvalError::InvalidTextRepresentation { ty, .. } => {
-                if ty.starts_with("date") || ty.starts_with("timestamp") {
+                if ty.starts_with("date") || ty.starts_with("timestamp") || ty == "interval" {
                     SqlState::InvalidDatetimeFormat
                 } else {
                     SqlState::InvalidTextRepresentation
                 }
             }
             EvalError::StringTooLong(_) => SqlState::StringDataRightTruncation,
-            EvalError::DatetimeOverflow(_) => SqlState::DatetimeFieldOverflow,
+            EvalError::DatetimeOverflow(_) | EvalError::DatetimeFieldOverflowMd(_) => SqlState::DatetimeFieldOverflow,
             EvalError::NotNull { .. } => SqlState::NotNullViolation,
             EvalError::MultipleRowsFromSubquery => SqlState::CardinalityViolation,
             EvalError::InvalidParameter(_) => SqlState::InvalidParameterValue,
             EvalError::Internal(_) => SqlState::InternalError,
+            EvalError::IntervalFieldOverflow(_) => SqlState::IntervalFieldOverflow,
+            EvalError::InvalidJson { .. } | EvalError::InvalidInput(_) => SqlState::InvalidTextRepresentation,
+            EvalError::UntranslatableCharacter { .. } => SqlState::UntranslatableCharacter,
+            EvalError::ProgramLimitExceeded(_) => SqlState::ProgramLimitExceeded,
+            EvalError::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
+            EvalError::InvalidEscapeSequence(_) => SqlState::InvalidEscapeSequence,
+            EvalError::SubstringError(_) => SqlState::SubstringError,
+            EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
+            EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
+            EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
         }
     }
 }
@@ -167,6 +251,8 @@ pub enum Error {
     #[error("{0}")]
     Grouping(String),
     #[error("{0}")]
+    Windowing(String),
+    #[error("{0}")]
     DuplicateColumn(String),
     #[error("{0}")]
     DuplicateAlias(String),
@@ -190,6 +276,12 @@ pub enum Error {
     UndefinedParameter(String),
     #[error("{0}")]
     IndeterminateDatatype(String),
+    /// `function f(unknown) is not unique` / `operator is not unique: ...`.
+    #[error("{0}")]
+    AmbiguousFunction(String),
+    /// `cannot cast type X to Y`.
+    #[error("{0}")]
+    CannotCoerce(String),
     #[error("{0}")]
     Eval(#[from] EvalError),
     #[error("storage error: {0}")]
@@ -213,6 +305,7 @@ impl Error {
             Error::DuplicateTable(_) => SqlState::DuplicateTable,
             Error::DuplicateObject(_) => SqlState::DuplicateObject,
             Error::Grouping(_) => SqlState::GroupingError,
+            Error::Windowing(_) => SqlState::WindowingError,
             Error::DuplicateColumn(_) => SqlState::DuplicateColumn,
             Error::DuplicateAlias(_) => SqlState::DuplicateAlias,
             Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,
@@ -225,6 +318,8 @@ impl Error {
             Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
             Error::UndefinedParameter(_) => SqlState::UndefinedParameter,
             Error::IndeterminateDatatype(_) => SqlState::IndeterminateDatatype,
+            Error::AmbiguousFunction(_) => SqlState::AmbiguousFunction,
+            Error::CannotCoerce(_) => SqlState::CannotCoerce,
             Error::Eval(e) => e.sqlstate(),
             Error::Storage(_) => SqlState::IoError,
             Error::Internal(_) => SqlState::InternalError,
@@ -236,6 +331,7 @@ impl Error {
     pub fn detail(&self) -> Option<String> {
         match self {
             Error::DependentObjects { detail, .. } => Some(detail.clone()),
+            Error::Eval(e) => e.detail(),
             _ => None,
         }
     }
@@ -246,6 +342,24 @@ impl Error {
             Error::DependentObjects { .. } => {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
             }
+            Error::UndefinedFunction(m) if m.starts_with("function ") && m.ends_with("does not exist") => Some(
+                "No function matches the given name and argument types. You might need to add explicit type casts."
+                    .into(),
+            ),
+            Error::UndefinedFunction(m) if m.starts_with("operator does not exist") => Some(
+                "No operator matches the given name and argument types. You might need to add explicit type casts."
+                    .into(),
+            ),
+            Error::AmbiguousFunction(m) if m.starts_with("function ") => Some(
+                "Could not choose a best candidate function. You might need to add explicit type casts.".into(),
+            ),
+            Error::AmbiguousFunction(_) => Some(
+                "Could not choose a best candidate operator. You might need to add explicit type casts.".into(),
+            ),
+            Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
+                Some("You will need to rewrite or cast the expression.".into())
+            }
+            Error::Eval(e) => e.hint(),
             _ => None,
         }
     }

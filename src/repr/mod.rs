@@ -6,14 +6,19 @@
 //! single value (ordering, text input and output, casts between types).
 //! Must not: depend on any other ripple module.
 
+pub mod datetime;
 pub mod datum;
 pub mod error;
+pub mod interval;
+pub mod jsonb;
 pub mod row;
 pub mod types;
 pub mod varint;
 
 pub use datum::Datum;
 pub use error::{Error, EvalError, SqlState};
+pub use interval::Interval;
+pub use jsonb::Jsonb;
 pub use row::Row;
 pub use types::{ColumnType, RelationDesc, ScalarType};
 

@@ -7,6 +7,8 @@
 //! arrangements (equality and hashing are exact: equal datums encode equally).
 
 use crate::repr::datum::Datum;
+use crate::repr::interval::Interval;
+use crate::repr::jsonb::Jsonb;
 use crate::repr::varint::{read_varint, write_varint};
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
@@ -25,9 +27,21 @@ const TAG_NUMERIC: u8 = 8;
 const TAG_TEXT: u8 = 9;
 const TAG_DATE: u8 = 10;
 const TAG_TIMESTAMP: u8 = 11;
+const TAG_TIMESTAMPTZ: u8 = 12;
+const TAG_INTERVAL: u8 = 13;
+const TAG_BYTEA: u8 = 14;
+const TAG_UUID: u8 = 15;
+const TAG_JSONB: u8 = 16;
+
+/// Tags followed by a varint length and that many bytes.
+fn is_varlen(tag: u8) -> bool {
+    matches!(tag, TAG_TEXT | TAG_BYTEA | TAG_JSONB)
+}
 
 /// Days from 1970-01-01 are stored for dates; microseconds since the Unix
-/// epoch for timestamps.
+/// epoch for timestamps (with and without time zone); months, days and
+/// microseconds for intervals; bytea and jsonb (in `Jsonb::encode`'s binary
+/// form) as length-prefixed bytes.
 fn unix_epoch_date() -> NaiveDate {
     DateTime::UNIX_EPOCH.date_naive()
 }
@@ -216,6 +230,32 @@ impl RowPacker {
                 let micros = ts.and_utc().timestamp_micros();
                 data.extend_from_slice(&micros.to_le_bytes());
             }
+            Datum::TimestampTz(ts) => {
+                data.push(TAG_TIMESTAMPTZ);
+                data.extend_from_slice(&ts.timestamp_micros().to_le_bytes());
+            }
+            Datum::Interval(i) => {
+                data.push(TAG_INTERVAL);
+                data.extend_from_slice(&i.months.to_le_bytes());
+                data.extend_from_slice(&i.days.to_le_bytes());
+                data.extend_from_slice(&i.micros.to_le_bytes());
+            }
+            Datum::Bytea(b) => {
+                data.push(TAG_BYTEA);
+                write_varint(data, b.len() as u64);
+                data.extend_from_slice(b);
+            }
+            Datum::Uuid(u) => {
+                data.push(TAG_UUID);
+                data.extend_from_slice(u);
+            }
+            Datum::Jsonb(j) => {
+                data.push(TAG_JSONB);
+                let mut buf = Vec::new();
+                j.encode(&mut buf);
+                write_varint(data, buf.len() as u64);
+                data.extend_from_slice(&buf);
+            }
         }
     }
 
@@ -242,8 +282,8 @@ fn payload_len(tag: u8) -> Option<usize> {
         TAG_NULL | TAG_FALSE | TAG_TRUE => 0,
         TAG_INT16 => 2,
         TAG_INT32 | TAG_FLOAT32 | TAG_DATE => 4,
-        TAG_INT64 | TAG_FLOAT64 | TAG_TIMESTAMP => 8,
-        TAG_NUMERIC => 16,
+        TAG_INT64 | TAG_FLOAT64 | TAG_TIMESTAMP | TAG_TIMESTAMPTZ => 8,
+        TAG_NUMERIC | TAG_INTERVAL | TAG_UUID => 16,
         _ => return None,
     })
 }
@@ -251,7 +291,7 @@ fn payload_len(tag: u8) -> Option<usize> {
 /// The end offset of the datum starting at `pos`.
 fn datum_end(data: &[u8], pos: usize) -> Option<usize> {
     let tag = *data.get(pos)?;
-    let end = if tag == TAG_TEXT {
+    let end = if is_varlen(tag) {
         let (len, p) = read_varint(data, pos + 1)?;
         p.checked_add(len as usize)?
     } else {
@@ -273,35 +313,53 @@ impl Iterator for RowIter<'_> {
         let data = self.data;
         let tag = *data.get(self.pos)?;
         let p = self.pos + 1;
-        let fixed = |n: usize| -> &[u8] { &data[p..p + n] };
+        let fixed = |n: usize| -> Option<&[u8]> { data.get(p..p.checked_add(n)?) };
         let datum = match tag {
             TAG_NULL => Datum::Null,
             TAG_FALSE => Datum::Bool(false),
             TAG_TRUE => Datum::Bool(true),
-            TAG_INT16 => Datum::Int16(i16::from_le_bytes(fixed(2).try_into().ok()?)),
-            TAG_INT32 => Datum::Int32(i32::from_le_bytes(fixed(4).try_into().ok()?)),
-            TAG_INT64 => Datum::Int64(i64::from_le_bytes(fixed(8).try_into().ok()?)),
-            TAG_FLOAT32 => Datum::Float32(f32::from_le_bytes(fixed(4).try_into().ok()?)),
-            TAG_FLOAT64 => Datum::Float64(f64::from_le_bytes(fixed(8).try_into().ok()?)),
-            TAG_NUMERIC => Datum::Numeric(Decimal::deserialize(fixed(16).try_into().ok()?)),
-            TAG_TEXT => {
+            TAG_INT16 => Datum::Int16(i16::from_le_bytes(fixed(2)?.try_into().ok()?)),
+            TAG_INT32 => Datum::Int32(i32::from_le_bytes(fixed(4)?.try_into().ok()?)),
+            TAG_INT64 => Datum::Int64(i64::from_le_bytes(fixed(8)?.try_into().ok()?)),
+            TAG_FLOAT32 => Datum::Float32(f32::from_le_bytes(fixed(4)?.try_into().ok()?)),
+            TAG_FLOAT64 => Datum::Float64(f64::from_le_bytes(fixed(8)?.try_into().ok()?)),
+            TAG_NUMERIC => Datum::Numeric(Decimal::deserialize(fixed(16)?.try_into().ok()?)),
+            tag if is_varlen(tag) => {
                 let (len, start) = read_varint(data, p)?;
-                let end = start + len as usize;
+                let end = start.checked_add(usize::try_from(len).ok()?)?;
+                let bytes = data.get(start..end)?;
                 self.pos = end;
-                return Some(Datum::Text(String::from_utf8_lossy(&data[start..end]).into_owned()));
+                return Some(match tag {
+                    TAG_TEXT => Datum::Text(String::from_utf8_lossy(bytes).into_owned()),
+                    TAG_BYTEA => Datum::Bytea(bytes.to_vec()),
+                    _ => Datum::Jsonb(Box::new(Jsonb::decode(bytes)?)),
+                });
             }
             TAG_DATE => {
-                let days = i32::from_le_bytes(fixed(4).try_into().ok()?);
+                let days = i32::from_le_bytes(fixed(4)?.try_into().ok()?);
                 Datum::Date(unix_epoch_date() + chrono::Duration::days(days as i64))
             }
             TAG_TIMESTAMP => {
-                let micros = i64::from_le_bytes(fixed(8).try_into().ok()?);
+                let micros = i64::from_le_bytes(fixed(8)?.try_into().ok()?);
                 Datum::Timestamp(
                     DateTime::from_timestamp_micros(micros)
                         .map(|d| d.naive_utc())
                         .unwrap_or(NaiveDateTime::MIN),
                 )
             }
+            TAG_TIMESTAMPTZ => {
+                let micros = i64::from_le_bytes(fixed(8)?.try_into().ok()?);
+                Datum::TimestampTz(DateTime::from_timestamp_micros(micros).unwrap_or(DateTime::<chrono::Utc>::MIN_UTC))
+            }
+            TAG_INTERVAL => {
+                let b = fixed(16)?;
+                Datum::Interval(Interval {
+                    months: i32::from_le_bytes(b[0..4].try_into().ok()?),
+                    days: i32::from_le_bytes(b[4..8].try_into().ok()?),
+                    micros: i64::from_le_bytes(b[8..16].try_into().ok()?),
+                })
+            }
+            TAG_UUID => Datum::Uuid(fixed(16)?.try_into().ok()?),
             _ => return None,
         };
         self.pos = p + payload_len(tag)?;
@@ -327,12 +385,30 @@ mod tests {
             Datum::Text("héllo".into()),
             Datum::Date(NaiveDate::from_ymd_opt(1995, 3, 15).unwrap()),
             Datum::Timestamp(NaiveDate::from_ymd_opt(1960, 1, 2).unwrap().and_hms_micro_opt(3, 4, 5, 6).unwrap()),
+            Datum::TimestampTz(DateTime::from_timestamp_micros(-1_234_567).unwrap()),
+            Datum::Interval(Interval::new(-14, 3, 86_400_000_001)),
+            Datum::Bytea(vec![0, 255, 7]),
+            Datum::Uuid([7; 16]),
+            Datum::Jsonb(Box::new(Jsonb::parse(r#"{"a": [1, 2.5, "x", null, true]}"#).unwrap())),
+            Datum::Text(String::new()),
         ];
         let row = Row::pack(datums.iter());
         assert_eq!(row.unpack(), datums);
         assert_eq!(row.arity(), datums.len());
-        assert_eq!(row.project(&[8, 3]).unpack(), vec![datums[8].clone(), datums[3].clone()]);
+        assert_eq!(row.project(&[8, 3, 16]).unpack(), vec![datums[8].clone(), datums[3].clone(), datums[16].clone()]);
         assert_eq!(Row::from_bytes(row.as_bytes()), Some(row.clone()));
         assert_eq!(Row::from_bytes(&[TAG_TEXT, 5, b'a']), None);
+        assert_eq!(Row::from_bytes(&[TAG_BYTEA, 2, 1]), None);
+        // Malformed jsonb bytes decode to no datum rather than panicking.
+        let bad = Row { data: vec![TAG_JSONB, 2, 5, 9].into_boxed_slice() };
+        assert_eq!(bad.unpack(), vec![]);
+    }
+
+    #[test]
+    fn equal_values_have_equal_keys() {
+        use crate::repr::ScalarType;
+        let key = |text: &str, ty: &ScalarType| Row::pack(&[Datum::parse(text, ty).unwrap().normalize_for_key()]);
+        assert_eq!(key("1.50", &ScalarType::Numeric { precision: None, scale: None }), key("1.5", &ScalarType::Numeric { precision: None, scale: None }));
+        assert_eq!(key(r#"{"a": 1.0}"#, &ScalarType::Jsonb), key(r#"{"a":1}"#, &ScalarType::Jsonb));
     }
 }

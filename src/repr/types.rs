@@ -21,8 +21,21 @@ pub enum ScalarType {
     /// `char(n)` (Postgres `bpchar`): blank-padded to `len`.
     Char { len: u32 },
     Date,
-    Timestamp,
+    /// `timestamp(p) without time zone`; `precision` is the number of
+    /// fractional-second digits kept (`None`: all six).
+    Timestamp { precision: Option<u8> },
+    /// `timestamp(p) with time zone`, stored as a UTC instant. The session
+    /// time zone is always UTC, so values print with `+00`.
+    TimestampTz { precision: Option<u8> },
+    /// `interval`: months, days and microseconds, kept apart as Postgres does.
+    Interval,
+    Bytea,
+    Uuid,
+    Jsonb,
 }
+
+/// The largest fractional-second precision of timestamps and intervals.
+pub const MAX_TIMESTAMP_PRECISION: u8 = 6;
 
 /// Largest precision of `numeric` that ripple stores exactly (28 significant
 /// decimal digits, the range of the `rust_decimal` representation).
@@ -43,7 +56,12 @@ impl ScalarType {
             ScalarType::VarChar { .. } => 1043,
             ScalarType::Char { .. } => 1042,
             ScalarType::Date => 1082,
-            ScalarType::Timestamp => 1114,
+            ScalarType::Timestamp { .. } => 1114,
+            ScalarType::TimestampTz { .. } => 1184,
+            ScalarType::Interval => 1186,
+            ScalarType::Bytea => 17,
+            ScalarType::Uuid => 2950,
+            ScalarType::Jsonb => 3802,
         }
     }
 
@@ -61,7 +79,12 @@ impl ScalarType {
             1043 => ScalarType::VarChar { max_len: None },
             1042 => ScalarType::Char { len: 1 },
             1082 => ScalarType::Date,
-            1114 => ScalarType::Timestamp,
+            1114 => ScalarType::Timestamp { precision: None },
+            1184 => ScalarType::TimestampTz { precision: None },
+            1186 => ScalarType::Interval,
+            17 => ScalarType::Bytea,
+            2950 => ScalarType::Uuid,
+            3802 => ScalarType::Jsonb,
             _ => return None,
         })
     }
@@ -74,6 +97,7 @@ impl ScalarType {
             }
             ScalarType::VarChar { max_len: Some(n) } => *n as i32 + 4,
             ScalarType::Char { len } => *len as i32 + 4,
+            ScalarType::Timestamp { precision: Some(p) } | ScalarType::TimestampTz { precision: Some(p) } => *p as i32,
             _ => -1,
         }
     }
@@ -84,7 +108,11 @@ impl ScalarType {
             ScalarType::Bool => 1,
             ScalarType::Int16 => 2,
             ScalarType::Int32 | ScalarType::Float32 | ScalarType::Date => 4,
-            ScalarType::Int64 | ScalarType::Float64 | ScalarType::Timestamp => 8,
+            ScalarType::Int64
+            | ScalarType::Float64
+            | ScalarType::Timestamp { .. }
+            | ScalarType::TimestampTz { .. } => 8,
+            ScalarType::Interval | ScalarType::Uuid => 16,
             _ => -1,
         }
     }
@@ -118,7 +146,43 @@ impl ScalarType {
             ScalarType::Numeric { .. } => ScalarType::Numeric { precision: None, scale: None },
             ScalarType::VarChar { .. } => ScalarType::VarChar { max_len: None },
             ScalarType::Char { .. } => ScalarType::Char { len: 1 },
+            ScalarType::Timestamp { .. } => ScalarType::Timestamp { precision: None },
+            ScalarType::TimestampTz { .. } => ScalarType::TimestampTz { precision: None },
             other => other.clone(),
+        }
+    }
+
+    /// Whether two types are the same type apart from modifiers.
+    pub fn same_family(&self, other: &ScalarType) -> bool {
+        self.unconstrained() == other.unconstrained()
+    }
+
+    /// date, timestamp or timestamptz.
+    pub fn is_datetime(&self) -> bool {
+        matches!(self, ScalarType::Date | ScalarType::Timestamp { .. } | ScalarType::TimestampTz { .. })
+    }
+
+    /// The name of the type in `pg_type` (`int4`, `timestamptz`...), which is
+    /// also the column name Postgres gives a cast such as `x::int`.
+    pub fn typname(&self) -> &'static str {
+        match self {
+            ScalarType::Bool => "bool",
+            ScalarType::Int16 => "int2",
+            ScalarType::Int32 => "int4",
+            ScalarType::Int64 => "int8",
+            ScalarType::Float32 => "float4",
+            ScalarType::Float64 => "float8",
+            ScalarType::Numeric { .. } => "numeric",
+            ScalarType::Text => "text",
+            ScalarType::VarChar { .. } => "varchar",
+            ScalarType::Char { .. } => "bpchar",
+            ScalarType::Date => "date",
+            ScalarType::Timestamp { .. } => "timestamp",
+            ScalarType::TimestampTz { .. } => "timestamptz",
+            ScalarType::Interval => "interval",
+            ScalarType::Bytea => "bytea",
+            ScalarType::Uuid => "uuid",
+            ScalarType::Jsonb => "jsonb",
         }
     }
 
@@ -136,7 +200,12 @@ impl ScalarType {
             ScalarType::VarChar { .. } => "character varying",
             ScalarType::Char { .. } => "character",
             ScalarType::Date => "date",
-            ScalarType::Timestamp => "timestamp without time zone",
+            ScalarType::Timestamp { .. } => "timestamp without time zone",
+            ScalarType::TimestampTz { .. } => "timestamp with time zone",
+            ScalarType::Interval => "interval",
+            ScalarType::Bytea => "bytea",
+            ScalarType::Uuid => "uuid",
+            ScalarType::Jsonb => "jsonb",
         }
     }
 }
@@ -149,6 +218,8 @@ impl fmt::Display for ScalarType {
             }
             ScalarType::VarChar { max_len: Some(n) } => write!(f, "character varying({n})"),
             ScalarType::Char { len } => write!(f, "character({len})"),
+            ScalarType::Timestamp { precision: Some(p) } => write!(f, "timestamp({p}) without time zone"),
+            ScalarType::TimestampTz { precision: Some(p) } => write!(f, "timestamp({p}) with time zone"),
             other => f.write_str(other.name()),
         }
     }

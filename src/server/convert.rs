@@ -16,7 +16,8 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_ERROR};
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use pgwire::types::format::FormatOptions;
 
-use crate::repr::{Datum, Error, RelationDesc, ScalarType};
+use crate::repr::datetime::pg_epoch_micros;
+use crate::repr::{Datum, Error, Interval, Jsonb, RelationDesc, ScalarType};
 
 /// SQLSTATE for protocol violations (bad format codes, parameter counts).
 pub const PROTOCOL_VIOLATION: &str = "08P01";
@@ -243,7 +244,7 @@ fn encode_datum(
             Datum::Date(d) => enc.encode_field_with_type_and_format(d, &pg, f, options),
             d => Err(mismatch(d, ty)),
         },
-        ScalarType::Timestamp => match datum {
+        ScalarType::Timestamp { .. } => match datum {
             Datum::Timestamp(ts) => enc.encode_field_with_type_and_format(ts, &pg, f, options),
             Datum::Date(d) => {
                 let ts = d.and_time(chrono::NaiveTime::MIN);
@@ -251,7 +252,69 @@ fn encode_datum(
             }
             d => Err(mismatch(d, ty)),
         },
+        // The remaining types are sent as Postgres's binary representation
+        // built here (pgwire writes a byte slice as is).
+        _ => {
+            let bytes = binary_bytes(datum).ok_or_else(|| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&bytes.as_slice(), &pg, f, options)
+        }
     }
+}
+
+/// Postgres's binary send format of a timestamptz, interval, bytea, uuid or
+/// jsonb value.
+pub fn binary_bytes(datum: &Datum) -> Option<Vec<u8>> {
+    Some(match datum {
+        Datum::TimestampTz(ts) => pg_epoch_micros(&ts.naive_utc()).to_be_bytes().to_vec(),
+        Datum::Interval(i) => {
+            let mut out = Vec::with_capacity(16);
+            out.extend_from_slice(&i.micros.to_be_bytes());
+            out.extend_from_slice(&i.days.to_be_bytes());
+            out.extend_from_slice(&i.months.to_be_bytes());
+            out
+        }
+        Datum::Bytea(b) => b.clone(),
+        Datum::Uuid(u) => u.to_vec(),
+        Datum::Jsonb(j) => {
+            let mut out = vec![1u8];
+            out.extend_from_slice(j.to_string().as_bytes());
+            out
+        }
+        _ => return None,
+    })
+}
+
+/// Decodes Postgres's binary receive format of the types `binary_bytes`
+/// encodes; `None` if the bytes are not a valid value.
+pub fn decode_binary_bytes(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
+    Some(match ty {
+        ScalarType::TimestampTz { .. } => {
+            let micros = i64::from_be_bytes(raw.try_into().ok()?);
+            let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)?.and_time(chrono::NaiveTime::MIN);
+            let ts = epoch.checked_add_signed(chrono::Duration::microseconds(micros))?;
+            Datum::TimestampTz(ts.and_utc())
+        }
+        ScalarType::Interval => {
+            if raw.len() != 16 {
+                return None;
+            }
+            Datum::Interval(Interval {
+                micros: i64::from_be_bytes(raw[0..8].try_into().ok()?),
+                days: i32::from_be_bytes(raw[8..12].try_into().ok()?),
+                months: i32::from_be_bytes(raw[12..16].try_into().ok()?),
+            })
+        }
+        ScalarType::Bytea => Datum::Bytea(raw.to_vec()),
+        ScalarType::Uuid => Datum::Uuid(raw.try_into().ok()?),
+        ScalarType::Jsonb => {
+            let (version, text) = raw.split_first()?;
+            if *version != 1 {
+                return None;
+            }
+            Datum::Jsonb(Box::new(Jsonb::parse(std::str::from_utf8(text).ok()?).ok()?))
+        }
+        _ => return None,
+    })
 }
 
 /// Decodes a text-format parameter of type `ty`. String types keep the text
@@ -332,10 +395,19 @@ pub fn decode_binary_param<S: Clone>(
             .parameter::<chrono::NaiveDate>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Date),
-        ScalarType::Timestamp => portal
+        ScalarType::Timestamp { .. } => portal
             .parameter::<chrono::NaiveDateTime>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Timestamp),
+        _ => match portal.parameter::<Vec<u8>>(idx, &Type::BYTEA).map_err(bad)? {
+            None => None,
+            Some(raw) => Some(decode_binary_bytes(&raw, ty).ok_or_else(|| {
+                user_error(
+                    INVALID_BINARY_REPRESENTATION,
+                    format!("incorrect binary data format in bind parameter {}", idx + 1),
+                )
+            })?),
+        },
     };
     Ok(d.unwrap_or(Datum::Null))
 }
@@ -548,6 +620,38 @@ mod tests {
         assert_eq!(rd.fields[1].type_modifier, ((10 << 16) | 2) + 4);
         assert_eq!(rd.fields[0].type_size, 4);
         assert_eq!(rd.fields[0].format_code, 1);
+
+        // timestamptz, interval, bytea, uuid and jsonb in binary
+        let desc2 = RelationDesc::new(
+            vec!["t".into(), "i".into(), "b".into(), "u".into(), "j".into()],
+            vec![
+                ColumnType::new(ScalarType::TimestampTz { precision: None }, true),
+                ColumnType::new(ScalarType::Interval, true),
+                ColumnType::new(ScalarType::Bytea, true),
+                ColumnType::new(ScalarType::Uuid, true),
+                ColumnType::new(ScalarType::Jsonb, true),
+            ],
+        );
+        let values = vec![
+            Datum::parse("2000-01-01 00:00:01+00", &ScalarType::TimestampTz { precision: None }).unwrap(),
+            Datum::parse("1 mon 2 days 00:00:03", &ScalarType::Interval).unwrap(),
+            Datum::Bytea(vec![1, 2]),
+            Datum::Uuid([9; 16]),
+            Datum::parse(r#"{"a": 1}"#, &ScalarType::Jsonb).unwrap(),
+        ];
+        for (d, t) in values.iter().zip(&desc2.types) {
+            let raw = binary_bytes(d).unwrap();
+            assert_eq!(decode_binary_bytes(&raw, &t.scalar).as_ref(), Some(d));
+        }
+        assert_eq!(binary_bytes(&values[0]).unwrap(), 1_000_000i64.to_be_bytes().to_vec());
+        let bin = vec![FieldFormat::Binary; 5];
+        let out = encode_rows(Arc::new(field_infos(&desc2, &bin)), &desc2, &[values.clone()], &bin).unwrap();
+        assert_eq!(out[0].field_count, 5);
+        let text = vec![FieldFormat::Text; 5];
+        let out = encode_rows(Arc::new(field_infos(&desc2, &text)), &desc2, &[values], &text).unwrap();
+        assert!(String::from_utf8_lossy(&out[0].data).contains("1 mon 2 days 00:00:03"));
+        assert_eq!(decode_text_param(b"\\x0102", &ScalarType::Bytea).unwrap(), Datum::Bytea(vec![1, 2]));
+        assert!(decode_binary_bytes(&[1, 2, 3], &ScalarType::Uuid).is_none());
 
         // wrong arity is an error, not a panic
         let bad = vec![vec![Datum::Int32(1)]];

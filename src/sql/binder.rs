@@ -1,19 +1,19 @@
-//! Binding statements: name resolution against the catalog, query blocks
-//! (FROM, WHERE, GROUP BY, HAVING, SELECT, DISTINCT, ORDER BY, LIMIT) into
-//! MIR, DDL and DML into `Plan`s.
+//! Binding statements: name resolution against the catalog, DDL and DML
+//! into `Plan`s. Queries are bound by `query.rs` (blocks, joins, set
+//! operations) and `subquery.rs` (decorrelation).
 
-use crate::expr::relation::ColumnOrder;
 use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
-use crate::sql::expr::{contains_aggregate, ExprCtx, Grouping};
-use crate::sql::plan::{Finishing, ItemKind, Plan, ShowKind};
-use crate::sql::scope::{Scope, ScopeItem};
+use crate::sql::expr::ExprCtx;
+use crate::sql::plan::{ItemKind, Plan, ShowKind};
+use crate::sql::query::Cte;
+use crate::sql::scope::Scope;
+use crate::sql::subquery::CorrFrame;
 use crate::sql::types::{assignable, scalar_type_from_sql};
 use crate::sql::{CatalogEntry, SqlCatalog};
 use sqlparser::ast::{
-    self, AssignmentTarget, ColumnOption, Expr, FromTable, GroupByExpr, Ident, JoinConstraint, JoinOperator,
-    LimitClause, ObjectName, ObjectType, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    TableObject, TableWithJoins, Value,
+    self, AssignmentTarget, ColumnOption, Expr, FromTable, Ident, ObjectName, ObjectType, SetExpr, Statement,
+    TableFactor, TableObject, Value,
 };
 
 /// Parameter types (declared or inferred) and, at execution, their values.
@@ -26,6 +26,15 @@ pub struct Params {
 pub struct Binder<'a> {
     pub catalog: &'a dyn SqlCatalog,
     pub params: &'a mut Params,
+    /// Correlation frames of the subqueries being bound (innermost last).
+    pub corr: Vec<CorrFrame>,
+    /// Counter for placeholder ids.
+    pub placeholders: u64,
+    /// CTEs in scope (innermost last).
+    pub ctes: Vec<Cte>,
+    /// The statement's time: the value of `now()`, `current_date`... in
+    /// this statement (see `sql::functions::finish_plan`).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -44,14 +53,11 @@ pub fn object_name(name: &ObjectName) -> String {
 
 /// Binds one statement.
 pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Statement, params: &mut Params) -> Result<Plan, Error> {
-    let mut b = Binder { catalog, params };
-    b.bind_statement(stmt)
-}
-
-struct Block {
-    expr: RelationExpr,
-    desc: RelationDesc,
-    finishing: Finishing,
+    let now = chrono::Utc::now();
+    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new(), now };
+    let mut plan = b.bind_statement(stmt)?;
+    crate::sql::functions::finish_plan(&mut plan, now)?;
+    Ok(plan)
 }
 
 impl Binder<'_> {
@@ -98,7 +104,7 @@ impl Binder<'_> {
             Statement::CreateView(cv) => {
                 let name = object_name(&cv.name);
                 let block = self.bind_query(&cv.query)?;
-                let mut desc = block.desc;
+                let mut desc = block.desc.clone();
                 if !cv.columns.is_empty() {
                     if cv.columns.len() > desc.arity() {
                         return Err(Error::Syntax("CREATE VIEW specifies more column names than columns".into()));
@@ -110,20 +116,7 @@ impl Binder<'_> {
                 check_unique_names(&desc)?;
                 // ORDER BY without LIMIT does not change a view's contents;
                 // with LIMIT/OFFSET it is a maintained top-k.
-                let f = block.finishing;
-                let mut query = block.expr;
-                if f.limit.is_some() || f.offset > 0 {
-                    query = RelationExpr::TopK {
-                        input: Box::new(query),
-                        group_key: vec![],
-                        order: f.order.clone(),
-                        limit: f.limit,
-                        offset: f.offset,
-                    };
-                }
-                if f.arity < query.arity() {
-                    query = RelationExpr::Project { input: Box::new(query), outputs: (0..f.arity).collect() };
-                }
+                let query = block.into_relation();
                 Ok(Plan::CreateView {
                     name,
                     query,
@@ -193,8 +186,8 @@ impl Binder<'_> {
                 }))
             }
             Statement::Explain { statement, .. } => match statement.as_ref() {
-                Statement::Query(q) => Ok(Plan::Explain { query: self.bind_query(q)?.expr }),
-                Statement::CreateView(cv) => Ok(Plan::Explain { query: self.bind_query(&cv.query)?.expr }),
+                Statement::Query(q) => Ok(Plan::Explain { query: self.bind_query(q)?.into_relation() }),
+                Statement::CreateView(cv) => Ok(Plan::Explain { query: self.bind_query(&cv.query)?.into_relation() }),
                 other => Err(Error::FeatureNotSupported(format!("EXPLAIN of {other} is not supported"))),
             },
             Statement::Set(set) => match set {
@@ -235,7 +228,7 @@ impl Binder<'_> {
         }
     }
 
-    fn resolve(&self, name: &str) -> Result<CatalogEntry, Error> {
+    pub fn resolve(&self, name: &str) -> Result<CatalogEntry, Error> {
         self.catalog.resolve(name).ok_or_else(|| Error::UndefinedTable(name.to_string()))
     }
 
@@ -295,7 +288,7 @@ impl Binder<'_> {
                     let mut datums = Vec::new();
                     for (e, &col) in row.iter().zip(&targets) {
                         let empty = Scope::default();
-                        let mut ctx = ExprCtx { scope: &empty, clause: "VALUES", grouping: None };
+                        let mut ctx = ExprCtx::new(&empty, "VALUES");
                         let b = self.bind_expr(e, &mut ctx)?;
                         let target_ty = &desc.types[col].scalar;
                         if let Some(t) = &b.ty {
@@ -318,9 +311,6 @@ impl Binder<'_> {
             }
             _ => {
                 let block = self.bind_query(source)?;
-                if block.finishing.limit.is_some() || block.finishing.offset > 0 {
-                    return Err(Error::FeatureNotSupported("INSERT ... SELECT with LIMIT/OFFSET is not supported yet".into()));
-                }
                 if block.desc.arity() != targets.len() {
                     return Err(Error::Syntax(if block.desc.arity() > targets.len() {
                         "INSERT has more expressions than target columns".into()
@@ -328,11 +318,8 @@ impl Binder<'_> {
                         "INSERT has more target columns than expressions".into()
                     }));
                 }
-                let mut expr = block.expr;
-                if block.finishing.arity < expr.arity() {
-                    expr = RelationExpr::Project { input: Box::new(expr), outputs: (0..block.finishing.arity).collect() };
-                }
-                (expr, block.desc.types)
+                let types = block.desc.types.clone();
+                (block.into_relation(), types)
             }
         };
         // Reorder into table columns, casting and filling missing with NULL.
@@ -374,14 +361,7 @@ impl Binder<'_> {
             _ => return Err(Error::FeatureNotSupported("UPDATE of this target is not supported".into())),
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
-        let predicates = match &up.selection {
-            Some(e) => {
-                let mut ctx = ExprCtx { scope: &scope, clause: "WHERE", grouping: None };
-                vec![self.bind_condition(e, &mut ctx)?]
-            }
-            None => vec![],
-        };
-        let mut assignments = Vec::new();
+        let mut targets = Vec::new();
         for a in &up.assignments {
             let AssignmentTarget::ColumnName(cn) = &a.target else {
                 return Err(Error::FeatureNotSupported("tuple assignment in UPDATE is not supported yet".into()));
@@ -390,22 +370,15 @@ impl Binder<'_> {
             let col = scope
                 .resolve(None, &n)
                 .map_err(|_| Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name)))?;
-            let mut ctx = ExprCtx { scope: &scope, clause: "UPDATE", grouping: None };
-            let b = self.bind_expr(&a.value, &mut ctx)?;
-            let target = entry.desc.types[col].scalar.clone();
-            if let Some(t) = &b.ty {
-                if !assignable(t, &target) {
-                    return Err(Error::DatatypeMismatch(format!(
-                        "column \"{n}\" is of type {} but expression is of type {}",
-                        target.name(),
-                        t.name()
-                    )));
-                }
+            if targets.iter().any(|(c, _)| *c == col) {
+                return Err(Error::DuplicateColumn(format!("multiple assignments to same column \"{n}\"")));
             }
-            let x = self.coerce(b, &target)?;
-            assignments.push((col, x));
+            targets.push((col, &a.value));
         }
-        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, predicates, assignments })
+        let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
+        let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry.desc)?;
+        let assignments = targets.iter().map(|(c, _)| *c).collect();
+        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, selection, assignments })
     }
 
     fn bind_delete(&mut self, del: &ast::Delete) -> Result<Plan, Error> {
@@ -420,542 +393,15 @@ impl Binder<'_> {
             _ => return Err(Error::FeatureNotSupported("DELETE of this target is not supported".into())),
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
-        let predicates = match &del.selection {
-            Some(e) => {
-                let mut ctx = ExprCtx { scope: &scope, clause: "WHERE", grouping: None };
-                vec![self.bind_condition(e, &mut ctx)?]
-            }
-            None => vec![],
-        };
-        Ok(Plan::Delete { table: entry.id, table_name: entry.name, predicates })
+        let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
+        let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry.desc)?;
+        Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection })
     }
 
-    // ---- queries ----
-
-    fn bind_query(&mut self, q: &Query) -> Result<Block, Error> {
-        if q.with.is_some() {
-            return Err(Error::FeatureNotSupported("WITH is not supported yet".into()));
-        }
-        let (expr, scope, desc, select) = match q.body.as_ref() {
-            SetExpr::Select(s) => {
-                let (expr, scope, desc) = self.bind_select(s, q)?;
-                return Ok(Block { expr, desc: desc.clone(), finishing: scope_finishing(scope, desc, q, self)? });
-            }
-            SetExpr::Values(v) => {
-                let (expr, desc) = self.bind_values(v)?;
-                let scope = Scope {
-                    items: desc.iter().map(|(n, t)| ScopeItem { table: None, name: n.clone(), typ: t.clone() }).collect(),
-                };
-                (expr, scope, desc, ())
-            }
-            SetExpr::Query(inner) => {
-                let b = self.bind_query(inner)?;
-                let scope = Scope {
-                    items: b.desc.iter().map(|(n, t)| ScopeItem { table: None, name: n.clone(), typ: t.clone() }).collect(),
-                };
-                let mut expr = b.expr;
-                if b.finishing.limit.is_some() || b.finishing.offset > 0 {
-                    expr = RelationExpr::TopK { input: Box::new(expr), group_key: vec![], order: b.finishing.order, limit: b.finishing.limit, offset: b.finishing.offset };
-                }
-                (expr, scope, b.desc, ())
-            }
-            other => return Err(Error::FeatureNotSupported(format!("query form not supported yet: {other}"))),
-        };
-        let _ = select;
-        let mut finishing = self.bind_order_limit(q, &scope, &desc, None)?;
-        finishing.arity = desc.arity();
-        Ok(Block { expr, desc, finishing })
-    }
-
-    fn bind_values(&mut self, v: &ast::Values) -> Result<(RelationExpr, RelationDesc), Error> {
-        let empty = Scope::default();
-        let mut bound_rows = Vec::new();
-        for row in &v.rows {
-            let mut bs = Vec::new();
-            for e in &row.content {
-                let mut ctx = ExprCtx { scope: &empty, clause: "VALUES", grouping: None };
-                bs.push(self.bind_expr(e, &mut ctx)?);
-            }
-            bound_rows.push(bs);
-        }
-        let arity = bound_rows.first().map(|r| r.len()).unwrap_or(0);
-        if bound_rows.iter().any(|r| r.len() != arity) {
-            return Err(Error::Syntax("VALUES lists must all be the same length".into()));
-        }
-        let mut types = Vec::new();
-        for c in 0..arity {
-            let col: Vec<_> = bound_rows.iter().map(|r| r[c].clone()).collect();
-            let mut ty: Option<ScalarType> = None;
-            for b in &col {
-                if let Some(t) = &b.ty {
-                    ty = Some(match ty {
-                        None => t.clone(),
-                        Some(cur) => crate::sql::types::common_type(&cur, t).ok_or_else(|| {
-                            Error::DatatypeMismatch(format!("VALUES types {} and {} cannot be matched", cur.name(), t.name()))
-                        })?,
-                    });
-                }
-            }
-            let ty = ty.unwrap_or(ScalarType::Text);
-            types.push(ColumnType::new(ty, col.iter().any(|b| b.nullable)));
-        }
-        let mut rows = Vec::new();
-        for r in bound_rows {
-            let mut datums = Vec::new();
-            for (c, b) in r.into_iter().enumerate() {
-                let x = self.coerce(b, &types[c].scalar)?;
-                datums.push(x.eval(&[])?);
-            }
-            rows.push((Row::from_datums(datums), 1));
-        }
-        let names = (1..=arity).map(|i| format!("column{i}")).collect();
-        Ok((RelationExpr::Constant { rows, types: types.clone() }, RelationDesc::new(names, types)))
-    }
-
-    fn bind_table_factor(&mut self, tf: &TableFactor) -> Result<(RelationExpr, Scope), Error> {
-        match tf {
-            TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    return Err(Error::FeatureNotSupported("table functions are not supported yet".into()));
-                }
-                let n = object_name(name);
-                let entry = self.resolve(&n)?;
-                let label = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| entry.name.clone());
-                let mut scope = scope_of(&entry, &label);
-                if let Some(a) = alias {
-                    for (i, c) in a.columns.iter().enumerate() {
-                        if let Some(item) = scope.items.get_mut(i) {
-                            item.name = ident(&c.name);
-                        }
-                    }
-                }
-                let expr = match entry.kind {
-                    ItemKind::Table | ItemKind::MaterializedView => {
-                        RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() }
-                    }
-                    ItemKind::View => entry
-                        .view_plan
-                        .clone()
-                        .ok_or_else(|| Error::Internal(format!("view {} has no plan", entry.name)))?,
-                    ItemKind::Index => {
-                        return Err(Error::WrongObjectType(format!("\"{n}\" is an index")));
-                    }
-                };
-                Ok((expr, scope))
-            }
-            TableFactor::Derived { lateral, subquery, alias, .. } => {
-                if *lateral {
-                    return Err(Error::FeatureNotSupported("LATERAL is not supported yet".into()));
-                }
-                let block = self.bind_query(subquery)?;
-                let label = alias.as_ref().map(|a| ident(&a.name));
-                let mut expr = block.expr;
-                let f = block.finishing;
-                if f.limit.is_some() || f.offset > 0 {
-                    expr = RelationExpr::TopK { input: Box::new(expr), group_key: vec![], order: f.order, limit: f.limit, offset: f.offset };
-                }
-                if f.arity < expr.arity() {
-                    expr = RelationExpr::Project { input: Box::new(expr), outputs: (0..f.arity).collect() };
-                }
-                let mut scope = Scope {
-                    items: block
-                        .desc
-                        .iter()
-                        .map(|(n, t)| ScopeItem { table: label.clone(), name: n.clone(), typ: t.clone() })
-                        .collect(),
-                };
-                if let Some(a) = alias {
-                    for (i, c) in a.columns.iter().enumerate() {
-                        if let Some(item) = scope.items.get_mut(i) {
-                            item.name = ident(&c.name);
-                        }
-                    }
-                }
-                Ok((expr, scope))
-            }
-            TableFactor::NestedJoin { table_with_joins, alias } => {
-                if alias.is_some() {
-                    return Err(Error::FeatureNotSupported("aliased joins are not supported yet".into()));
-                }
-                let (inputs, scope, preds) = self.bind_from_item(table_with_joins)?;
-                let join = RelationExpr::Join { inputs, equivalences: vec![], plan: None };
-                let expr = if preds.is_empty() { join } else { RelationExpr::Filter { input: Box::new(join), predicates: preds } };
-                Ok((expr, scope))
-            }
-            other => Err(Error::FeatureNotSupported(format!("FROM item not supported yet: {other}"))),
-        }
-    }
-
-    /// One FROM item with its joins: inputs, combined scope, ON predicates.
-    fn bind_from_item(&mut self, twj: &TableWithJoins) -> Result<(Vec<RelationExpr>, Scope, Vec<ScalarExpr>), Error> {
-        let (first, mut scope) = self.bind_table_factor(&twj.relation)?;
-        let mut inputs = vec![first];
-        let mut preds = Vec::new();
-        for j in &twj.joins {
-            let (expr, s) = self.bind_table_factor(&j.relation)?;
-            check_new_label(&scope, &s)?;
-            inputs.push(expr);
-            scope.items.extend(s.items);
-            let constraint = match &j.join_operator {
-                JoinOperator::Join(c) | JoinOperator::Inner(c) => Some(c),
-                JoinOperator::CrossJoin(_) => None,
-                JoinOperator::Left(_)
-                | JoinOperator::LeftOuter(_)
-                | JoinOperator::Right(_)
-                | JoinOperator::RightOuter(_)
-                | JoinOperator::FullOuter(_) => {
-                    return Err(Error::FeatureNotSupported("outer joins are not supported yet".into()));
-                }
-                other => return Err(Error::FeatureNotSupported(format!("join type not supported yet: {other:?}"))),
-            };
-            match constraint {
-                Some(JoinConstraint::On(e)) => {
-                    let mut ctx = ExprCtx { scope: &scope, clause: "JOIN/ON", grouping: None };
-                    preds.push(self.bind_condition(e, &mut ctx)?);
-                }
-                Some(JoinConstraint::None) | None => {}
-                Some(_) => return Err(Error::FeatureNotSupported("JOIN USING / NATURAL is not supported yet".into())),
-            }
-        }
-        Ok((inputs, scope, preds))
-    }
-
-    fn bind_select(&mut self, s: &Select, q: &Query) -> Result<(RelationExpr, SelectOut, RelationDesc), Error> {
-        // FROM
-        let mut inputs = Vec::new();
-        let mut scope = Scope::default();
-        let mut preds = Vec::new();
-        for twj in &s.from {
-            let (ins, sc, ps) = self.bind_from_item(twj)?;
-            check_new_label(&scope, &sc)?;
-            inputs.extend(ins);
-            scope.items.extend(sc.items);
-            preds.extend(ps);
-        }
-        let mut expr = match inputs.len() {
-            0 => RelationExpr::Constant { rows: vec![(Row::empty(), 1)], types: vec![] },
-            1 => inputs.pop().expect("one input"),
-            _ => RelationExpr::Join { inputs, equivalences: vec![], plan: None },
-        };
-        // WHERE
-        if let Some(w) = &s.selection {
-            if contains_aggregate(w) {
-                return Err(Error::Grouping("aggregate functions are not allowed in WHERE".into()));
-            }
-            let mut ctx = ExprCtx { scope: &scope, clause: "WHERE", grouping: None };
-            preds.push(self.bind_condition(w, &mut ctx)?);
-        }
-        if !preds.is_empty() {
-            expr = RelationExpr::Filter { input: Box::new(expr), predicates: preds };
-        }
-        // Expand the select list (wildcards) into (expr, name) pairs.
-        let mut items: Vec<(Expr, String)> = Vec::new();
-        for item in &s.projection {
-            match item {
-                SelectItem::UnnamedExpr(e) => items.push((e.clone(), column_name(e))),
-                SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident(alias))),
-                SelectItem::Wildcard(_) => {
-                    if scope.items.is_empty() {
-                        return Err(Error::Syntax("SELECT * with no tables specified is not valid".into()));
-                    }
-                    for it in &scope.items {
-                        items.push((column_ref(it), it.name.clone()));
-                    }
-                }
-                SelectItem::QualifiedWildcard(kind, _) => {
-                    let t = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n),
-                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string().to_lowercase(),
-                    };
-                    let cols: Vec<_> = scope.items.iter().filter(|i| i.table.as_deref() == Some(t.as_str())).collect();
-                    if cols.is_empty() {
-                        return Err(Error::MissingFromEntry(t));
-                    }
-                    for it in cols {
-                        items.push((column_ref(it), it.name.clone()));
-                    }
-                }
-                other => return Err(Error::FeatureNotSupported(format!("select item not supported: {other}"))),
-            }
-        }
-        let group_exprs: Vec<Expr> = match &s.group_by {
-            GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.clone(),
-            GroupByExpr::Expressions(..) => return Err(Error::FeatureNotSupported("GROUP BY modifiers are not supported yet".into())),
-            GroupByExpr::All(_) => return Err(Error::FeatureNotSupported("GROUP BY ALL is not supported".into())),
-        };
-        let order_exprs: Vec<ast::OrderByExpr> = match q.order_by.as_ref().map(|o| &o.kind) {
-            Some(OrderByKind::Expressions(v)) => v.clone(),
-            Some(OrderByKind::All(_)) => return Err(Error::FeatureNotSupported("ORDER BY ALL is not supported".into())),
-            None => vec![],
-        };
-        let grouped = !group_exprs.is_empty()
-            || s.having.is_some()
-            || items.iter().any(|(e, _)| contains_aggregate(e))
-            || order_exprs.iter().any(|o| contains_aggregate(&o.expr));
-        let input_scope = scope.clone();
-        let mut grouping = Grouping::default();
-        if grouped {
-            // Group key: expressions, output ordinals or output aliases.
-            let mut key_scalars = Vec::new();
-            for g in &group_exprs {
-                let g = match g {
-                    Expr::Value(v) => match &v.value {
-                        Value::Number(n, _) => {
-                            let i: usize = n.parse().unwrap_or(0);
-                            if i == 0 || i > items.len() {
-                                return Err(Error::InvalidColumnReference(format!("GROUP BY position {n} is not in select list")));
-                            }
-                            items[i - 1].0.clone()
-                        }
-                        _ => g.clone(),
-                    },
-                    Expr::Identifier(id) if input_scope.resolve(None, &ident(id)).is_err() => {
-                        match items.iter().find(|(_, n)| *n == ident(id)) {
-                            Some((e, _)) => e.clone(),
-                            None => g.clone(),
-                        }
-                    }
-                    _ => g.clone(),
-                };
-                if contains_aggregate(&g) {
-                    return Err(Error::Grouping("aggregate functions are not allowed in GROUP BY".into()));
-                }
-                let mut ctx = ExprCtx { scope: &input_scope, clause: "GROUP BY", grouping: None };
-                let (x, t) = self.bind_scalar(&g, &mut ctx)?;
-                if !grouping.keys.contains(&x) {
-                    grouping.keys.push(x.clone());
-                    grouping.key_types.push(t);
-                }
-                key_scalars.push(x);
-            }
-        }
-        // Bind select items (in grouped mode against keys and aggregates).
-        let mut out_exprs = Vec::new();
-        let mut out_types = Vec::new();
-        let mut names = Vec::new();
-        for (e, n) in &items {
-            let mut ctx = ExprCtx {
-                scope: &input_scope,
-                clause: "SELECT",
-                grouping: if grouped { Some(&mut grouping) } else { None },
-            };
-            let (x, t) = self.bind_scalar(e, &mut ctx)?;
-            out_exprs.push(x);
-            out_types.push(t);
-            names.push(n.clone());
-        }
-        let having = match &s.having {
-            Some(h) => {
-                let mut ctx = ExprCtx { scope: &input_scope, clause: "HAVING", grouping: Some(&mut grouping) };
-                Some(self.bind_condition(h, &mut ctx)?)
-            }
-            None => None,
-        };
-        // ORDER BY: output columns by ordinal or name, else extra columns.
-        let mut order = Vec::new();
-        let mut extra = Vec::new();
-        let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
-        if matches!(s.distinct, Some(ast::Distinct::On(_))) {
-            return Err(Error::FeatureNotSupported("DISTINCT ON is not supported yet".into()));
-        }
-        for o in &order_exprs {
-            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-            let nulls_last = o.options.nulls_first.map(|f| !f).unwrap_or(!desc);
-            let col = match &o.expr {
-                Expr::Value(v) if matches!(v.value, Value::Number(..)) => {
-                    let Value::Number(n, _) = &v.value else { unreachable!() };
-                    let i: usize = n.parse().unwrap_or(0);
-                    if i == 0 || i > names.len() {
-                        return Err(Error::InvalidColumnReference(format!("ORDER BY position {n} is not in select list")));
-                    }
-                    i - 1
-                }
-                Expr::Identifier(id) if names.iter().filter(|n| **n == ident(id)).count() == 1 => {
-                    names.iter().position(|n| *n == ident(id)).expect("counted")
-                }
-                e => {
-                    let mut ctx = ExprCtx {
-                        scope: &input_scope,
-                        clause: "ORDER BY",
-                        grouping: if grouped { Some(&mut grouping) } else { None },
-                    };
-                    let (x, t) = self.bind_scalar(e, &mut ctx)?;
-                    match out_exprs.iter().position(|o| *o == x) {
-                        Some(p) => p,
-                        None => {
-                            if distinct {
-                                return Err(Error::InvalidColumnReference(
-                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
-                                ));
-                            }
-                            extra.push((x, t));
-                            out_exprs.len() + extra.len() - 1
-                        }
-                    }
-                }
-            };
-            order.push(ColumnOrder { column: col, desc, nulls_last });
-        }
-        if grouped {
-            let input_types: Vec<ColumnType> = input_scope.items.iter().map(|i| i.typ.clone()).collect();
-            let _ = input_types;
-            let nkeys = grouping.keys.len();
-            let base = input_scope.len();
-            let map = RelationExpr::Map { input: Box::new(expr), scalars: grouping.keys.clone() };
-            expr = RelationExpr::Reduce {
-                input: Box::new(map),
-                group_key: (base..base + nkeys).collect(),
-                aggregates: grouping.aggregates.clone(),
-            };
-            if let Some(h) = having {
-                expr = RelationExpr::Filter { input: Box::new(expr), predicates: vec![h] };
-            }
-        }
-        let width = expr.arity();
-        let mut scalars: Vec<ScalarExpr> = out_exprs.clone();
-        scalars.extend(extra.iter().map(|(x, _)| x.clone()));
-        let outputs: Vec<usize> = (width..width + scalars.len()).collect();
-        expr = RelationExpr::Project { input: Box::new(RelationExpr::Map { input: Box::new(expr), scalars }), outputs };
-        if distinct {
-            expr = RelationExpr::Distinct { input: Box::new(expr) };
-        }
-        let desc = RelationDesc::new(names, out_types);
-        let out = SelectOut { order, arity: desc.arity() };
-        Ok((expr, out, desc))
-    }
-
-    fn bind_order_limit(&mut self, q: &Query, scope: &Scope, desc: &RelationDesc, _grouping: Option<()>) -> Result<Finishing, Error> {
-        let mut order = Vec::new();
-        if let Some(ob) = &q.order_by {
-            if let OrderByKind::Expressions(v) = &ob.kind {
-                for o in v {
-                    let d = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-                    let nulls_last = o.options.nulls_first.map(|f| !f).unwrap_or(!d);
-                    let col = match &o.expr {
-                        Expr::Value(v) => match &v.value {
-                            Value::Number(n, _) => {
-                                let i: usize = n.parse().unwrap_or(0);
-                                if i == 0 || i > desc.arity() {
-                                    return Err(Error::InvalidColumnReference(format!("ORDER BY position {n} is not in select list")));
-                                }
-                                i - 1
-                            }
-                            _ => return Err(Error::FeatureNotSupported("ORDER BY a constant".into())),
-                        },
-                        Expr::Identifier(id) => scope.resolve(None, &ident(id))?,
-                        other => return Err(Error::FeatureNotSupported(format!("ORDER BY {other} here is not supported yet"))),
-                    };
-                    order.push(ColumnOrder { column: col, desc: d, nulls_last });
-                }
-            }
-        }
-        let (limit, offset) = self.bind_limit(q)?;
-        Ok(Finishing { order, limit, offset, arity: desc.arity() })
-    }
-
-    fn bind_limit(&mut self, q: &Query) -> Result<(Option<usize>, usize), Error> {
-        let eval_count = |b: &mut Self, e: &Expr, what: &'static str| -> Result<Option<usize>, Error> {
-            let empty = Scope::default();
-            let mut ctx = ExprCtx { scope: &empty, clause: what, grouping: None };
-            let bound = b.bind_expr(e, &mut ctx)?;
-            if let Some(t) = &bound.ty {
-                if !t.is_integer() {
-                    return Err(Error::DatatypeMismatch(format!("argument of {what} must be type bigint, not type {}", t.name())));
-                }
-            }
-            let x = b.coerce(bound, &ScalarType::Int64)?;
-            match x.eval(&[])? {
-                Datum::Null => Ok(None),
-                Datum::Int64(v) if v >= 0 => Ok(Some(v as usize)),
-                Datum::Int64(_) => Err(if what == "LIMIT" {
-                    Error::InvalidRowCount("LIMIT must not be negative".into())
-                } else {
-                    Error::InvalidRowCount("OFFSET must not be negative".into())
-                }),
-                _ => Ok(None),
-            }
-        };
-        match &q.limit_clause {
-            None => Ok((None, 0)),
-            Some(LimitClause::LimitOffset { limit, offset, limit_by }) => {
-                if !limit_by.is_empty() {
-                    return Err(Error::FeatureNotSupported("LIMIT BY is not supported".into()));
-                }
-                let l = match limit {
-                    Some(e) => eval_count(self, e, "LIMIT")?,
-                    None => None,
-                };
-                let o = match offset {
-                    Some(o) => eval_count(self, &o.value, "OFFSET")?.unwrap_or(0),
-                    None => 0,
-                };
-                Ok((l, o))
-            }
-            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
-                let l = eval_count(self, limit, "LIMIT")?;
-                let o = eval_count(self, offset, "OFFSET")?.unwrap_or(0);
-                Ok((l, o))
-            }
-        }
-    }
-}
-
-/// ORDER BY and LIMIT of a SELECT block, resolved by `bind_select`.
-struct SelectOut {
-    order: Vec<ColumnOrder>,
-    arity: usize,
-}
-
-fn scope_finishing(out: SelectOut, _desc: RelationDesc, q: &Query, b: &mut Binder) -> Result<Finishing, Error> {
-    let (limit, offset) = b.bind_limit(q)?;
-    Ok(Finishing { order: out.order, limit, offset, arity: out.arity })
-}
-
-fn column_ref(it: &ScopeItem) -> Expr {
-    match &it.table {
-        Some(t) => Expr::CompoundIdentifier(vec![Ident::with_quote('"', t.clone()), Ident::with_quote('"', it.name.clone())]),
-        None => Expr::Identifier(Ident::with_quote('"', it.name.clone())),
-    }
-}
-
-/// Postgres's default output column name for an expression.
-fn column_name(e: &Expr) -> String {
-    match e {
-        Expr::Identifier(id) => ident(id),
-        Expr::CompoundIdentifier(ids) => ids.last().map(ident).unwrap_or_else(|| "?column?".into()),
-        Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase().trim_matches('"').to_string()).unwrap_or_default(),
-        Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => column_name(expr),
-            _ => match scalar_type_from_sql(data_type) {
-                Ok(ScalarType::Int32) => "int4".into(),
-                Ok(ScalarType::Int64) => "int8".into(),
-                Ok(ScalarType::Int16) => "int2".into(),
-                Ok(ScalarType::Float32) => "float4".into(),
-                Ok(ScalarType::Float64) => "float8".into(),
-                Ok(ScalarType::Bool) => "bool".into(),
-                Ok(ScalarType::Numeric { .. }) => "numeric".into(),
-                Ok(ScalarType::Text) => "text".into(),
-                Ok(ScalarType::VarChar { .. }) => "varchar".into(),
-                Ok(ScalarType::Char { .. }) => "bpchar".into(),
-                Ok(ScalarType::Date) => "date".into(),
-                Ok(ScalarType::Timestamp) => "timestamp".into(),
-                Err(_) => "?column?".into(),
-            },
-        },
-        Expr::Nested(inner) => column_name(inner),
-        Expr::Case { .. } => "case".into(),
-        _ => "?column?".into(),
-    }
 }
 
 fn scope_of(entry: &CatalogEntry, label: &str) -> Scope {
-    Scope {
-        items: entry
-            .desc
-            .iter()
-            .map(|(n, t)| ScopeItem { table: Some(label.to_string()), name: n.clone(), typ: t.clone() })
-            .collect(),
-    }
+    Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types)
 }
 
 fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
@@ -967,14 +413,3 @@ fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
     Ok(())
 }
 
-/// Two FROM items may not have the same name (`FROM t, t`).
-fn check_new_label(existing: &Scope, new: &Scope) -> Result<(), Error> {
-    for item in &new.items {
-        if let Some(t) = item.table.as_deref() {
-            if existing.items.iter().any(|i| i.table.as_deref() == Some(t)) {
-                return Err(Error::DuplicateAlias(format!("table name \"{t}\" specified more than once")));
-            }
-        }
-    }
-    Ok(())
-}

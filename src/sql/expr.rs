@@ -6,6 +6,8 @@ use crate::expr::{AggregateExpr, AggregateFunc, BinaryFunc, ScalarExpr, UnaryFun
 use crate::repr::{ColumnType, Datum, Error, ScalarType};
 use crate::sql::binder::{ident, Binder};
 use crate::sql::scope::Scope;
+use crate::sql::subquery::{Host, SubqueryKind};
+use crate::sql::window::WindowCall;
 use crate::sql::types::{castable, common_type, scalar_type_from_sql};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
@@ -52,10 +54,37 @@ pub struct ExprCtx<'a> {
     /// Clause name for errors, e.g. "WHERE".
     pub clause: &'static str,
     pub grouping: Option<&'a mut Grouping>,
+    /// Where subqueries go; `None` where they are not allowed.
+    pub host: Option<&'a mut Host>,
+    /// Where window calls go; `None` where they are not allowed.
+    pub windows: Option<&'a mut Vec<WindowCall>>,
+}
+
+impl<'a> ExprCtx<'a> {
+    pub fn new(scope: &'a Scope, clause: &'static str) -> Self {
+        ExprCtx { scope, clause, grouping: None, host: None, windows: None }
+    }
 }
 
 fn is_aggregate_name(name: &str) -> bool {
-    matches!(name, "count" | "sum" | "min" | "max" | "avg")
+    matches!(
+        name,
+        "count"
+            | "sum"
+            | "min"
+            | "max"
+            | "avg"
+            | "bool_and"
+            | "bool_or"
+            | "every"
+            | "string_agg"
+            | "stddev"
+            | "stddev_samp"
+            | "stddev_pop"
+            | "variance"
+            | "var_samp"
+            | "var_pop"
+    )
 }
 
 impl Binder<'_> {
@@ -120,7 +149,7 @@ impl Binder<'_> {
         // In a grouped query, an expression equal to a group key is that
         // key's output column.
         if ctx.grouping.is_some() && !matches!(e, Expr::Value(_) | Expr::Nested(_)) {
-            let mut plain = ExprCtx { scope: ctx.scope, clause: ctx.clause, grouping: None };
+            let mut plain = ExprCtx::new(ctx.scope, ctx.clause);
             let saved = self.params.types.clone();
             let attempt = self.bind_expr(e, &mut plain);
             self.params.types = saved;
@@ -144,15 +173,6 @@ impl Binder<'_> {
             }
             Expr::Nested(inner) => self.bind_expr(inner, ctx),
             Expr::Value(v) => self.bind_value(&v.value),
-            Expr::TypedString(ts) => {
-                let ty = scalar_type_from_sql(&ts.data_type)?;
-                let text = match &ts.value.value {
-                    Value::SingleQuotedString(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let d = Datum::parse(&text, &ty)?;
-                Ok(Bound::typed(ScalarExpr::Literal(d, ty.clone()), ty, false))
-            }
             Expr::Cast { kind, expr, data_type, .. } => {
                 if matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
                     return Err(Error::FeatureNotSupported("TRY_CAST is not supported".into()));
@@ -169,8 +189,7 @@ impl Binder<'_> {
                 }
                 let from = b.ty.clone().unwrap_or(ScalarType::Text);
                 if !castable(&from, &to) {
-                    return Err(Error::FeatureNotSupported(format!("cannot cast type {} to {}", from.name(), to.name())))
-                        .map_err(|e| Error::UndefinedFunction(e.to_string()));
+                    return Err(Error::CannotCoerce(format!("cannot cast type {} to {}", from.name(), to.name())));
                 }
                 let expr = b.expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true });
                 Ok(Bound::typed(expr, to, nullable))
@@ -192,13 +211,21 @@ impl Binder<'_> {
                         }
                         let nullable = b.nullable;
                         let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
-                        if !ty.is_number() {
+                        if !ty.is_number() && ty != ScalarType::Interval {
                             return Err(Error::UndefinedFunction(format!("operator does not exist: - {}", ty.name())));
                         }
                         let x = self.coerce(b, &ty)?;
                         Ok(Bound::typed(x.call_unary(UnaryFunc::Neg), ty, nullable))
                     }
                     UnaryOperator::Plus => Ok(b),
+                    UnaryOperator::PGAbs | UnaryOperator::PGSquareRoot | UnaryOperator::PGCubeRoot => {
+                        let name = match op {
+                            UnaryOperator::PGAbs => "abs",
+                            UnaryOperator::PGSquareRoot => "sqrt",
+                            _ => "cbrt",
+                        };
+                        self.bind_builtin(name, vec![b])
+                    }
                     other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported"))),
                 }
             }
@@ -283,13 +310,64 @@ impl Binder<'_> {
                 }
                 Ok(Bound::typed(acc, ty, nullable))
             }
+            Expr::Function(f) if f.over.is_some() => self.bind_window(f, ctx),
             Expr::Function(f) => self.bind_function(f, ctx),
-            other => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
+            Expr::Subquery(q) => {
+                let host = subquery_host(ctx)?;
+                let scope = host.scope.clone();
+                let corr = self.bind_correlated(q, &scope, vec![])?;
+                if corr.desc.arity() != 1 {
+                    return Err(Error::Syntax("subquery must return only one column".into()));
+                }
+                let t = corr.desc.types[0].clone();
+                let col = self.add_pending(host, corr, SubqueryKind::Scalar, ColumnType::new(t.scalar.clone(), true));
+                Ok(Bound::typed(col, t.scalar, true))
+            }
+            Expr::Exists { subquery, negated } => {
+                let host = subquery_host(ctx)?;
+                let scope = host.scope.clone();
+                let corr = self.bind_correlated(subquery, &scope, vec![])?;
+                let col = self.add_pending(host, corr, SubqueryKind::Exists, ColumnType::new(ScalarType::Bool, false));
+                let x = if *negated { col.call_unary(UnaryFunc::Not) } else { col };
+                Ok(Bound::typed(x, ScalarType::Bool, false))
+            }
+            Expr::InSubquery { expr, subquery, negated } => {
+                let lhs = self.bind_expr(expr, ctx)?;
+                let host = subquery_host(ctx)?;
+                let x = self.bind_subquery_predicate(lhs, subquery, BinaryFunc::Eq, false, host)?;
+                let x = if *negated { x.call_unary(UnaryFunc::Not) } else { x };
+                Ok(Bound::typed(x, ScalarType::Bool, true))
+            }
+            Expr::AnyOp { left, compare_op, right, .. } | Expr::AllOp { left, compare_op, right } => {
+                let all = matches!(e, Expr::AllOp { .. });
+                let Expr::Subquery(q) = right.as_ref() else {
+                    return Err(Error::FeatureNotSupported("ANY/ALL over an array is not supported yet".into()));
+                };
+                let op = match compare_op {
+                    BinaryOperator::Eq => BinaryFunc::Eq,
+                    BinaryOperator::NotEq => BinaryFunc::NotEq,
+                    BinaryOperator::Lt => BinaryFunc::Lt,
+                    BinaryOperator::LtEq => BinaryFunc::Lte,
+                    BinaryOperator::Gt => BinaryFunc::Gt,
+                    BinaryOperator::GtEq => BinaryFunc::Gte,
+                    other => return Err(Error::FeatureNotSupported(format!("operator {other} with ANY/ALL is not supported yet"))),
+                };
+                let lhs = self.bind_expr(left, ctx)?;
+                let host = subquery_host(ctx)?;
+                let x = self.bind_subquery_predicate(lhs, q, op, all, host)?;
+                Ok(Bound::typed(x, ScalarType::Bool, true))
+            }
+            other => match self.bind_special_form(other, ctx) {
+                Some(result) => result,
+                None => Err(Error::FeatureNotSupported(format!("expression not supported yet: {other}"))),
+            },
         }
     }
 
     fn bind_column(&mut self, table: Option<&str>, name: &str, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let i = ctx.scope.resolve(table, name)?;
+        let item = ctx.scope.items[i].clone();
+        self.note_outer_reference(&item, i);
         if ctx.grouping.is_some() {
             let item = &ctx.scope.items[i];
             let full = match &item.table {
@@ -433,68 +511,32 @@ impl Binder<'_> {
                 let (l, r, nullable) = self.bind_comparable(left, right, &op.to_string(), ctx)?;
                 Ok(Bound::typed(l.call_binary(r, func), ScalarType::Bool, nullable))
             }
-            B::StringConcat => {
+            B::StringConcat
+            | B::Plus
+            | B::Minus
+            | B::Multiply
+            | B::Divide
+            | B::Modulo
+            | B::Arrow
+            | B::LongArrow
+            | B::AtArrow
+            | B::ArrowAt
+            | B::Question
+            | B::PGExp => {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
-                let nullable = l.nullable || r.nullable;
-                let l = self.to_text(l)?;
-                let r = self.to_text(r)?;
-                Ok(Bound::typed(l.call_binary(r, BinaryFunc::Concat), ScalarType::Text, nullable))
+                self.bind_operator(&op.to_string(), l, r)
             }
-            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
-                let func = match op {
-                    B::Plus => BinaryFunc::Add,
-                    B::Minus => BinaryFunc::Sub,
-                    B::Multiply => BinaryFunc::Mul,
-                    B::Divide => BinaryFunc::Div,
-                    _ => BinaryFunc::Mod,
-                };
-                let l = self.bind_expr(left, ctx)?;
-                let r = self.bind_expr(right, ctx)?;
-                let nullable = l.nullable || r.nullable;
-                // date ± integer, date - date.
-                if l.ty == Some(ScalarType::Date) && matches!(func, BinaryFunc::Add | BinaryFunc::Sub) {
-                    let rt = r.ty.clone();
-                    if rt.as_ref().map(|t| t.is_integer()).unwrap_or(true) {
-                        let l = self.coerce(l, &ScalarType::Date)?;
-                        let r = self.coerce(r, &ScalarType::Int32)?;
-                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Date, nullable));
-                    }
-                    if rt == Some(ScalarType::Date) && func == BinaryFunc::Sub {
-                        let l = self.coerce(l, &ScalarType::Date)?;
-                        let r = self.coerce(r, &ScalarType::Date)?;
-                        return Ok(Bound::typed(l.call_binary(r, func), ScalarType::Int32, nullable));
-                    }
-                }
-                let ty = match (&l.ty, &r.ty) {
-                    (None, None) => ScalarType::Numeric { precision: None, scale: None },
-                    (Some(t), None) | (None, Some(t)) => t.clone(),
-                    (Some(x), Some(y)) => common_type(x, y).filter(|t| t.is_number()).ok_or_else(|| {
-                        Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
-                    })?,
-                };
-                if !ty.is_number() {
-                    return Err(Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", ty.name(), ty.name())));
-                }
-                let ty = ty.unconstrained();
-                let l = self.coerce(l, &ty)?;
-                let r = self.coerce(r, &ty)?;
-                Ok(Bound::typed(l.call_binary(r, func), ty, nullable))
+            B::PGLikeMatch | B::PGILikeMatch | B::PGNotLikeMatch | B::PGNotILikeMatch => {
+                let ci = matches!(op, B::PGILikeMatch | B::PGNotILikeMatch);
+                let negated = matches!(op, B::PGNotLikeMatch | B::PGNotILikeMatch);
+                self.bind_like(left, right, None, ci, negated, ctx)
             }
             other => Err(Error::FeatureNotSupported(format!("operator {other} is not supported yet"))),
         }
     }
 
-    fn to_text(&mut self, b: Bound) -> Result<ScalarExpr, Error> {
-        match &b.ty {
-            None => self.coerce(b, &ScalarType::Text),
-            Some(ScalarType::Char { .. }) => Ok(b.expr.call_unary(UnaryFunc::BpcharToText)),
-            Some(t) if t.is_string() => Ok(b.expr),
-            Some(_) => Ok(b.expr.call_unary(UnaryFunc::Cast { to: ScalarType::Text, explicit: true })),
-        }
-    }
-
-    fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
+    pub(crate) fn function_args(&mut self, f: &sqlparser::ast::Function) -> Result<(Vec<Expr>, bool, bool), Error> {
         match &f.args {
             FunctionArguments::None => Ok((vec![], false, false)),
             FunctionArguments::Subquery(_) => Err(Error::FeatureNotSupported("subqueries are not supported yet".into())),
@@ -519,7 +561,7 @@ impl Binder<'_> {
         let name = name.trim_matches('"').to_string();
         let (args, distinct, star) = self.function_args(f)?;
         if is_aggregate_name(&name) {
-            return self.bind_aggregate(&name, &args, distinct, star, ctx);
+            return self.bind_aggregate(&name, f, &args, distinct, star, ctx);
         }
         let mut bound = Vec::new();
         for a in &args {
@@ -527,55 +569,6 @@ impl Binder<'_> {
         }
         let arity_err = || Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len()));
         match name.as_str() {
-            "abs" => {
-                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
-                let ty = b.ty.clone().unwrap_or(ScalarType::Float64);
-                if !ty.is_number() {
-                    return Err(Error::UndefinedFunction(format!("function abs({}) does not exist", ty.name())));
-                }
-                let ty = ty.unconstrained();
-                let n = b.nullable;
-                Ok(Bound::typed(self.coerce(b, &ty)?.call_unary(UnaryFunc::Abs), ty, n))
-            }
-            "upper" | "lower" | "length" | "char_length" | "character_length" => {
-                let [b] = <[Bound; 1]>::try_from(bound).map_err(|_| arity_err())?;
-                let n = b.nullable;
-                let x = self.to_text(b)?;
-                let (func, ty) = match name.as_str() {
-                    "upper" => (UnaryFunc::Upper, ScalarType::Text),
-                    "lower" => (UnaryFunc::Lower, ScalarType::Text),
-                    _ => (UnaryFunc::Length, ScalarType::Int32),
-                };
-                Ok(Bound::typed(x.call_unary(func), ty, n))
-            }
-            "round" => {
-                let numeric = ScalarType::Numeric { precision: None, scale: None };
-                match bound.len() {
-                    1 => {
-                        let b = bound.into_iter().next().ok_or_else(arity_err)?;
-                        let n = b.nullable;
-                        if b.ty.as_ref().map(|t| t.is_float()).unwrap_or(false) {
-                            let x = self.coerce(b, &ScalarType::Float64)?;
-                            // round(float) rounds half to even via the int cast path.
-                            let r = x.call_unary(UnaryFunc::Cast { to: ScalarType::Int64, explicit: true })
-                                .call_unary(UnaryFunc::Cast { to: ScalarType::Float64, explicit: true });
-                            return Ok(Bound::typed(r, ScalarType::Float64, n));
-                        }
-                        let x = self.coerce(b, &numeric)?;
-                        let zero = ScalarExpr::Literal(Datum::Int32(0), ScalarType::Int32);
-                        Ok(Bound::typed(x.call_binary(zero, BinaryFunc::RoundScale), numeric, n))
-                    }
-                    2 => {
-                        let mut it = bound.into_iter();
-                        let (a, s) = (it.next().ok_or_else(arity_err)?, it.next().ok_or_else(arity_err)?);
-                        let n = a.nullable || s.nullable;
-                        let x = self.coerce(a, &numeric)?;
-                        let s = self.coerce(s, &ScalarType::Int32)?;
-                        Ok(Bound::typed(x.call_binary(s, BinaryFunc::RoundScale), numeric, n))
-                    }
-                    _ => Err(arity_err()),
-                }
-            }
             "coalesce" | "greatest" | "least" => {
                 if bound.is_empty() {
                     return Err(arity_err());
@@ -608,30 +601,89 @@ impl Binder<'_> {
                     true,
                 ))
             }
-            _ => Err(Error::UndefinedFunction(format!("function {name} does not exist"))),
+            _ => self.bind_builtin(&name, bound),
         }
     }
 
-    fn bind_aggregate(&mut self, name: &str, args: &[Expr], distinct: bool, star: bool, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+    fn bind_aggregate(
+        &mut self,
+        name: &str,
+        f: &sqlparser::ast::Function,
+        args: &[Expr],
+        distinct: bool,
+        star: bool,
+        ctx: &mut ExprCtx,
+    ) -> Result<Bound, Error> {
         if ctx.grouping.is_none() {
             return Err(Error::Grouping(format!("aggregate functions are not allowed in {}", ctx.clause)));
         }
-        let mut inner = ExprCtx { scope: ctx.scope, clause: "aggregate function calls", grouping: None };
+        if !f.within_group.is_empty() {
+            return Err(Error::FeatureNotSupported(format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")));
+        }
+        let mut order_ast: Vec<&sqlparser::ast::OrderByExpr> = Vec::new();
+        if let FunctionArguments::List(list) = &f.args {
+            for c in &list.clauses {
+                match c {
+                    sqlparser::ast::FunctionArgumentClause::OrderBy(v) => order_ast.extend(v.iter()),
+                    other => return Err(Error::FeatureNotSupported(format!("{other} in an aggregate call is not supported"))),
+                }
+            }
+        }
+        if args.iter().chain(order_ast.iter().map(|o| &o.expr)).any(contains_aggregate) {
+            return Err(Error::Grouping("aggregate function calls cannot be nested".into()));
+        }
+        if f.filter.as_deref().is_some_and(contains_aggregate) {
+            return Err(Error::Grouping("aggregate functions are not allowed in FILTER".into()));
+        }
+        let mut inner = ExprCtx::new(ctx.scope, "aggregate function calls");
+        let no_such = |types: &[Option<ScalarType>]| {
+            let names: Vec<&str> = types.iter().map(|t| t.as_ref().map(|t| t.name()).unwrap_or("unknown")).collect();
+            Error::UndefinedFunction(format!("function {name}({}) does not exist", names.join(", ")))
+        };
+        let mut extra = Vec::new();
         let (expr, in_ty) = if star || (name == "count" && args.is_empty()) {
             if name != "count" {
                 return Err(Error::UndefinedFunction(format!("function {name}(*) does not exist")));
             }
             (ScalarExpr::literal_true(), ColumnType::new(ScalarType::Bool, false))
+        } else if name == "string_agg" {
+            // string_agg(text, text): string values (and unknown literals)
+            // are read as text.
+            if args.len() != 2 {
+                return Err(Error::UndefinedFunction(format!("function string_agg with {} arguments does not exist", args.len())));
+            }
+            let value = self.bind_expr(&args[0], &mut inner)?;
+            let delim = self.bind_expr(&args[1], &mut inner)?;
+            if [&value.ty, &delim.ty].iter().any(|t| t.as_ref().is_some_and(|t| !t.is_string())) {
+                return Err(no_such(&[value.ty.clone(), delim.ty.clone()]));
+            }
+            let nullable = value.nullable;
+            let value = self.coerce(value, &ScalarType::Text)?;
+            extra.push(self.coerce(delim, &ScalarType::Text)?);
+            (value, ColumnType::new(ScalarType::Text, nullable))
         } else {
             if args.len() != 1 {
                 return Err(Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len())));
             }
-            if contains_aggregate(&args[0]) {
-                return Err(Error::Grouping("aggregate function calls cannot be nested".into()));
+            if matches!(name, "bool_and" | "bool_or" | "every") {
+                // An unknown literal argument is read as boolean.
+                let b = self.bind_expr(&args[0], &mut inner)?;
+                if b.ty.as_ref().is_some_and(|t| *t != ScalarType::Bool) {
+                    return Err(no_such(std::slice::from_ref(&b.ty)));
+                }
+                let nullable = b.nullable;
+                (self.coerce(b, &ScalarType::Bool)?, ColumnType::new(ScalarType::Bool, nullable))
+            } else {
+                self.bind_scalar(&args[0], &mut inner)?
             }
-            self.bind_scalar(&args[0], &mut inner)?
         };
         let t = &in_ty.scalar;
+        let variance = |sample: bool, stddev: bool| -> Result<AggregateFunc, Error> {
+            if !t.is_number() {
+                return Err(no_such(&[Some(t.clone())]));
+            }
+            Ok(AggregateFunc::Variance { sample, stddev, float: t.is_float() })
+        };
         let func = match name {
             "count" => AggregateFunc::Count,
             "min" => AggregateFunc::Min,
@@ -641,16 +693,53 @@ impl Binder<'_> {
                 ScalarType::Int64 | ScalarType::Numeric { .. } => AggregateFunc::SumNumeric,
                 ScalarType::Float32 => AggregateFunc::SumFloat32,
                 ScalarType::Float64 => AggregateFunc::SumFloat64,
-                other => return Err(Error::UndefinedFunction(format!("function sum({}) does not exist", other.name()))),
+                other => return Err(no_such(&[Some(other.clone())])),
             },
-            _ => match t {
+            "avg" => match t {
                 t if t.is_integer() || t.is_numeric() => AggregateFunc::AvgNumeric,
                 t if t.is_float() => AggregateFunc::AvgFloat,
-                other => return Err(Error::UndefinedFunction(format!("function avg({}) does not exist", other.name()))),
+                other => return Err(no_such(&[Some(other.clone())])),
             },
+            "bool_and" | "every" => AggregateFunc::BoolAnd,
+            "bool_or" => AggregateFunc::BoolOr,
+            "string_agg" => AggregateFunc::StringAgg,
+            "stddev" | "stddev_samp" => variance(true, true)?,
+            "stddev_pop" => variance(false, true)?,
+            "variance" | "var_samp" => variance(true, false)?,
+            "var_pop" => variance(false, false)?,
+            other => return Err(Error::UndefinedFunction(format!("function {other} does not exist"))),
         };
+        let arg = expr.clone();
+        // FILTER (WHERE c): the argument is NULL where c is not TRUE, and
+        // every aggregate ignores NULLs.
+        let expr = match &f.filter {
+            Some(cond) => {
+                let mut fctx = ExprCtx::new(ctx.scope, "FILTER");
+                let b = self.bind_expr(cond, &mut fctx)?;
+                let cond = self.coerce_bool(b, "FILTER")?;
+                ScalarExpr::If { cond: Box::new(cond), then: Box::new(expr), els: Box::new(ScalarExpr::null(t.clone())) }
+            }
+            None => expr,
+        };
+        // ORDER BY inside the call matters only to order-sensitive
+        // aggregates; with DISTINCT its keys must be arguments (Postgres).
+        let mut order_by = Vec::new();
+        for o in &order_ast {
+            let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
+            let nulls_last = o.options.nulls_first.map(|f| !f).unwrap_or(!desc);
+            let (key, _) = self.bind_scalar(&o.expr, &mut inner)?;
+            if distinct && key != arg && !extra.contains(&key) {
+                return Err(Error::InvalidColumnReference(
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
+                ));
+            }
+            order_by.push(crate::expr::agg::AggregateOrder { expr: key, desc, nulls_last });
+        }
+        if func != AggregateFunc::StringAgg {
+            order_by.clear();
+        }
         let out_ty = ColumnType::new(func.output_type(t), func.nullable());
-        let agg = AggregateExpr { func, expr, distinct };
+        let agg = AggregateExpr { func, expr, args: extra, order_by, distinct };
         let g = ctx.grouping.as_mut().expect("checked above");
         let pos = match g.aggregates.iter().position(|a| *a == agg) {
             Some(p) => p,
@@ -665,18 +754,46 @@ impl Binder<'_> {
     }
 }
 
+/// The host for a subquery in this context, or the error Postgres gives
+/// where none is allowed.
+fn subquery_host<'b>(ctx: &'b mut ExprCtx) -> Result<&'b mut Host, Error> {
+    let clause = ctx.clause;
+    ctx.host.as_deref_mut().ok_or_else(|| Error::FeatureNotSupported(format!("subqueries in {clause} are not supported yet")))
+}
+
 /// Whether an expression contains an aggregate call (outside subqueries).
 pub fn contains_aggregate(e: &Expr) -> bool {
-    let mut found = false;
-    let _ = sqlparser::ast::visit_expressions(e, |x| {
-        if let Expr::Function(f) = x {
-            let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
-            if is_aggregate_name(&name) {
-                found = true;
-            }
+    struct Finder {
+        depth: usize,
+        found: bool,
+    }
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    found
+        fn post_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
+            if self.depth == 0 {
+                if let Expr::Function(f) = x {
+                    if f.over.is_some() {
+                        return std::ops::ControlFlow::Continue(());
+                    }
+                    let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+                    if is_aggregate_name(&name) {
+                        self.found = true;
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut f = Finder { depth: 0, found: false };
+    let _ = sqlparser::ast::Visit::visit(e, &mut f);
+    f.found
 }
 

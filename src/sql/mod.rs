@@ -7,9 +7,13 @@
 
 mod binder;
 mod expr;
+mod functions;
 mod plan;
+mod query;
 mod scope;
+mod subquery;
 mod types;
+mod window;
 
 pub use binder::{bind_statement, Params};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind};

@@ -1,7 +1,7 @@
 //! Bound statements: what the coordinator executes.
 
 use crate::expr::relation::ColumnOrder;
-use crate::expr::{RelationExpr, ScalarExpr};
+use crate::expr::RelationExpr;
 use crate::repr::{GlobalId, RelationDesc};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,14 +67,17 @@ pub enum Plan {
     /// `source` produces rows in the table's column order, already cast to
     /// the column types (typmods and NOT NULL are checked on write).
     Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr },
+    /// `selection` yields each row to change followed by the new values of
+    /// the `assignments` columns (in that order).
     Update {
         table: GlobalId,
         table_name: String,
         desc: RelationDesc,
-        predicates: Vec<ScalarExpr>,
-        assignments: Vec<(usize, ScalarExpr)>,
+        selection: RelationExpr,
+        assignments: Vec<usize>,
     },
-    Delete { table: GlobalId, table_name: String, predicates: Vec<ScalarExpr> },
+    /// `selection` yields the rows to delete.
+    Delete { table: GlobalId, table_name: String, selection: RelationExpr },
     Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing },
     Explain { query: RelationExpr },
     Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },

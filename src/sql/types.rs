@@ -1,6 +1,9 @@
-//! SQL type names → `ScalarType`, and Postgres's implicit coercion rules.
+//! SQL type names → `ScalarType`, and Postgres's cast rules: which casts
+//! exist and in which context (implicit, assignment, explicit), type
+//! categories and preferred types (for function and operator resolution),
+//! and the common type of several expressions (CASE, COALESCE, UNION...).
 
-use crate::repr::types::NUMERIC_MAX_PRECISION;
+use crate::repr::types::{MAX_TIMESTAMP_PRECISION, NUMERIC_MAX_PRECISION};
 use crate::repr::{Error, ScalarType};
 use sqlparser::ast::{CharacterLength, DataType, ExactNumberInfo, TimezoneInfo};
 
@@ -48,8 +51,24 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
         DataType::Varchar(l) | DataType::CharacterVarying(l) => ScalarType::VarChar { max_len: char_len(l) },
         DataType::Char(l) | DataType::Character(l) => ScalarType::Char { len: char_len(l).unwrap_or(1) },
         DataType::Date => ScalarType::Date,
-        DataType::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => ScalarType::Timestamp,
-        DataType::Custom(name, _) => match name.to_string().to_lowercase().as_str() {
+        DataType::Timestamp(p, tz) => {
+            let precision = timestamp_precision(*p)?;
+            match tz {
+                TimezoneInfo::None | TimezoneInfo::WithoutTimeZone => ScalarType::Timestamp { precision },
+                TimezoneInfo::WithTimeZone | TimezoneInfo::Tz => ScalarType::TimestampTz { precision },
+            }
+        }
+        DataType::Interval { fields: None, precision: None } => ScalarType::Interval,
+        DataType::Interval { .. } => {
+            return Err(Error::FeatureNotSupported("interval type modifiers are not supported yet".into()));
+        }
+        DataType::Bytea => ScalarType::Bytea,
+        DataType::Uuid => ScalarType::Uuid,
+        DataType::JSONB => ScalarType::Jsonb,
+        DataType::JSON => {
+            return Err(Error::FeatureNotSupported("type json is not supported yet; use jsonb".into()));
+        }
+        DataType::Custom(name, _) => match name.to_string().to_lowercase().trim_matches('"') {
             "int2" => ScalarType::Int16,
             "int4" => ScalarType::Int32,
             "int8" => ScalarType::Int64,
@@ -57,12 +76,89 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
             "float8" => ScalarType::Float64,
             "bpchar" => ScalarType::Char { len: 1 },
             "bool" => ScalarType::Bool,
+            "timestamptz" => ScalarType::TimestampTz { precision: None },
+            "bytea" => ScalarType::Bytea,
+            "uuid" => ScalarType::Uuid,
+            "jsonb" => ScalarType::Jsonb,
+            "interval" => ScalarType::Interval,
             other => return Err(Error::UndefinedObject(format!("type \"{other}\" does not exist"))),
         },
         other => {
             return Err(Error::FeatureNotSupported(format!("type {other} is not supported yet")));
         }
     })
+}
+
+/// `timestamp(p)`: Postgres accepts 0..=6 (larger values are reduced to 6
+/// with a warning).
+fn timestamp_precision(p: Option<u64>) -> Result<Option<u8>, Error> {
+    Ok(p.map(|p| p.min(MAX_TIMESTAMP_PRECISION as u64) as u8))
+}
+
+/// Where a cast may be applied without being written (Postgres's
+/// `pg_cast.castcontext`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CastContext {
+    Implicit,
+    Assignment,
+    Explicit,
+}
+
+/// The context in which a cast from `from` to `to` exists, if any.
+pub fn cast_context(from: &ScalarType, to: &ScalarType) -> Option<CastContext> {
+    use CastContext::*;
+    use ScalarType as T;
+    if from.same_family(to) {
+        return Some(Implicit);
+    }
+    if let (Some(x), Some(y)) = (number_rank(from), number_rank(to)) {
+        return Some(if x < y { Implicit } else { Assignment });
+    }
+    if from.is_string() && to.is_string() {
+        return Some(Implicit);
+    }
+    // I/O conversion casts: to strings on assignment, from strings only
+    // explicitly.
+    if to.is_string() {
+        return Some(Assignment);
+    }
+    if from.is_string() {
+        return Some(Explicit);
+    }
+    Some(match (from, to) {
+        (T::Date, T::Timestamp { .. } | T::TimestampTz { .. }) => Implicit,
+        (T::Timestamp { .. }, T::TimestampTz { .. }) => Implicit,
+        (T::TimestampTz { .. }, T::Timestamp { .. }) => Assignment,
+        (T::Timestamp { .. } | T::TimestampTz { .. }, T::Date) => Assignment,
+        (T::Bool, T::Int32) | (T::Int32, T::Bool) => Explicit,
+        (T::Jsonb, t) if t.is_number() || *t == T::Bool => Explicit,
+        _ => return None,
+    })
+}
+
+/// Whether `from` converts to `to` implicitly (in expressions).
+pub fn implicitly_castable(from: &ScalarType, to: &ScalarType) -> bool {
+    cast_context(from, to) == Some(CastContext::Implicit)
+}
+
+/// Postgres's type category (`pg_type.typcategory`).
+pub fn category(t: &ScalarType) -> char {
+    match t {
+        ScalarType::Bool => 'B',
+        t if t.is_number() => 'N',
+        t if t.is_string() => 'S',
+        ScalarType::Date | ScalarType::Timestamp { .. } | ScalarType::TimestampTz { .. } => 'D',
+        ScalarType::Interval => 'T',
+        _ => 'U',
+    }
+}
+
+/// Whether `t` is the preferred type of its category.
+pub fn is_preferred(t: &ScalarType) -> bool {
+    matches!(
+        t,
+        ScalarType::Bool | ScalarType::Float64 | ScalarType::Text | ScalarType::TimestampTz { .. } | ScalarType::Interval
+    )
 }
 
 /// Rank of a number type in Postgres's implicit-cast lattice.
@@ -85,7 +181,8 @@ pub fn common_type(a: &ScalarType, b: &ScalarType) -> Option<ScalarType> {
         return Some(match a {
             ScalarType::Numeric { .. } => ScalarType::Numeric { precision: None, scale: None },
             ScalarType::VarChar { .. } | ScalarType::Char { .. } => ScalarType::Text,
-            other => other.clone(),
+            other if other == b => other.clone(),
+            other => other.unconstrained(),
         });
     }
     if let (Some(x), Some(y)) = (number_rank(a), number_rank(b)) {
@@ -95,17 +192,19 @@ pub fn common_type(a: &ScalarType, b: &ScalarType) -> Option<ScalarType> {
             1 => ScalarType::Int32,
             2 => ScalarType::Int64,
             3 => ScalarType::Numeric { precision: None, scale: None },
-            // Any float with a non-float4 operand goes to float8.
-            4 if x == 4 && y == 4 => ScalarType::Float32,
+            // float4 absorbs integers and numerics; float8 everything.
+            4 => ScalarType::Float32,
             _ => ScalarType::Float64,
         });
     }
     if a.is_string() && b.is_string() {
         return Some(ScalarType::Text);
     }
+    use ScalarType as T;
     match (a, b) {
-        (ScalarType::Date, ScalarType::Timestamp) | (ScalarType::Timestamp, ScalarType::Date) => {
-            Some(ScalarType::Timestamp)
+        (T::Date, T::Timestamp { .. }) | (T::Timestamp { .. }, T::Date) => Some(T::Timestamp { precision: None }),
+        (T::Date | T::Timestamp { .. }, T::TimestampTz { .. }) | (T::TimestampTz { .. }, T::Date | T::Timestamp { .. }) => {
+            Some(T::TimestampTz { precision: None })
         }
         _ => None,
     }
@@ -114,25 +213,32 @@ pub fn common_type(a: &ScalarType, b: &ScalarType) -> Option<ScalarType> {
 /// Whether a value of `from` may be stored in a column of `to` (Postgres's
 /// implicit and assignment casts).
 pub fn assignable(from: &ScalarType, to: &ScalarType) -> bool {
-    if from.unconstrained() == to.unconstrained() {
-        return true;
-    }
-    if from.is_number() && to.is_number() {
-        return true;
-    }
-    if from.is_string() && to.is_string() {
-        return true;
-    }
-    matches!(
-        (from, to),
-        (ScalarType::Date, ScalarType::Timestamp) | (ScalarType::Timestamp, ScalarType::Date)
-    )
+    cast_context(from, to).is_some_and(|c| c <= CastContext::Assignment)
 }
 
 /// Whether an explicit `CAST(x AS to)` exists from `from`.
 pub fn castable(from: &ScalarType, to: &ScalarType) -> bool {
-    assignable(from, to)
-        || from.is_string()
-        || to.is_string()
-        || matches!((from, to), (ScalarType::Bool, ScalarType::Int32) | (ScalarType::Int32, ScalarType::Bool))
+    cast_context(from, to).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cast_rules() {
+        let ts = ScalarType::Timestamp { precision: None };
+        let tstz = ScalarType::TimestampTz { precision: None };
+        assert!(implicitly_castable(&ScalarType::Date, &tstz));
+        assert!(implicitly_castable(&ts, &tstz));
+        assert!(!implicitly_castable(&tstz, &ts));
+        assert!(assignable(&tstz, &ts));
+        assert!(assignable(&ScalarType::Int32, &ScalarType::Text));
+        assert!(!assignable(&ScalarType::Text, &ScalarType::Jsonb));
+        assert!(castable(&ScalarType::Text, &ScalarType::Jsonb));
+        assert!(castable(&ScalarType::Jsonb, &ScalarType::Int32));
+        assert!(!castable(&ScalarType::Interval, &ScalarType::Int32));
+        assert_eq!(common_type(&ScalarType::Int32, &ScalarType::Float32), Some(ScalarType::Float32));
+        assert_eq!(common_type(&ScalarType::Date, &tstz), Some(tstz.clone()));
+    }
 }

@@ -1,0 +1,304 @@
+//! Rendering `Reduce`: grouping and aggregation, maintained so that a change
+//! to a group costs about the size of the change, not of the group.
+//!
+//! The aggregates of one `Reduce` are split into parts, each rendered its
+//! own way (see `AggregateKind`):
+//!
+//! - accumulable aggregates (count, sum, avg, variance, bool_and/or)
+//!   together, in differential's difference type (`accum.rs`): O(1) per
+//!   changed row;
+//! - min and max together, hierarchically (`hierarchy.rs`, two stages of
+//!   fan-out 256): O(2 × 256) values per changed row;
+//! - string_agg with differential's `reduce`, which re-reads the group;
+//! - each DISTINCT aggregate separately: first the distinct `(group,
+//!   arguments)` pairs (a reduce per pair, so O(duplicates) per change), then
+//!   the aggregate, rendered as above, over those.
+//!
+//! With one part, its output is the result. With several, a final reduce
+//! per group collates the parts' values (a handful of rows per group) into
+//! one row. A global aggregate (no group key) has one row even over empty
+//! input: the default row (count 0, everything else NULL) is added and
+//! retracted whenever a computed row exists.
+//!
+//! Evaluation errors (of arguments, or of results such as overflow) are
+//! data: they go to the error collection, as everywhere in rendering.
+//!
+//! Owns: the rendering of `Reduce`. Must not: define aggregate semantics
+//! (`expr::agg` does, and its `AggregateExpr::eval` is the reference these
+//! renderings agree with).
+
+use crate::dataflow::accum::Accum;
+use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
+use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl};
+use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
+use crate::expr::AggregateExpr;
+use crate::repr::{Datum, Diff, EvalError, Row, Timestamp};
+use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
+use differential_dataflow::VecCollection;
+use std::ops::Range;
+use timely::dataflow::Scope;
+
+/// `(group key, values)` pairs.
+type Keyed<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+
+/// `(group key, (part, values))`: a part's values, tagged for collation.
+type Tagged<'s> = VecCollection<'s, Timestamp, (Row, (u64, Row)), Diff>;
+
+/// Aggregates rendered together.
+#[derive(Clone, Debug, PartialEq)]
+struct Part {
+    kind: AggregateKind,
+    /// Positions of the part's aggregates in the Reduce.
+    aggs: Vec<usize>,
+    distinct: bool,
+}
+
+/// Splits aggregates into parts: DISTINCT ones alone, the others by kind.
+/// Without aggregates (a Reduce that only groups), one accumulable part
+/// with no aggregates yields the groups.
+fn plan_parts(aggregates: &[AggregateExpr]) -> Vec<Part> {
+    if aggregates.is_empty() {
+        return vec![Part { kind: AggregateKind::Accumulable, aggs: vec![], distinct: false }];
+    }
+    let mut parts: Vec<Part> = Vec::new();
+    for (i, a) in aggregates.iter().enumerate() {
+        let kind = a.func.kind();
+        if a.distinct {
+            parts.push(Part { kind, aggs: vec![i], distinct: true });
+        } else if let Some(p) = parts.iter_mut().find(|p| !p.distinct && p.kind == kind) {
+            p.aggs.push(i);
+        } else {
+            parts.push(Part { kind, aggs: vec![i], distinct: false });
+        }
+    }
+    parts
+}
+
+/// A description of how the aggregates are rendered, for `SHOW ARRANGEMENTS`.
+pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr]) -> String {
+    let parts: Vec<String> = plan_parts(aggregates)
+        .iter()
+        .map(|p| {
+            let kind = match p.kind {
+                AggregateKind::Accumulable => "accumulated",
+                AggregateKind::Hierarchical => "hierarchical",
+                AggregateKind::Basic => "per group",
+            };
+            let names: Vec<String> = p.aggs.iter().map(|i| aggregates[*i].to_string()).collect();
+            format!("{kind} {}", names.join(", "))
+        })
+        .collect();
+    format!("reduce input by group key {group_key:?}: {}", parts.join("; "))
+}
+
+pub fn render_reduce<'s>(
+    scope: Scope<'s, Timestamp>,
+    ok: Coll<'s>,
+    err: ErrColl<'s>,
+    group_key: Vec<usize>,
+    aggregates: Vec<AggregateExpr>,
+    worker_index: usize,
+) -> (Coll<'s>, ErrColl<'s>) {
+    // Each aggregate's inputs occupy a range of the values row.
+    let mut layout: Vec<Range<usize>> = Vec::new();
+    let mut next = 0;
+    for a in &aggregates {
+        layout.push(next..next + a.input_arity());
+        next += a.input_arity();
+    }
+    // (group key, aggregate inputs) per row; evaluation errors split off.
+    let aggs = aggregates.clone();
+    let key = group_key.clone();
+    let prepared = ok.map(move |row| {
+        let datums = row.unpack();
+        let key_row = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
+        let mut vals = Vec::new();
+        for a in &aggs {
+            for e in a.inputs() {
+                vals.push(e.eval(&datums)?);
+            }
+        }
+        Ok((key_row, Row::from_datums(vals)))
+    });
+    let (prepared, mut err) = {
+        let e = prepared.clone().flat_map(|r: Result<(Row, Row), EvalError>| r.err());
+        (prepared.flat_map(|r| r.ok()), err.concat(e))
+    };
+
+    let parts = plan_parts(&aggregates);
+    let mut outputs = Vec::new();
+    for part in &parts {
+        let columns: Vec<usize> = part.aggs.iter().flat_map(|i| layout[*i].clone()).collect();
+        let all = columns.len() == next;
+        let mut input = if all { prepared.clone() } else { prepared.clone().map(move |(k, v)| (k, v.project(&columns))) };
+        if part.distinct {
+            input = distinct_values(input);
+        }
+        let part_aggs: Vec<AggregateExpr> =
+            part.aggs.iter().map(|i| AggregateExpr { distinct: false, ..aggregates[*i].clone() }).collect();
+        let (values, part_err) = render_part(input, part.kind, part_aggs);
+        err = err.concat(part_err);
+        outputs.push(values);
+    }
+
+    // One part holds every aggregate, in order.
+    let ok_rows = if outputs.len() == 1 {
+        outputs.remove(0).map(|(k, vals)| k.concat(&vals))
+    } else {
+        collate(scope, outputs, &parts, &aggregates)
+    };
+    if !group_key.is_empty() {
+        return (ok_rows, err);
+    }
+    // A global aggregate has one row even over empty input: add the
+    // default row and retract it whenever a computed row exists.
+    let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
+    let d2 = default.clone();
+    let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
+    let defaults = constant(scope, vec![(default, 1)], worker_index);
+    (ok_rows.concat(defaults).concat(retract), err)
+}
+
+/// One row per distinct `(group, values)` under SQL equality (`1.0` and
+/// `1.00` are one value); of equal ones, the least packed row is kept, as
+/// `AggregateExpr::eval` does.
+fn distinct_values(input: Keyed<'_>) -> Keyed<'_> {
+    input
+        .map(|(key, vals)| {
+            let normal = Row::from_datums(vals.iter().map(normalize_datum).collect());
+            ((key, normal), vals)
+        })
+        .reduce_named("Distinct arguments", |_k: &(Row, Row), vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+            if let Some((v, _)) = vals.iter().find(|(_, d)| *d > 0) {
+                out.push(((*v).clone(), 1));
+            }
+        })
+        .map(|((key, _normal), vals)| (key, vals))
+}
+
+/// The values of a part's aggregates per group.
+fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExpr>) -> (Keyed<'s>, ErrColl<'s>) {
+    match kind {
+        AggregateKind::Accumulable => {
+            // Totals live in the difference type: O(change) per update. As
+            // differential's `count_core`, but the output arrangement holds
+            // the finished values rather than a copy of the totals.
+            type Finished = Result<Row, EvalError>;
+            let totals = input.explode({
+                let aggs = aggs.clone();
+                move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
+            });
+            let results = totals
+                .arrange_by_self_named("Arrange: Accumulate")
+                .reduce_abelian::<_, ValBuilder<Row, Finished, Timestamp, Diff>, ValSpine<Row, Finished, Timestamp, Diff>, _, _>(
+                    "Accumulate",
+                    move |_key, totals, out| {
+                        let finished = totals[0].1.finish(&aggs).map(Row::from_datums);
+                        out.push((finished, 1));
+                    },
+                    |vec, key, upds| {
+                        vec.clear();
+                        vec.extend(upds.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
+                    },
+                )
+                .as_collection(|key, finished| (key.clone(), finished.clone()));
+            let e = results.clone().flat_map(|(_key, r)| r.err());
+            (results.flat_map(|(key, r)| r.ok().map(|vals| (key, vals))), e)
+        }
+        AggregateKind::Hierarchical => {
+            let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
+            let extremes = move |vals: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+                let rows: Vec<(Vec<Datum>, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *d)).collect();
+                let result = funcs.iter().enumerate().map(|(i, f)| extreme(*f, rows.iter().map(|(ds, d)| (&ds[i], *d))));
+                out.push((Row::from_datums(result.collect()), 1));
+            };
+            let out = reduce_hierarchical(input, "MinMax", FAN_OUT_256, extremes.clone(), extremes);
+            let scope = out.scope();
+            (out, empty(scope))
+        }
+        AggregateKind::Basic => {
+            // Each aggregate's inputs are consecutive in the values row.
+            let results = input.reduce_named("Aggregate", move |_k: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
+                let rows: Vec<(Vec<Datum>, Diff)> = vals.iter().map(|(r, d)| (r.unpack(), *d)).collect();
+                let mut results = Vec::with_capacity(aggs.len());
+                let mut start = 0;
+                for a in &aggs {
+                    let end = start + a.input_arity();
+                    let inputs: Vec<(&[Datum], Diff)> = rows.iter().map(|(ds, d)| (&ds[start..end], *d)).collect();
+                    match a.eval(&inputs) {
+                        Ok(d) => results.push(d),
+                        Err(e) => {
+                            out.push((Err(e), 1));
+                            return;
+                        }
+                    }
+                    start = end;
+                }
+                out.push((Ok(Row::from_datums(results)), 1));
+            });
+            let e = results.clone().flat_map(|(_k, r)| r.err());
+            (results.flat_map(|(k, r)| r.ok().map(|v| (k, v))), e)
+        }
+    }
+}
+
+/// Collates the parts' values into one row per group, in the Reduce's
+/// aggregate order. A part without a value for a group (only possible
+/// while that part reports an error for it) contributes default values.
+fn collate<'s>(scope: Scope<'s, Timestamp>, outputs: Vec<Keyed<'s>>, parts: &[Part], aggregates: &[AggregateExpr]) -> Coll<'s> {
+    let tagged: Vec<Tagged<'s>> = outputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| o.map(move |(k, v)| (k, (i as u64, v))))
+        .collect();
+    let defaults: Vec<Datum> = aggregates.iter().map(|a| a.func.default_value()).collect();
+    let positions: Vec<Vec<usize>> = parts.iter().map(|p| p.aggs.clone()).collect();
+    differential_dataflow::collection::concatenate(scope, tagged)
+        .reduce_named("Collate aggregates", move |_k: &Row, vals: &[(&(u64, Row), Diff)], out: &mut Vec<(Row, Diff)>| {
+            let mut row = defaults.clone();
+            for ((part, values), d) in vals {
+                if *d <= 0 {
+                    continue;
+                }
+                if let Some(pos) = positions.get(*part as usize) {
+                    for (p, v) in pos.iter().zip(values.iter()) {
+                        row[*p] = v;
+                    }
+                }
+            }
+            out.push((Row::from_datums(row), 1));
+        })
+        .map(|(k, v)| k.concat(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{AggregateFunc, ScalarExpr};
+
+    #[test]
+    fn parts_group_by_kind_and_keep_distinct_apart() {
+        let a = |func, distinct| AggregateExpr::new(func, ScalarExpr::Column(0), distinct);
+        let aggs = vec![
+            a(AggregateFunc::Count, false),
+            a(AggregateFunc::Min, false),
+            a(AggregateFunc::SumInt, false),
+            a(AggregateFunc::Count, true),
+            a(AggregateFunc::Max, false),
+            a(AggregateFunc::StringAgg, false),
+        ];
+        let summary = |aggs: &[AggregateExpr]| -> Vec<(AggregateKind, Vec<usize>, bool)> {
+            plan_parts(aggs).into_iter().map(|p| (p.kind, p.aggs, p.distinct)).collect()
+        };
+        assert_eq!(summary(&[]), vec![(AggregateKind::Accumulable, vec![], false)]);
+        assert_eq!(
+            summary(&aggs),
+            vec![
+                (AggregateKind::Accumulable, vec![0, 2], false),
+                (AggregateKind::Hierarchical, vec![1, 4], false),
+                (AggregateKind::Accumulable, vec![3], true),
+                (AggregateKind::Basic, vec![5], false),
+            ]
+        );
+    }
+}
