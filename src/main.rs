@@ -43,6 +43,9 @@ fn main() -> ExitCode {
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Parsing, binding and planning recurse over the statement's
+        // syntax tree (up to `sql::PARSER_RECURSION_LIMIT` levels).
+        .thread_stack_size(64 << 20)
         .build()
     {
         Ok(rt) => rt,

@@ -28,6 +28,11 @@ impl ScalarExpr {
         ScalarExpr::Literal(Datum::Bool(true), ScalarType::Bool)
     }
 
+    /// Whether this is the NULL literal.
+    pub fn is_null_literal(&self) -> bool {
+        matches!(self, ScalarExpr::Literal(Datum::Null, _))
+    }
+
     pub fn null(ty: ScalarType) -> Self {
         ScalarExpr::Literal(Datum::Null, ty)
     }
@@ -186,7 +191,23 @@ impl ScalarExpr {
                 }
                 _ => false,
             };
-            if foldable {
+            // Like Postgres's planner: a strict operator with a NULL
+            // constant operand is NULL, whatever the other operand would
+            // give at run time (even an error, such as a division by zero
+            // of a column). An operand that already failed while being
+            // folded keeps its error, as Postgres raises it while folding.
+            let strict_null = match e {
+                ScalarExpr::CallBinary { func, left, right } => {
+                    *func != BinaryFunc::IsDistinctFrom
+                        && (left.is_null_literal() || right.is_null_literal())
+                        && !matches!(**left, ScalarExpr::Error(_))
+                        && !matches!(**right, ScalarExpr::Error(_))
+                }
+                _ => false,
+            };
+            if strict_null {
+                *e = ScalarExpr::Literal(Datum::Null, typ(e));
+            } else if foldable {
                 let ty = typ(e);
                 *e = match e.eval(&[]) {
                     Ok(d) => ScalarExpr::Literal(d, ty),

@@ -42,8 +42,21 @@ pub trait SqlCatalog {
 
 /// Parses a string of zero or more statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, Error> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| Error::Syntax(syntax_message(&e.to_string())))
+    let to_error = |e: sqlparser::parser::ParserError| match e {
+        sqlparser::parser::ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
+        e => Error::Syntax(syntax_message(&e.to_string())),
+    };
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(PARSER_RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(to_error)
 }
+
+/// How deeply the parser may nest (sqlparser's default is 50, which
+/// machine-generated WHERE clauses exceed). Statements are bound and
+/// planned on the server's threads, whose stacks `main` sizes for this.
+pub const PARSER_RECURSION_LIMIT: usize = 3000;
 
 /// Words a parser error as Postgres does: `syntax error at or near "X"`,
 /// or `syntax error at end of input`.

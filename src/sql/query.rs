@@ -1098,7 +1098,18 @@ impl Binder<'_> {
     ) -> Result<ScalarExpr, Error> {
         let scope = host.scope.clone();
         let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &scope, op, false)?;
-        let kind = if all { SubqueryKind::All { lhs: lhs_expr, cmp } } else { SubqueryKind::Any { lhs: lhs_expr, cmp } };
+        let in_form = (op == BinaryFunc::Eq && !all) || (op == BinaryFunc::NotEq && all);
+        let kind = match cmp {
+            // [NOT] IN: an equi-join on the value (see `subquery::in_table`),
+            // with the subquery bound without the left operand.
+            ScalarExpr::CallBinary { left, right, .. } if in_form => {
+                let corr = self.bind_correlated(subquery, &scope, vec![])?;
+                let kind = SubqueryKind::In { lhs: lhs_expr, l: *left, r: *right, negated: all };
+                return Ok(self.add_pending(host, corr, kind, ColumnType::new(ScalarType::Bool, true)));
+            }
+            cmp if all => SubqueryKind::All { lhs: lhs_expr, cmp },
+            cmp => SubqueryKind::Any { lhs: lhs_expr, cmp },
+        };
         Ok(self.add_pending(host, corr, kind, ColumnType::new(ScalarType::Bool, true)))
     }
 }

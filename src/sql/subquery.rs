@@ -110,6 +110,22 @@ pub enum SubqueryKind {
     Any { lhs: ScalarExpr, cmp: ScalarExpr },
     /// `lhs op ALL (...)`.
     All { lhs: ScalarExpr, cmp: ScalarExpr },
+    /// `lhs IN (...)` (`= ANY`), or with `negated` `lhs NOT IN (...)`
+    /// (`<> ALL`): found by an equi-join on the value rather than by
+    /// comparing every pair as `Any` does. The subquery is bound without
+    /// the left operand in its prefix; `l` and `r` cast the left operand
+    /// (column 0) and the subquery's value (column 1) to their common type.
+    In { lhs: ScalarExpr, l: ScalarExpr, r: ScalarExpr, negated: bool },
+}
+
+impl SubqueryKind {
+    /// The left operand, for the kinds that have one.
+    fn lhs(&self) -> Option<&ScalarExpr> {
+        match self {
+            SubqueryKind::Any { lhs, .. } | SubqueryKind::All { lhs, .. } | SubqueryKind::In { lhs, .. } => Some(lhs),
+            SubqueryKind::Scalar | SubqueryKind::Exists => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -353,7 +369,7 @@ impl Binder<'_> {
         // Left operands of ANY/ALL become columns first.
         let mut lhs = Vec::new();
         for p in &pending {
-            if let SubqueryKind::Any { lhs: l, .. } | SubqueryKind::All { lhs: l, .. } = &p.kind {
+            if let Some(l) = p.kind.lhs() {
                 if l.support().iter().any(|c| *c >= PENDING_COLUMN_BASE) {
                     return Err(Error::FeatureNotSupported(
                         "a subquery on the left of IN/ANY/ALL with another subquery is not supported yet".into(),
@@ -371,14 +387,24 @@ impl Binder<'_> {
         let mut next_lhs = w;
         for p in pending {
             let mut cols = p.corr.cols.clone();
-            if matches!(p.kind, SubqueryKind::Any { .. } | SubqueryKind::All { .. }) {
+            if p.kind.lhs().is_some() {
                 cols.push(next_lhs);
                 next_lhs += 1;
             }
             let n = cols.len();
-            let keys = if n == 0 { unit() } else { distinct(project(ext.clone(), cols.clone())) };
-            let s = p.corr.instantiate(&keys);
-            let t = self.subquery_table(s, n, keys, &p.kind, &p.typ)?;
+            let keys_of = |cols: &[usize]| if cols.is_empty() { unit() } else { distinct(project(ext.clone(), cols.to_vec())) };
+            let keys = keys_of(&cols);
+            let t = match &p.kind {
+                SubqueryKind::In { l, r, negated, .. } => {
+                    let corr_keys = keys_of(&p.corr.cols);
+                    let s = p.corr.instantiate(&corr_keys);
+                    in_table(s, keys, corr_keys, l, r, *negated)?
+                }
+                kind => {
+                    let s = p.corr.instantiate(&keys);
+                    self.subquery_table(s, n, keys, kind, &p.typ)?
+                }
+            };
             for (i, c) in cols.iter().enumerate() {
                 eqs.extend(null_safe_eq(ScalarExpr::Column(*c), ScalarExpr::Column(offset + i), &ext_types[*c]));
             }
@@ -470,8 +496,101 @@ impl Binder<'_> {
                 let t = project(map(reduced, vec![value]), outputs);
                 totalize(t, keys, n, lit_bool(undecided_default))
             }
+            SubqueryKind::In { .. } => return Err(Error::Internal("IN is built by in_table".into())),
         })
     }
+}
+
+/// The table of `[NOT] IN (subquery)` for every key: `keys` holds the
+/// subquery's correlation columns (m of them, as `corr_keys` does) then
+/// the left operand; `s` holds the m correlation columns then the value.
+///
+/// Rather than compare every left operand with every value, it joins them
+/// on the value: a key is TRUE where the join finds a match; otherwise the
+/// answer is FALSE when the subquery is empty for its correlation values,
+/// NULL when the left operand is NULL or the subquery yields a NULL, and
+/// FALSE otherwise (negated for NOT IN). Each part is a join or a
+/// reduction keyed by the correlation values, so a change costs work in
+/// proportion to the keys it touches.
+fn in_table(
+    s: RelationExpr,
+    keys: RelationExpr,
+    corr_keys: RelationExpr,
+    l: &ScalarExpr,
+    r: &ScalarExpr,
+    negated: bool,
+) -> Result<RelationExpr, Error> {
+    let n = keys.arity();
+    let m = n - 1;
+    if s.arity() != m + 1 {
+        return Err(Error::Syntax("subquery has too many columns".into()));
+    }
+    let key_types = keys.typ();
+    let lit_bool = |b: bool| ScalarExpr::Literal(Datum::Bool(b), ScalarType::Bool);
+    let lit_int = |i: i32| ScalarExpr::Literal(Datum::Int32(i), ScalarType::Int32);
+    let at = |e: &ScalarExpr, from: usize, to: usize| {
+        let mut e = e.clone();
+        e.permute(&|c| if c == from { to } else { c });
+        e
+    };
+    // Keys whose left operand equals one of the subquery's values.
+    let mut eqs = Vec::new();
+    for (i, t) in key_types.iter().enumerate().take(m) {
+        eqs.extend(null_safe_eq(ScalarExpr::Column(i), ScalarExpr::Column(n + i), t));
+    }
+    eqs.push(vec![at(l, 0, m), at(r, 1, n + m)]);
+    let hits = map(distinct(project(join(vec![keys.clone(), s.clone()], eqs), (0..n).collect())), vec![lit_bool(true)]);
+    let hits = totalize(hits, keys.clone(), n, lit_bool(false));
+    // Per correlation value: 0 no rows, 1 rows without NULL, 2 a NULL too.
+    let stats = RelationExpr::Reduce {
+        input: Box::new(s),
+        group_key: (0..m).collect(),
+        aggregates: vec![
+            AggregateExpr::new(AggregateFunc::Count, ScalarExpr::literal_true(), false),
+            AggregateExpr::new(AggregateFunc::Count, at(r, 1, m), false),
+        ],
+    };
+    let has_null = ScalarExpr::Column(m + 1).call_binary(ScalarExpr::Column(m), BinaryFunc::Lt);
+    let empty = ScalarExpr::Column(m).call_binary(ScalarExpr::Literal(Datum::Int64(0), ScalarType::Int64), BinaryFunc::Eq);
+    let state = ScalarExpr::If {
+        cond: Box::new(empty),
+        then: Box::new(lit_int(0)),
+        els: Box::new(ScalarExpr::If { cond: Box::new(has_null), then: Box::new(lit_int(2)), els: Box::new(lit_int(1)) }),
+    };
+    let mut outputs: Vec<usize> = (0..m).collect();
+    outputs.push(m + 2);
+    let stats = totalize(project(map(stats, vec![state]), outputs), corr_keys, m, lit_int(0));
+    // keys ++ hits (n + 1) ++ stats (m + 1)
+    let mut eqs = Vec::new();
+    for (i, t) in key_types.iter().enumerate() {
+        eqs.extend(null_safe_eq(ScalarExpr::Column(i), ScalarExpr::Column(n + i), t));
+        if i < m {
+            eqs.extend(null_safe_eq(ScalarExpr::Column(i), ScalarExpr::Column(2 * n + 1 + i), t));
+        }
+    }
+    let hit = ScalarExpr::Column(2 * n);
+    let state = ScalarExpr::Column(2 * n + 1 + m);
+    let is_state = |k: i32| state.clone().call_binary(lit_int(k), BinaryFunc::Eq);
+    let unknown = ScalarExpr::CallVariadic {
+        func: VariadicFunc::Or,
+        exprs: vec![ScalarExpr::Column(m).call_unary(UnaryFunc::IsNull), is_state(2)],
+    };
+    let value = ScalarExpr::If {
+        cond: Box::new(hit),
+        then: Box::new(lit_bool(!negated)),
+        els: Box::new(ScalarExpr::If {
+            cond: Box::new(is_state(0)),
+            then: Box::new(lit_bool(negated)),
+            els: Box::new(ScalarExpr::If {
+                cond: Box::new(unknown),
+                then: Box::new(ScalarExpr::null(ScalarType::Bool)),
+                els: Box::new(lit_bool(negated)),
+            }),
+        }),
+    };
+    let mut outputs: Vec<usize> = (0..n).collect();
+    outputs.push(2 * n + 2 + m);
+    Ok(project(map(join(vec![keys, hits, stats], eqs), vec![value]), outputs))
 }
 
 fn gt1(c: usize) -> ScalarExpr {
