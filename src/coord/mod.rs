@@ -54,6 +54,22 @@ struct State {
     dataflow: Arc<DataflowClient>,
 }
 
+/// Rows with multiplicities as a list of rows (a result never holds a
+/// negative multiplicity).
+fn expand(rows: Vec<(Row, Diff)>) -> Result<Vec<Vec<Datum>>, Error> {
+    let mut out = Vec::new();
+    for (row, diff) in rows {
+        if diff < 0 {
+            return Err(Error::Internal("negative multiplicity in result".into()));
+        }
+        let datums = row.unpack();
+        for _ in 0..diff {
+            out.push(datums.clone());
+        }
+    }
+    Ok(out)
+}
+
 fn now_ms() -> Timestamp {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -176,10 +192,15 @@ impl Coordinator {
         match plan {
             Plan::Select { query, desc, finishing } => {
                 let query = crate::planner::optimize(query, &state.catalog);
-                let ts = state.write_ts;
-                let rx = state.read(query, ts);
-                drop(state);
-                let rows = self.collect(rx).await?;
+                let rows = match query.eval_constant() {
+                    Some(rows) => expand(rows?)?,
+                    None => {
+                        let ts = state.write_ts;
+                        let rx = state.read(query, ts);
+                        drop(state);
+                        self.collect(rx).await?
+                    }
+                };
                 Ok(ExecuteResponse::Rows { desc, rows: finish(rows, &finishing) })
             }
             Plan::Explain { query } => {
@@ -189,9 +210,16 @@ impl Coordinator {
             }
             Plan::Insert { table, table_name, desc, source } => {
                 let source = crate::planner::optimize(source, &state.catalog);
-                let ts = state.write_ts;
-                let rx = state.read(source, ts);
-                let rows = self.collect(rx).await?;
+                // VALUES need no dataflow: a write then does not wait for
+                // the workers to finish the writes before it.
+                let rows = match source.eval_constant() {
+                    Some(rows) => expand(rows?)?,
+                    None => {
+                        let ts = state.write_ts;
+                        let rx = state.read(source, ts);
+                        self.collect(rx).await?
+                    }
+                };
                 let mut updates = Vec::new();
                 for row in rows {
                     updates.push((check_row(row, &desc, &table_name)?, 1));

@@ -6,7 +6,7 @@
 use crate::expr::agg::AggregateExpr;
 use crate::expr::scalar::ScalarExpr;
 use crate::expr::window::WindowFunc;
-use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
+use crate::repr::{ColumnType, Datum, Diff, EvalError, GlobalId, Row, ScalarType};
 use std::fmt::Write;
 
 /// One column of an ordering.
@@ -149,6 +149,60 @@ impl RelationExpr {
                 t
             }
         }
+    }
+
+    /// The rows of a relation that reads no collection and is built only
+    /// of constants, maps, filters, projections, unions and negations
+    /// (`INSERT ... VALUES`, `SELECT 1 + 2`), computed here instead of by
+    /// a dataflow; `None` for anything else.
+    pub fn eval_constant(&self) -> Option<Result<Vec<(Row, Diff)>, EvalError>> {
+        fn rows(e: &RelationExpr) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
+            Some(match e {
+                RelationExpr::Constant { rows, .. } => Ok(rows.iter().map(|(r, d)| (r.unpack(), *d)).collect()),
+                RelationExpr::Map { input, scalars } => rows(input)?.and_then(|rs| {
+                    rs.into_iter()
+                        .map(|(mut r, d)| {
+                            for s in scalars {
+                                let v = s.eval(&r)?;
+                                r.push(v);
+                            }
+                            Ok((r, d))
+                        })
+                        .collect()
+                }),
+                RelationExpr::Filter { input, predicates } => rows(input)?.and_then(|rs| {
+                    let mut out = Vec::new();
+                    for (r, d) in rs {
+                        let mut keep = true;
+                        for p in predicates {
+                            if !p.eval_predicate(&r)? {
+                                keep = false;
+                                break;
+                            }
+                        }
+                        if keep {
+                            out.push((r, d));
+                        }
+                    }
+                    Ok(out)
+                }),
+                RelationExpr::Project { input, outputs } => rows(input)?
+                    .map(|rs| rs.into_iter().map(|(r, d)| (outputs.iter().map(|c| r[*c].clone()).collect(), d)).collect()),
+                RelationExpr::Negate { input } => rows(input)?.map(|rs| rs.into_iter().map(|(r, d)| (r, -d)).collect()),
+                RelationExpr::Union { inputs } => {
+                    let mut out = Vec::new();
+                    for i in inputs {
+                        match rows(i)? {
+                            Ok(rs) => out.extend(rs),
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                    Ok(out)
+                }
+                _ => return None,
+            })
+        }
+        rows(self).map(|r| r.map(|rs| rs.into_iter().map(|(r, d)| (Row::from_datums(r), d)).collect()))
     }
 
     /// Applies `f` to every scalar expression of this node and its inputs.
