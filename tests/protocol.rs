@@ -458,3 +458,41 @@ async fn errors_carry_sqlstate_and_the_session_survives() {
     assert_eq!(got.len(), 3);
     assert!(got.iter().all(|r| r.get::<_, i32>(1) == 20));
 }
+
+/// Arrays over the extended protocol: parameters and results in binary
+/// (tokio-postgres's `Vec<Option<T>>`), array type OIDs in the
+/// descriptions, and an array of a type sent as raw element bytes (uuid).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrays_in_binary() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE arr (id integer NOT NULL, a integer[], t text[], d date[])").await;
+    let insert = client.prepare("INSERT INTO arr VALUES ($1, $2, $3, $4)").await.unwrap();
+    assert_eq!(insert.params(), &[Type::INT4, Type::INT4_ARRAY, Type::TEXT_ARRAY, Type::DATE_ARRAY]);
+    let a: Vec<Option<i32>> = vec![Some(1), None, Some(3)];
+    let t: Vec<Option<String>> = vec![Some("a b".into()), None, Some(String::new())];
+    let d: Vec<Option<NaiveDate>> = vec![Some(date(2024, 2, 29))];
+    client.execute(&insert, &[&1i32, &a, &t, &d]).await.unwrap();
+    client.execute(&insert, &[&2i32, &Vec::<Option<i32>>::new(), &None::<Vec<Option<String>>>, &d]).await.unwrap();
+
+    let select = client.prepare("SELECT a, t, d, a[2] AS second FROM arr WHERE id = $1").await.unwrap();
+    let types: Vec<Type> = select.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(types, [Type::INT4_ARRAY, Type::TEXT_ARRAY, Type::DATE_ARRAY, Type::INT4]);
+    let row = client.query_one(&select, &[&1i32]).await.unwrap();
+    assert_eq!(row.get::<_, Vec<Option<i32>>>(0), a);
+    assert_eq!(row.get::<_, Vec<Option<String>>>(1), t);
+    assert_eq!(row.get::<_, Vec<Option<NaiveDate>>>(2), d);
+    assert_eq!(row.get::<_, Option<i32>>(3), None);
+    let row = client.query_one(&select, &[&2i32]).await.unwrap();
+    assert_eq!(row.get::<_, Vec<Option<i32>>>(0), Vec::<Option<i32>>::new());
+    assert_eq!(row.get::<_, Option<Vec<Option<String>>>>(1), None);
+
+    let agg = client.query_one("SELECT array_agg(id ORDER BY id DESC) FROM arr", &[]).await.unwrap();
+    assert_eq!(agg.get::<_, Vec<i32>>(0), vec![2, 1]);
+    let texts = client.query_one("SELECT ARRAY['x', NULL]::text[] || $1::text[]", &[&vec!["y"]]).await.unwrap();
+    assert_eq!(texts.get::<_, Vec<Option<String>>>(0), vec![Some("x".into()), None, Some("y".into())]);
+    let bytes = client.query_one("SELECT ARRAY['\\x0102'::bytea, NULL]", &[]).await.unwrap();
+    assert_eq!(bytes.get::<_, Vec<Option<Vec<u8>>>>(0), vec![Some(vec![1, 2]), None]);
+    let r = client.query_one("SELECT 3 = ANY($1)", &[&vec![1i32, 3]]).await.unwrap();
+    assert!(r.get::<_, bool>(0));
+}

@@ -11,6 +11,7 @@
 
 pub mod api;
 mod catalog;
+mod unique;
 
 pub use api::{ExecuteResponse, Session, StatementDesc};
 
@@ -22,7 +23,7 @@ use crate::sql::{self, Finishing, ItemKind, Params, Plan, ShowKind};
 use crate::storage::{Storage, WriteSet};
 use catalog::{BindCatalog, Catalog, Item, ItemRecord};
 use sqlparser::ast::Statement;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -52,6 +53,8 @@ struct State {
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
     dataflow: Arc<DataflowClient>,
+    /// The unique keys of tables, checked on every write.
+    unique: unique::UniqueKeys,
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a
@@ -92,6 +95,7 @@ impl Coordinator {
             write_ts: recovered.max_timestamp.max(now_ms()),
             orphans: Vec::new(),
             dataflow: dataflow.clone(),
+            unique: unique::UniqueKeys::default(),
         };
         if let Some(bytes) = recovered.meta.get(META_NEXT_ID) {
             if let Ok(arr) = <[u8; 8]>::try_from(bytes.as_slice()) {
@@ -123,7 +127,7 @@ impl Coordinator {
                 let plan = sql::bind_statement(&bc, stmt, &mut params)?;
                 (plan, bc.dependencies())
             };
-            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone())?;
+            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone(), &recovered.tables)?;
         }
         if !loaded_tables {
             state.load_tables(&recovered.tables, load_ts);
@@ -287,7 +291,7 @@ impl Coordinator {
                     return Err(Error::DuplicateTable(name));
                 }
                 let id = state.catalog.allocate_id();
-                state.create(id, &name, plan, deps, create_sql)?;
+                state.create(id, &name, plan, deps, create_sql, &HashMap::new())?;
                 Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None })
             }
             Plan::CreateIndex { ref name, ref on_name, ref key, if_not_exists, .. } => {
@@ -323,8 +327,17 @@ impl Coordinator {
                     }
                     _ => create_sql,
                 };
+                // A unique index checks the rows already there.
+                let mut contents = HashMap::new();
+                if let Plan::CreateIndex { on, unique: true, .. } = &plan {
+                    let ts = state.write_ts;
+                    let types = state.catalog.items.get(on).map(|i| i.desc.types.clone()).unwrap_or_default();
+                    let rx = state.read(RelationExpr::Get { id: *on, name: on_name.clone(), types }, ts);
+                    let rows = self.collect(rx).await?;
+                    contents.insert(*on, rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect::<Vec<_>>());
+                }
                 let id = state.catalog.allocate_id();
-                state.create(id, &name, plan, deps, create_sql)?;
+                state.create(id, &name, plan, deps, create_sql, &contents)?;
                 Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None })
             }
             Plan::Drop { kind, names, if_exists, cascade } => {
@@ -486,10 +499,18 @@ impl State {
         if updates.is_empty() {
             return Ok(());
         }
+        self.unique.apply(&updates)?;
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.table_updates = updates.clone();
-        self.storage.commit(ws)?;
+        if let Err(e) = self.storage.commit(ws) {
+            // Undo the key changes (removing what was just added cannot
+            // conflict).
+            let undo: Vec<(GlobalId, Vec<(Row, Diff)>)> =
+                updates.iter().map(|(id, rows)| (*id, rows.iter().map(|(r, d)| (r.clone(), -d)).collect())).collect();
+            let _ = self.unique.apply(&undo);
+            return Err(e);
+        }
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
         self.dataflow.broadcast(Command::AllowCompaction { time: ts });
         Ok(())
@@ -505,7 +526,17 @@ impl State {
     }
 
     /// Creates a new item: durable catalog record first, then dataflows.
-    fn create(&mut self, id: GlobalId, name: &str, plan: Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<(), Error> {
+    /// `contents` holds the rows of the tables a unique index is created on.
+    fn create(
+        &mut self,
+        id: GlobalId,
+        name: &str,
+        plan: Plan,
+        deps: Vec<GlobalId>,
+        create_sql: String,
+        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
+    ) -> Result<(), Error> {
+        self.check_unique(id, name, &plan, contents)?;
         let kind = match &plan {
             Plan::CreateTable { .. } => ItemKind::Table,
             Plan::CreateView { materialized: true, .. } => ItemKind::MaterializedView,
@@ -518,15 +549,55 @@ impl State {
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         self.storage.commit(ws)?;
-        self.install(id, name, plan, deps, create_sql)?;
+        self.install(id, name, plan, deps, create_sql, contents)?;
         // Advance time so that the new item is readable at the write time.
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())
     }
 
+    /// A new unique index must hold on the rows already there: checked
+    /// before anything is made durable.
+    fn check_unique(&self, id: GlobalId, name: &str, plan: &Plan, contents: &HashMap<GlobalId, Vec<(Row, Diff)>>) -> Result<(), Error> {
+        if let Plan::CreateIndex { on, key, unique: true, .. } = plan {
+            let rows = contents.get(on).map(Vec::as_slice).unwrap_or(&[]);
+            unique::UniqueKeys::default().add(*on, id, name, key, self.column_names(*on, key), rows)?;
+        }
+        Ok(())
+    }
+
+    fn column_names(&self, table: GlobalId, cols: &[usize]) -> Vec<String> {
+        let desc = self.catalog.items.get(&table).map(|i| &i.desc);
+        cols.iter().map(|c| desc.and_then(|d| d.names.get(*c)).cloned().unwrap_or_default()).collect()
+    }
+
     /// Adds an item to the catalog and builds its dataflows (also used on
-    /// recovery, where nothing is written).
-    fn install(&mut self, id: GlobalId, name: &str, plan: Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<(), Error> {
+    /// recovery, where nothing is written). `contents` holds the rows of
+    /// tables whose unique keys it sets up (all tables on recovery).
+    fn install(
+        &mut self,
+        id: GlobalId,
+        name: &str,
+        plan: Plan,
+        deps: Vec<GlobalId>,
+        create_sql: String,
+        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
+    ) -> Result<(), Error> {
+        let no_rows: &[(Row, Diff)] = &[];
+        match &plan {
+            Plan::CreateTable { unique, desc, .. } => {
+                let rows = contents.get(&id).map(Vec::as_slice).unwrap_or(no_rows);
+                for k in unique {
+                    let names = k.columns.iter().map(|c| desc.names[*c].clone()).collect();
+                    self.unique.add(id, id, &k.name, &k.columns, names, rows)?;
+                }
+            }
+            Plan::CreateIndex { on, key, unique: true, .. } => {
+                let rows = contents.get(on).map(Vec::as_slice).unwrap_or(no_rows);
+                let names = self.column_names(*on, key);
+                self.unique.add(*on, id, name, key, names, rows)?;
+            }
+            _ => {}
+        }
         let item = match plan {
             Plan::CreateTable { desc, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
@@ -630,6 +701,7 @@ impl State {
         self.storage.commit(ws)?;
         for id in &to_drop {
             self.catalog.items.remove(id);
+            self.unique.drop_owner(*id);
         }
         for id in to_drop {
             if self.catalog.items.values().any(|i| i.imports.contains(&id)) {

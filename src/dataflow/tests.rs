@@ -230,7 +230,24 @@ fn every_aggregate() -> Vec<AggregateExpr> {
         order_by: vec![AggregateOrder { expr: col(1), desc: true, nulls_last: false }],
         distinct: false,
     };
+    // array_agg keeps NULLs; its second input is the FILTER condition.
+    let array_agg = AggregateExpr {
+        func: AggregateFunc::ArrayAgg,
+        expr: col(1),
+        args: vec![gt2.clone()],
+        order_by: vec![AggregateOrder { expr: col(3), desc: false, nulls_last: true }],
+        distinct: false,
+    };
+    let array_agg_distinct = AggregateExpr {
+        func: AggregateFunc::ArrayAgg,
+        expr: col(4),
+        args: vec![ScalarExpr::literal_true()],
+        order_by: vec![],
+        distinct: true,
+    };
     vec![
+        array_agg,
+        array_agg_distinct,
         AggregateExpr::new(AggregateFunc::Count, ScalarExpr::literal_true(), false),
         agg(AggregateFunc::Count, 1),
         agg(AggregateFunc::SumInt, 1),

@@ -13,7 +13,8 @@
 //! - *hierarchical* (`min`, `max`): the result over a set is the result over
 //!   the results of any partition of it, so it can be computed over buckets
 //!   and then over the buckets' results;
-//! - *basic* (`string_agg`): needs every value of the group, in order.
+//! - *basic* (`string_agg`, `array_agg`): needs every value of the group,
+//!   in order.
 //!
 //! Owns: aggregate semantics on `Datum`s. Must not: know SQL syntax or
 //! dataflow.
@@ -56,6 +57,13 @@ pub enum AggregateFunc {
     /// the order of the call's ORDER BY; without one, in ascending order of
     /// value (Postgres uses input order there, which SQL leaves unspecified).
     StringAgg,
+    /// `array_agg(value)`: every input value, NULLs included, as an array in
+    /// the order of the call's ORDER BY (ties, and calls without one, in
+    /// ascending order of value); NULL over no rows. FILTER cannot be bound
+    /// into the value (NULLs are kept), so the second input is the row's
+    /// FILTER condition (TRUE without one): rows where it is not TRUE are
+    /// left out.
+    ArrayAgg,
     /// `var_samp` (`variance`), `var_pop`, `stddev_samp` (`stddev`),
     /// `stddev_pop`: numeric for integer and numeric input, double
     /// precision for float input.
@@ -85,6 +93,7 @@ impl AggregateFunc {
             AggregateFunc::BoolAnd => "bool_and",
             AggregateFunc::BoolOr => "bool_or",
             AggregateFunc::StringAgg => "string_agg",
+            AggregateFunc::ArrayAgg => "array_agg",
             AggregateFunc::Variance { sample: true, stddev: false, .. } => "var_samp",
             AggregateFunc::Variance { sample: false, stddev: false, .. } => "var_pop",
             AggregateFunc::Variance { sample: true, stddev: true, .. } => "stddev_samp",
@@ -95,9 +104,15 @@ impl AggregateFunc {
     pub fn kind(&self) -> AggregateKind {
         match self {
             AggregateFunc::Min | AggregateFunc::Max => AggregateKind::Hierarchical,
-            AggregateFunc::StringAgg => AggregateKind::Basic,
+            AggregateFunc::StringAgg | AggregateFunc::ArrayAgg => AggregateKind::Basic,
             _ => AggregateKind::Accumulable,
         }
+    }
+
+    /// Whether the result depends on the order of the inputs (the call's
+    /// ORDER BY is kept only for these).
+    pub fn order_sensitive(&self) -> bool {
+        matches!(self, AggregateFunc::StringAgg | AggregateFunc::ArrayAgg)
     }
 
     /// The result type for a first argument of type `input`.
@@ -111,6 +126,7 @@ impl AggregateFunc {
             AggregateFunc::Min | AggregateFunc::Max => input.clone(),
             AggregateFunc::BoolAnd | AggregateFunc::BoolOr => ScalarType::Bool,
             AggregateFunc::StringAgg => ScalarType::Text,
+            AggregateFunc::ArrayAgg => input.array_of(),
             AggregateFunc::Variance { float: true, .. } => ScalarType::Float64,
             AggregateFunc::Variance { float: false, .. } => numeric,
         }
@@ -184,7 +200,7 @@ impl AggregateFunc {
                     Datum::Numeric(t.numeric_variance(denom, *stddev)?)
                 }
             }
-            AggregateFunc::Min | AggregateFunc::Max | AggregateFunc::StringAgg => {
+            AggregateFunc::Min | AggregateFunc::Max | AggregateFunc::StringAgg | AggregateFunc::ArrayAgg => {
                 return Err(EvalError::Internal(format!("{} is not accumulable", self.name())));
             }
         })
@@ -433,7 +449,8 @@ pub struct AggregateExpr {
     pub func: AggregateFunc,
     /// The first argument (TRUE for `count(*)`).
     pub expr: ScalarExpr,
-    /// Further arguments (string_agg's delimiter).
+    /// Further arguments (string_agg's delimiter, array_agg's FILTER
+    /// condition).
     pub args: Vec<ScalarExpr>,
     pub order_by: Vec<AggregateOrder>,
     pub distinct: bool,
@@ -482,21 +499,24 @@ impl AggregateExpr {
                 self.func.finish(&t)
             }
             AggregateKind::Hierarchical => Ok(extreme(self.func, rows.iter().map(|(v, d)| (&v[0], *d)))),
+            AggregateKind::Basic if self.func == AggregateFunc::ArrayAgg => Ok(self.array_agg(rows)),
             AggregateKind::Basic => Ok(self.string_agg(rows)),
         }
     }
 
-    /// `string_agg` over `[value, delimiter, order keys...]` inputs.
-    fn string_agg(&self, rows: &[(&[Datum], Diff)]) -> Datum {
-        let mut present: Vec<&(&[Datum], Diff)> = rows.iter().filter(|(v, d)| *d > 0 && !v[0].is_null()).collect();
-        if present.is_empty() {
-            return Datum::Null;
-        }
-        // The call's ORDER BY, then value and delimiter: rows that tie on
-        // all of these contribute the same text, so the result is one
-        // function of the group's contents.
-        // (Inputs are `[value, delimiter, keys...]`; a delimiter may be
-        // missing when called through `AggregateFunc::eval`.)
+    /// The rows with positive multiplicity that `keep` accepts, in the
+    /// order of the call's ORDER BY, then of the first `ties` inputs: rows
+    /// that tie on all of these contribute the same, so the result is one
+    /// function of the group's contents. Inputs are `[value, second
+    /// argument, keys...]`; the second may be missing when called through
+    /// `AggregateFunc::eval`.
+    fn ordered<'r>(
+        &self,
+        rows: &'r [(&'r [Datum], Diff)],
+        keep: impl Fn(&[Datum]) -> bool,
+        ties: usize,
+    ) -> Vec<&'r (&'r [Datum], Diff)> {
+        let mut present: Vec<&(&[Datum], Diff)> = rows.iter().filter(|(v, d)| *d > 0 && keep(v)).collect();
         let arity = rows.first().map(|(v, _)| v.len()).unwrap_or(0);
         let mut order: Vec<ColumnOrder> = self
             .order_by
@@ -505,8 +525,32 @@ impl AggregateExpr {
             .map(|(i, o)| ColumnOrder { column: 2 + i, desc: o.desc, nulls_last: o.nulls_last })
             .filter(|o| o.column < arity)
             .collect();
-        order.extend((0..arity.min(2)).map(|column| ColumnOrder { column, desc: false, nulls_last: true }));
+        order.extend((0..arity.min(ties)).map(|column| ColumnOrder { column, desc: false, nulls_last: true }));
         present.sort_by(|a, b| compare_rows(a.0, b.0, &order));
+        present
+    }
+
+    /// `array_agg` over `[value, filter condition, order keys...]` inputs.
+    fn array_agg(&self, rows: &[(&[Datum], Diff)]) -> Datum {
+        let present = self.ordered(rows, |v| v.get(1).is_none_or(|c| *c == Datum::Bool(true)), 1);
+        if present.is_empty() {
+            return Datum::Null;
+        }
+        let mut out = Vec::new();
+        for (vals, d) in present {
+            for _ in 0..*d {
+                out.push(vals[0].clone());
+            }
+        }
+        Datum::Array(out)
+    }
+
+    /// `string_agg` over `[value, delimiter, order keys...]` inputs.
+    fn string_agg(&self, rows: &[(&[Datum], Diff)]) -> Datum {
+        let present = self.ordered(rows, |v| !v[0].is_null(), 2);
+        if present.is_empty() {
+            return Datum::Null;
+        }
         let mut out = String::new();
         let mut first = true;
         for (vals, d) in present {
@@ -587,7 +631,11 @@ impl fmt::Display for AggregateExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}({}{}", self.func.name(), if self.distinct { "distinct " } else { "" }, self.expr)?;
         for a in &self.args {
-            write!(f, ", {a}")?;
+            match self.func {
+                AggregateFunc::ArrayAgg if *a == ScalarExpr::literal_true() => {}
+                AggregateFunc::ArrayAgg => write!(f, " filter {a}")?,
+                _ => write!(f, ", {a}")?,
+            }
         }
         if !self.order_by.is_empty() {
             let keys: Vec<String> =
@@ -683,6 +731,34 @@ mod tests {
         let mut twice = refs.clone();
         twice[0].1 = 2;
         assert_eq!(agg.eval(&twice).unwrap(), t("c;b,a,a"));
+    }
+
+    #[test]
+    fn array_agg_keeps_nulls_and_follows_order_and_filter() {
+        let agg = |order_by: Vec<AggregateOrder>| AggregateExpr {
+            func: AggregateFunc::ArrayAgg,
+            expr: ScalarExpr::Column(0),
+            args: vec![ScalarExpr::Column(1)],
+            order_by,
+            distinct: false,
+        };
+        let t = Datum::Bool(true);
+        let rows = [
+            vec![Datum::Int32(3), t.clone(), Datum::Int32(1)],
+            vec![Datum::Null, t.clone(), Datum::Int32(2)],
+            vec![Datum::Int32(1), Datum::Null, Datum::Int32(3)],
+            vec![Datum::Int32(2), t.clone(), Datum::Int32(4)],
+        ];
+        let refs: Vec<(&[Datum], Diff)> = rows.iter().map(|r| (r.as_slice(), 1)).collect();
+        let by_key = agg(vec![AggregateOrder { expr: ScalarExpr::Column(2), desc: true, nulls_last: false }]);
+        assert_eq!(by_key.eval(&refs).unwrap().to_string(), "{2,NULL,3}");
+        assert_eq!(agg(vec![]).eval(&refs).unwrap().to_string(), "{2,3,NULL}");
+        let mut twice = refs.clone();
+        twice[0].1 = 2;
+        assert_eq!(agg(vec![]).eval(&twice).unwrap().to_string(), "{2,3,3,NULL}");
+        assert_eq!(agg(vec![]).eval(&refs[2..3]).unwrap(), Datum::Null);
+        assert_eq!(agg(vec![]).eval(&[]).unwrap(), Datum::Null);
+        assert_eq!(AggregateFunc::ArrayAgg.eval([(&Datum::Null, 1)].into_iter(), false).unwrap().to_string(), "{NULL}");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Scalar functions and operators with Postgres semantics: checked integer
 //! arithmetic (overflow is an error), exact numeric with Postgres's result
 //! scales, three-valued logic, casts, and the function library of the
-//! string, math, date/time and jsonb families (evaluation in the
+//! string, math, date/time, jsonb and array families (evaluation in the
 //! submodules, dispatch and result types here).
 //!
 //! Operands arrive already coerced by the binder to the operator's input
 //! types, so each function dispatches on matching datum variants.
 
+pub mod arrays;
 mod datetime;
 mod math;
 pub mod strings;
@@ -20,6 +21,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use std::cmp::Ordering;
 use std::fmt;
 
+pub use self::arrays::Comparison;
 pub use self::datetime::{parse_unit, Unit};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +70,10 @@ pub enum UnaryFunc {
     ToJsonb,
     /// `to_timestamp(double precision)`.
     ToTimestamp,
+    /// `cardinality(anyarray)`: the number of elements.
+    Cardinality,
+    /// `array_ndims(anyarray)`: 1, or NULL for an empty array.
+    ArrayNdims,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +145,34 @@ pub enum BinaryFunc {
     Timezone,
     /// `to_char(timestamp|timestamptz, format)`.
     ToChar,
+    /// `array[int]`: the element, NULL out of range.
+    ArrayIndex,
+    /// `array_length(anyarray, int)`.
+    ArrayLength,
+    /// `array_lower(anyarray, int)`.
+    ArrayLower,
+    /// `array_upper(anyarray, int)`.
+    ArrayUpper,
+    /// `anyarray || anyarray` (`array_cat`); not strict.
+    ArrayCat,
+    /// `anyarray || element` (`array_append`); not strict.
+    ArrayAppend,
+    /// `element || anyarray` (`array_prepend`); not strict.
+    ArrayPrepend,
+    /// `anyarray @> anyarray`.
+    ArrayContains,
+    /// `anyarray <@ anyarray`.
+    ArrayContainedBy,
+    /// `anyarray && anyarray`.
+    ArrayOverlap,
+    /// `array_position(anyarray, element)`; finds NULL.
+    ArrayPosition,
+    /// `array_remove(anyarray, element)`; removes NULLs too.
+    ArrayRemove,
+    /// `x op ANY (array)`.
+    AnyElement(Comparison),
+    /// `x op ALL (array)`.
+    AllElements(Comparison),
 }
 
 /// Functions whose value is the time of the statement: constant within a
@@ -204,6 +238,15 @@ pub enum VariadicFunc {
     JsonbBuildArray,
     /// `jsonb_build_object(key, value, ...)`; keys already text.
     JsonbBuildObject,
+    /// `ARRAY[x, ...]`: the arguments (of one type, at least one) as an
+    /// array.
+    ArrayCreate,
+    /// `array_to_string(anyarray, sep [, null_text])`.
+    ArrayToString,
+    /// `array[lo:hi]`: the array, then the bounds that are written.
+    ArraySlice { lower: bool, upper: bool },
+    /// `array_replace(anyarray, from, to)`.
+    ArrayReplace,
 }
 
 fn int_range_error(ty: &str) -> EvalError {
@@ -349,6 +392,11 @@ impl UnaryFunc {
                 let v = d.as_f64().ok_or_else(|| EvalError::Internal("to_timestamp".into()))?;
                 Datum::TimestampTz(datetime::to_timestamp(v)?)
             }
+            Cardinality => Datum::Int32(arrays::elements(&d)?.len() as i32),
+            ArrayNdims => match arrays::elements(&d)? {
+                [] => Datum::Null,
+                _ => Datum::Int32(1),
+            },
             Cast { to, explicit } => cast(d, to, *explicit)?,
         })
     }
@@ -369,6 +417,8 @@ impl UnaryFunc {
             JustifyDays | JustifyHours | JustifyInterval => t(ScalarType::Interval),
             ToJsonb => t(ScalarType::Jsonb),
             ToTimestamp => t(ScalarType::TimestampTz { precision: None }),
+            Cardinality => t(ScalarType::Int32),
+            ArrayNdims => ColumnType::new(ScalarType::Int32, true),
         }
     }
 }
@@ -467,19 +517,20 @@ pub fn to_jsonb(d: &Datum) -> Jsonb {
             })
         }
         Datum::Jsonb(j) => (**j).clone(),
+        Datum::Array(v) => Jsonb::Array(v.iter().map(to_jsonb).collect()),
     }
 }
 
 fn f64_to_int(v: f64, ty: &ScalarType) -> Result<Datum, EvalError> {
     let r = v.round_ties_even();
     if v.is_nan() {
-        return Err(int_range_error(ty.name()));
+        return Err(int_range_error(&ty.name()));
     }
     Ok(match ty {
         ScalarType::Int16 if r >= i16::MIN as f64 && r <= i16::MAX as f64 => Datum::Int16(r as i16),
         ScalarType::Int32 if r >= i32::MIN as f64 && r <= i32::MAX as f64 => Datum::Int32(r as i32),
         ScalarType::Int64 if r >= i64::MIN as f64 && r < i64::MAX as f64 => Datum::Int64(r as i64),
-        _ => return Err(int_range_error(ty.name())),
+        _ => return Err(int_range_error(&ty.name())),
     })
 }
 
@@ -504,6 +555,10 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (d, t) if t.is_string() => Datum::Text(d.to_string()),
         // From strings.
         (Datum::Text(s), t) => return Datum::parse(&s, t)?.apply_typmod(t, explicit),
+        // Arrays, element by element.
+        (Datum::Array(v), T::Array(elem)) => {
+            Datum::Array(v.into_iter().map(|e| cast(e, elem, explicit)).collect::<Result<_, _>>()?)
+        }
         // Integers.
         (d @ (Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_)), t) => {
             let v = d.as_i64().unwrap_or_default();
@@ -549,7 +604,7 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (Datum::Numeric(v), t) => match t {
             T::Int16 | T::Int32 | T::Int64 => {
                 let r = v.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
-                let i = r.to_i64().ok_or_else(|| int_range_error(t.name()))?;
+                let i = r.to_i64().ok_or_else(|| int_range_error(&t.name()))?;
                 i64_to_int(i, t)?
             }
             T::Float32 => Datum::Float32(v.to_f32().unwrap_or(f32::NAN)),
@@ -739,6 +794,16 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
 }
 
 impl BinaryFunc {
+    /// Whether a NULL operand makes the result NULL without looking at
+    /// the other (the planner folds such calls with a NULL constant).
+    pub fn is_strict(&self) -> bool {
+        use BinaryFunc::*;
+        !matches!(
+            self,
+            IsDistinctFrom | ArrayCat | ArrayAppend | ArrayPrepend | ArrayPosition | ArrayRemove | AnyElement(_) | AllElements(_)
+        )
+    }
+
     pub fn eval(&self, l: Datum, r: Datum) -> Result<Datum, EvalError> {
         use BinaryFunc::*;
         if *self == IsDistinctFrom {
@@ -749,20 +814,32 @@ impl BinaryFunc {
             };
             return Ok(Datum::Bool(distinct));
         }
+        // Array functions that are not strict.
+        match self {
+            ArrayCat => return arrays::cat(l, r),
+            ArrayAppend => return arrays::append(l, r),
+            ArrayPrepend => return arrays::prepend(l, r),
+            ArrayPosition => return arrays::position(&l, &r),
+            ArrayRemove => return arrays::remove(l, &r),
+            AnyElement(op) => return arrays::any_all(*op, false, &l, &r),
+            AllElements(op) => return arrays::any_all(*op, true, &l, &r),
+            _ => {}
+        }
+        debug_assert!(self.is_strict());
         if l.is_null() || r.is_null() {
             return Ok(Datum::Null);
         }
         match self {
+            ArrayIndex => arrays::index(&l, &r),
+            ArrayLength => arrays::dimension(&l, &r, |n| n),
+            ArrayLower => arrays::dimension(&l, &r, |_| 1),
+            ArrayUpper => arrays::dimension(&l, &r, |n| n),
+            ArrayContains => Ok(Datum::Bool(arrays::contains(&l, &r)?)),
+            ArrayContainedBy => Ok(Datum::Bool(arrays::contains(&r, &l)?)),
+            ArrayOverlap => Ok(Datum::Bool(arrays::overlaps(&l, &r)?)),
             Eq | NotEq | Lt | Lte | Gt | Gte => {
-                let o = l.sql_cmp(&r);
-                Ok(Datum::Bool(match self {
-                    Eq => o == Ordering::Equal,
-                    NotEq => o != Ordering::Equal,
-                    Lt => o == Ordering::Less,
-                    Lte => o != Ordering::Greater,
-                    Gt => o == Ordering::Greater,
-                    _ => o != Ordering::Less,
-                }))
+                let op = self.comparison().ok_or_else(|| EvalError::Internal("comparison".into()))?;
+                Ok(Datum::Bool(op.holds(&l, &r)))
             }
             Concat => match (l, r) {
                 (Datum::Text(a), Datum::Text(b)) => Ok(Datum::Text(a + &b)),
@@ -873,9 +950,42 @@ impl BinaryFunc {
             ILike => "~~*",
             JsonbGet => "->",
             JsonbGetText => "->>",
-            JsonbContains => "@>",
-            JsonbContainedBy => "<@",
+            JsonbContains | ArrayContains => "@>",
+            JsonbContainedBy | ArrayContainedBy => "<@",
             JsonbExists => "?",
+            ArrayCat | ArrayAppend | ArrayPrepend => "||",
+            ArrayOverlap => "&&",
+            AnyElement(op) | AllElements(op) => {
+                let all = matches!(self, AllElements(_));
+                match (op, all) {
+                    (Comparison::Eq, false) => "= ANY",
+                    (Comparison::NotEq, false) => "<> ANY",
+                    (Comparison::Lt, false) => "< ANY",
+                    (Comparison::Lte, false) => "<= ANY",
+                    (Comparison::Gt, false) => "> ANY",
+                    (Comparison::Gte, false) => ">= ANY",
+                    (Comparison::Eq, true) => "= ALL",
+                    (Comparison::NotEq, true) => "<> ALL",
+                    (Comparison::Lt, true) => "< ALL",
+                    (Comparison::Lte, true) => "<= ALL",
+                    (Comparison::Gt, true) => "> ALL",
+                    (Comparison::Gte, true) => ">= ALL",
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// The comparison a comparison operator makes.
+    pub fn comparison(&self) -> Option<Comparison> {
+        use BinaryFunc::*;
+        Some(match self {
+            Eq => Comparison::Eq,
+            NotEq => Comparison::NotEq,
+            Lt => Comparison::Lt,
+            Lte => Comparison::Lte,
+            Gt => Comparison::Gt,
+            Gte => Comparison::Gte,
             _ => return None,
         })
     }
@@ -898,6 +1008,11 @@ impl BinaryFunc {
         let scalar = match self {
             f if f.is_comparison() => T::Bool,
             Like | ILike | StartsWith | JsonbContains | JsonbContainedBy | JsonbExists => T::Bool,
+            ArrayContains | ArrayContainedBy | ArrayOverlap | AnyElement(_) | AllElements(_) => T::Bool,
+            ArrayIndex => a.element_type().cloned().unwrap_or(T::Text),
+            ArrayLength | ArrayLower | ArrayUpper | ArrayPosition => T::Int32,
+            ArrayCat | ArrayAppend | ArrayRemove => a,
+            ArrayPrepend => b,
             Concat => match (&a, &b) {
                 (T::Bytea, T::Bytea) => T::Bytea,
                 (T::Jsonb, T::Jsonb) => T::Jsonb,
@@ -941,8 +1056,11 @@ impl BinaryFunc {
             _ => a,
         };
         let nullable = match self {
-            IsDistinctFrom => false,
-            JsonbGet | JsonbGetText => true,
+            IsDistinctFrom | ArrayAppend | ArrayPrepend => false,
+            JsonbGet | JsonbGetText | ArrayIndex | ArrayLength | ArrayLower | ArrayUpper | ArrayPosition => true,
+            AnyElement(_) | AllElements(_) => true,
+            ArrayCat => l.nullable && r.nullable,
+            ArrayRemove => l.nullable,
             _ => nullable,
         };
         ColumnType::new(scalar, nullable)
@@ -1083,6 +1201,50 @@ impl VariadicFunc {
                 }
                 Ok(Datum::Jsonb(Box::new(Jsonb::object(pairs).checked()?)))
             }
+            ArrayCreate => {
+                let mut v = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    v.push(e.eval(row)?);
+                }
+                Ok(Datum::Array(v))
+            }
+            ArrayToString => {
+                let mut vals = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    vals.push(e.eval(row)?);
+                }
+                match vals.as_slice() {
+                    [Datum::Null, ..] | [_, Datum::Null, ..] => Ok(Datum::Null),
+                    [a, sep] | [a, sep, Datum::Null] => Ok(Datum::Text(arrays::to_string(a, text_ref(sep)?, None)?)),
+                    [a, sep, null_text] => {
+                        Ok(Datum::Text(arrays::to_string(a, text_ref(sep)?, Some(text_ref(null_text)?))?))
+                    }
+                    _ => Err(EvalError::Internal("array_to_string arguments".into())),
+                }
+            }
+            ArraySlice { .. } | ArrayReplace => {
+                let mut vals = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    vals.push(e.eval(row)?);
+                }
+                let mut it = vals.into_iter();
+                let a = it.next().ok_or_else(|| EvalError::Internal("missing argument".into()))?;
+                let rest: Vec<Datum> = it.collect();
+                match self {
+                    ArraySlice { lower, upper } => {
+                        if a.is_null() || rest.iter().any(|d| d.is_null()) {
+                            return Ok(Datum::Null);
+                        }
+                        let lo = if *lower { rest.first() } else { None };
+                        let hi = if *upper { rest.last() } else { None };
+                        arrays::slice(a, lo, hi)
+                    }
+                    _ => match rest.as_slice() {
+                        [from, to] => arrays::replace(a, from, to),
+                        _ => Err(EvalError::Internal("array_replace arguments".into())),
+                    },
+                }
+            }
             Substr | Replace | SplitPart | Lpad | Rpad | Translate => {
                 let Some(args) = strict_args(exprs, row)? else {
                     return Ok(Datum::Null);
@@ -1144,6 +1306,12 @@ impl VariadicFunc {
             Replace | SplitPart | Lpad | Rpad | Translate => ColumnType::new(ScalarType::Text, any_null),
             StatementTime(f) => ColumnType::new(f.output_type(), false),
             JsonbBuildArray | JsonbBuildObject => ColumnType::new(ScalarType::Jsonb, false),
+            ArrayCreate => ColumnType::new(first.array_of(), false),
+            ArrayToString => {
+                ColumnType::new(ScalarType::Text, inputs.iter().take(2).any(|t| t.nullable))
+            }
+            ArraySlice { .. } => ColumnType::new(first, any_null),
+            ArrayReplace => ColumnType::new(first, inputs.first().is_some_and(|t| t.nullable)),
         }
     }
 }

@@ -198,7 +198,7 @@ impl ScalarExpr {
             // folded keeps its error, as Postgres raises it while folding.
             let strict_null = match e {
                 ScalarExpr::CallBinary { func, left, right } => {
-                    *func != BinaryFunc::IsDistinctFrom
+                    func.is_strict()
                         && (left.is_null_literal() || right.is_null_literal())
                         && !matches!(**left, ScalarExpr::Error(_))
                         && !matches!(**right, ScalarExpr::Error(_))

@@ -1,7 +1,9 @@
 //! `Datum`: one SQL value with Postgres semantics for ordering, text input
 //! (`parse`) and text output (`Display`), and type modifiers (numeric scale,
-//! varchar/char length).
+//! varchar/char length). Array values are lists of datums whose array-level
+//! semantics live in `repr::array`.
 
+use crate::repr::array;
 use crate::repr::datetime;
 use crate::repr::error::EvalError;
 use crate::repr::interval::Interval;
@@ -33,6 +35,9 @@ pub enum Datum {
     Bytea(Vec<u8>),
     Uuid([u8; 16]),
     Jsonb(Box<Jsonb>),
+    /// A one-dimensional array (lower bound 1); elements may be NULL and
+    /// are never arrays.
+    Array(Vec<Datum>),
 }
 
 impl Datum {
@@ -67,6 +72,7 @@ impl Datum {
             (Bytea(a), Bytea(b)) => a.cmp(b),
             (Uuid(a), Uuid(b)) => a.cmp(b),
             (Jsonb(a), Jsonb(b)) => a.cmp_jsonb(b),
+            (Array(a), Array(b)) => array::cmp_arrays(a, b),
             // Mixed date/time values (the binder coerces operands to one
             // type, so these only arise from internal comparisons): naive
             // values are read in the session time zone, UTC.
@@ -101,6 +107,7 @@ impl Datum {
             Datum::Bytea(_) => 6,
             Datum::Uuid(_) => 7,
             Datum::Jsonb(_) => 8,
+            Datum::Array(_) => 9,
         }
     }
 
@@ -125,14 +132,17 @@ impl Datum {
         match self {
             Datum::Numeric(n) => Datum::Numeric(n.normalize()),
             Datum::Jsonb(j) => Datum::Jsonb(Box::new(j.normalized())),
+            Datum::Array(v) => Datum::Array(v.into_iter().map(Datum::normalize_for_key).collect()),
             other => other,
         }
     }
 
-    /// The natural type of a value (for parameters bound by value).
+    /// The natural type of a value (for parameters bound by value); for an
+    /// array, known from its first non-NULL element.
     pub fn scalar_type(&self) -> Option<ScalarType> {
         Some(match self {
             Datum::Null => return None,
+            Datum::Array(v) => v.iter().find_map(|e| e.scalar_type())?.array_of(),
             Datum::Bool(_) => ScalarType::Bool,
             Datum::Int16(_) => ScalarType::Int16,
             Datum::Int32(_) => ScalarType::Int32,
@@ -255,6 +265,7 @@ impl Datum {
             ScalarType::Bytea => Datum::Bytea(parse_bytea(text)?),
             ScalarType::Uuid => Datum::Uuid(parse_uuid(text).ok_or_else(invalid)?),
             ScalarType::Jsonb => Datum::Jsonb(Box::new(Jsonb::parse(text)?)),
+            ScalarType::Array(elem) => Datum::Array(array::parse_array(text, elem)?),
         })
     }
 
@@ -314,6 +325,9 @@ impl Datum {
             }
             (Datum::TimestampTz(ts), ScalarType::TimestampTz { precision: Some(p) }) => {
                 Ok(Datum::TimestampTz(datetime::round_timestamp(ts.naive_utc(), *p)?.and_utc()))
+            }
+            (Datum::Array(v), ScalarType::Array(elem)) => {
+                Ok(Datum::Array(v.into_iter().map(|e| e.apply_typmod(elem, explicit)).collect::<Result<_, _>>()?))
             }
             (d, _) => Ok(d),
         }
@@ -507,6 +521,7 @@ impl fmt::Display for Datum {
             Datum::Bytea(b) => f.write_str(&format_bytea(b)),
             Datum::Uuid(u) => f.write_str(&format_uuid(u)),
             Datum::Jsonb(j) => write!(f, "{j}"),
+            Datum::Array(v) => array::format_array(v, f),
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum SqlState {
     InvalidColumnReference,
     DependentObjectsStillExist,
     NotNullViolation,
+    UniqueViolation,
+    InvalidTableDefinition,
     DivisionByZero,
     NumericValueOutOfRange,
     InvalidTextRepresentation,
@@ -53,6 +55,7 @@ pub enum SqlState {
     InvalidArgumentForPowerFunction,
     InvalidArgumentForLogarithm,
     StatementTooComplex,
+    ArraySubscriptError,
 }
 
 impl SqlState {
@@ -76,6 +79,8 @@ impl SqlState {
             SqlState::InvalidColumnReference => "42P10",
             SqlState::DependentObjectsStillExist => "2BP01",
             SqlState::NotNullViolation => "23502",
+            SqlState::UniqueViolation => "23505",
+            SqlState::InvalidTableDefinition => "42P16",
             SqlState::DivisionByZero => "22012",
             SqlState::NumericValueOutOfRange => "22003",
             SqlState::InvalidTextRepresentation => "22P02",
@@ -105,6 +110,7 @@ impl SqlState {
             SqlState::InvalidArgumentForPowerFunction => "2201F",
             SqlState::InvalidArgumentForLogarithm => "2201E",
             SqlState::StatementTooComplex => "54001",
+            SqlState::ArraySubscriptError => "2202E",
         }
     }
 }
@@ -163,13 +169,20 @@ pub enum EvalError {
     InvalidArgumentForLog(String),
     #[error("stack depth limit exceeded")]
     StackDepthExceeded,
+    /// Bad array input; `detail` is Postgres's DETAIL line.
+    #[error("malformed array literal: \"{text}\"")]
+    MalformedArrayLiteral { text: String, detail: String },
+    #[error("{0}")]
+    ArraySubscript(String),
 }
 
 impl EvalError {
     /// Optional DETAIL line.
     pub fn detail(&self) -> Option<String> {
         match self {
-            EvalError::InvalidJson { detail } | EvalError::UntranslatableCharacter { detail, .. } => {
+            EvalError::InvalidJson { detail }
+            | EvalError::UntranslatableCharacter { detail, .. }
+            | EvalError::MalformedArrayLiteral { detail, .. } => {
                 Some(detail.clone())
             }
             _ => None,
@@ -218,6 +231,8 @@ impl EvalError {
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
             EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
+            EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
+            EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
         }
     }
 }
@@ -264,6 +279,12 @@ pub enum Error {
     InvalidColumnReference(String),
     #[error("{message}")]
     DependentObjects { message: String, detail: String },
+    /// A write or a new unique index would make a unique key repeat.
+    #[error("{message}")]
+    UniqueViolation { message: String, detail: String },
+    /// `multiple primary keys for table "t" are not allowed`.
+    #[error("{0}")]
+    InvalidTableDefinition(String),
     #[error("{0}")]
     FeatureNotSupported(String),
     #[error("{0}")]
@@ -312,6 +333,8 @@ impl Error {
             Error::WrongObjectType(_) => SqlState::WrongObjectType,
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
             Error::DependentObjects { .. } => SqlState::DependentObjectsStillExist,
+            Error::UniqueViolation { .. } => SqlState::UniqueViolation,
+            Error::InvalidTableDefinition(_) => SqlState::InvalidTableDefinition,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
             Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
             Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
@@ -330,7 +353,7 @@ impl Error {
     /// Optional DETAIL line of the ErrorResponse.
     pub fn detail(&self) -> Option<String> {
         match self {
-            Error::DependentObjects { detail, .. } => Some(detail.clone()),
+            Error::DependentObjects { detail, .. } | Error::UniqueViolation { detail, .. } => Some(detail.clone()),
             Error::Eval(e) => e.detail(),
             _ => None,
         }
@@ -358,6 +381,9 @@ impl Error {
             ),
             Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
                 Some("You will need to rewrite or cast the expression.".into())
+            }
+            Error::IndeterminateDatatype(m) if m == "cannot determine type of empty array" => {
+                Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
             }
             Error::Eval(e) => e.hint(),
             _ => None,

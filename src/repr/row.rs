@@ -1,7 +1,9 @@
 //! `Row`: the packed encoding of a tuple of datums that dataflows and
 //! arrangements hold. One tag byte per datum followed by a fixed-size
-//! little-endian payload, or a varint length and bytes for text. A row is a
-//! single heap allocation; its size is what arrangements cost in memory.
+//! little-endian payload, or a varint length and bytes for text. An array is
+//! a varint byte length followed by its elements packed as a nested row
+//! (elements are never arrays). A row is a single heap allocation; its size
+//! is what arrangements cost in memory.
 //!
 //! Byte order of two rows is *not* SQL order; it is only used to key
 //! arrangements (equality and hashing are exact: equal datums encode equally).
@@ -32,10 +34,11 @@ const TAG_INTERVAL: u8 = 13;
 const TAG_BYTEA: u8 = 14;
 const TAG_UUID: u8 = 15;
 const TAG_JSONB: u8 = 16;
+const TAG_ARRAY: u8 = 17;
 
 /// Tags followed by a varint length and that many bytes.
 fn is_varlen(tag: u8) -> bool {
-    matches!(tag, TAG_TEXT | TAG_BYTEA | TAG_JSONB)
+    matches!(tag, TAG_TEXT | TAG_BYTEA | TAG_JSONB | TAG_ARRAY)
 }
 
 /// Days from 1970-01-01 are stored for dates; microseconds since the Unix
@@ -77,12 +80,25 @@ impl Row {
         &self.data
     }
 
-    /// A row from bytes produced by `as_bytes`; `None` if they are malformed.
+    /// A row from bytes produced by `as_bytes`; `None` if they are malformed
+    /// (including an array whose elements are malformed or arrays).
     pub fn from_bytes(bytes: &[u8]) -> Option<Row> {
         let row = Row { data: bytes.into() };
         let mut pos = 0;
         while pos < bytes.len() {
-            pos = datum_end(bytes, pos)?;
+            let end = datum_end(bytes, pos)?;
+            if bytes[pos] == TAG_ARRAY {
+                let (len, start) = read_varint(bytes, pos + 1)?;
+                let elements = bytes.get(start..start.checked_add(usize::try_from(len).ok()?)?)?;
+                let mut p = 0;
+                while p < elements.len() {
+                    if elements[p] == TAG_ARRAY {
+                        return None;
+                    }
+                    p = datum_end(elements, p)?;
+                }
+            }
+            pos = end;
         }
         Some(row)
     }
@@ -256,6 +272,15 @@ impl RowPacker {
                 write_varint(data, buf.len() as u64);
                 data.extend_from_slice(&buf);
             }
+            Datum::Array(elements) => {
+                let mut nested = RowPacker::new();
+                for e in elements {
+                    nested.push(e);
+                }
+                data.push(TAG_ARRAY);
+                write_varint(data, nested.data.len() as u64);
+                data.extend_from_slice(&nested.data);
+            }
         }
     }
 
@@ -300,6 +325,23 @@ fn datum_end(data: &[u8], pos: usize) -> Option<usize> {
     (end <= data.len()).then_some(end)
 }
 
+/// The elements of an encoded array; `None` if they are malformed or
+/// arrays (which the encoding never nests, so decoding never recurses).
+fn decode_elements(bytes: &[u8]) -> Option<Vec<Datum>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        if bytes[pos] == TAG_ARRAY {
+            return None;
+        }
+        let end = datum_end(bytes, pos)?;
+        let mut it = RowIter { data: &bytes[..end], pos };
+        out.push(it.next()?);
+        pos = end;
+    }
+    Some(out)
+}
+
 /// Iterator over the datums of a row.
 pub struct RowIter<'a> {
     data: &'a [u8],
@@ -332,6 +374,7 @@ impl Iterator for RowIter<'_> {
                 return Some(match tag {
                     TAG_TEXT => Datum::Text(String::from_utf8_lossy(bytes).into_owned()),
                     TAG_BYTEA => Datum::Bytea(bytes.to_vec()),
+                    TAG_ARRAY => Datum::Array(decode_elements(bytes)?),
                     _ => Datum::Jsonb(Box::new(Jsonb::decode(bytes)?)),
                 });
             }
@@ -391,6 +434,9 @@ mod tests {
             Datum::Uuid([7; 16]),
             Datum::Jsonb(Box::new(Jsonb::parse(r#"{"a": [1, 2.5, "x", null, true]}"#).unwrap())),
             Datum::Text(String::new()),
+            Datum::Array(vec![Datum::Int32(1), Datum::Null, Datum::Int32(-3)]),
+            Datum::Array(vec![]),
+            Datum::Array(vec![Datum::Text("a b".into()), Datum::Null, Datum::Numeric(Decimal::new(15, 1))]),
         ];
         let row = Row::pack(datums.iter());
         assert_eq!(row.unpack(), datums);
@@ -402,6 +448,12 @@ mod tests {
         // Malformed jsonb bytes decode to no datum rather than panicking.
         let bad = Row { data: vec![TAG_JSONB, 2, 5, 9].into_boxed_slice() };
         assert_eq!(bad.unpack(), vec![]);
+        // Arrays: truncated elements and nested arrays are malformed.
+        assert_eq!(Row::from_bytes(&[TAG_ARRAY, 2, TAG_INT32, 1]), None);
+        assert_eq!(Row::from_bytes(&[TAG_ARRAY, 3, TAG_ARRAY, 1, TAG_NULL]), None);
+        assert_eq!(Row::from_bytes(&[TAG_ARRAY, 2, TAG_NULL, TAG_TRUE]).map(|r| r.unpack()), Some(vec![Datum::Array(vec![Datum::Null, Datum::Bool(true)])]));
+        let nested = Row { data: vec![TAG_ARRAY, 3, TAG_ARRAY, 1, TAG_NULL].into_boxed_slice() };
+        assert_eq!(nested.unpack(), vec![]);
     }
 
     #[test]
@@ -410,5 +462,8 @@ mod tests {
         let key = |text: &str, ty: &ScalarType| Row::pack(&[Datum::parse(text, ty).unwrap().normalize_for_key()]);
         assert_eq!(key("1.50", &ScalarType::Numeric { precision: None, scale: None }), key("1.5", &ScalarType::Numeric { precision: None, scale: None }));
         assert_eq!(key(r#"{"a": 1.0}"#, &ScalarType::Jsonb), key(r#"{"a":1}"#, &ScalarType::Jsonb));
+        let numerics = ScalarType::Numeric { precision: None, scale: None }.array_of();
+        assert_eq!(key("{1.0,NULL}", &numerics), key("{1.00,NULL}", &numerics));
+        assert_ne!(key("{1.0,NULL}", &numerics), key("{1.0}", &numerics));
     }
 }

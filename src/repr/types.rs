@@ -2,6 +2,7 @@
 //! (scalar type plus nullability) and relation descriptions.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
 
 /// A Postgres scalar type supported by ripple.
@@ -32,7 +33,31 @@ pub enum ScalarType {
     Bytea,
     Uuid,
     Jsonb,
+    /// A one-dimensional array (lower bound 1) of the element type, which is
+    /// never itself an array.
+    Array(Box<ScalarType>),
 }
+
+/// The element types ripple has, each with its array type's OID.
+const ARRAY_OIDS: [(ScalarType, u32); 17] = [
+    (ScalarType::Bool, 1000),
+    (ScalarType::Int16, 1005),
+    (ScalarType::Int32, 1007),
+    (ScalarType::Int64, 1016),
+    (ScalarType::Float32, 1021),
+    (ScalarType::Float64, 1022),
+    (ScalarType::Numeric { precision: None, scale: None }, 1231),
+    (ScalarType::Text, 1009),
+    (ScalarType::VarChar { max_len: None }, 1015),
+    (ScalarType::Char { len: 1 }, 1014),
+    (ScalarType::Date, 1182),
+    (ScalarType::Timestamp { precision: None }, 1115),
+    (ScalarType::TimestampTz { precision: None }, 1185),
+    (ScalarType::Interval, 1187),
+    (ScalarType::Bytea, 1001),
+    (ScalarType::Uuid, 2951),
+    (ScalarType::Jsonb, 3807),
+];
 
 /// The largest fractional-second precision of timestamps and intervals.
 pub const MAX_TIMESTAMP_PRECISION: u8 = 6;
@@ -62,6 +87,10 @@ impl ScalarType {
             ScalarType::Bytea => 17,
             ScalarType::Uuid => 2950,
             ScalarType::Jsonb => 3802,
+            ScalarType::Array(elem) => {
+                let elem = elem.unconstrained();
+                ARRAY_OIDS.iter().find(|(t, _)| *t == elem).map(|(_, oid)| *oid).unwrap_or(0)
+            }
         }
     }
 
@@ -85,13 +114,18 @@ impl ScalarType {
             17 => ScalarType::Bytea,
             2950 => ScalarType::Uuid,
             3802 => ScalarType::Jsonb,
-            _ => return None,
+            oid => {
+                let (elem, _) = ARRAY_OIDS.iter().find(|(_, o)| *o == oid)?;
+                ScalarType::Array(Box::new(elem.clone()))
+            }
         })
     }
 
-    /// The type modifier sent in RowDescription (`atttypmod`), -1 if none.
+    /// The type modifier sent in RowDescription (`atttypmod`), -1 if none
+    /// (an array's is its element's).
     pub fn typmod(&self) -> i32 {
         match self {
+            ScalarType::Array(elem) => elem.typmod(),
             ScalarType::Numeric { precision: Some(p), scale } => {
                 (((*p as i32) << 16) | scale.unwrap_or(0) as i32) + 4
             }
@@ -148,7 +182,38 @@ impl ScalarType {
             ScalarType::Char { .. } => ScalarType::Char { len: 1 },
             ScalarType::Timestamp { .. } => ScalarType::Timestamp { precision: None },
             ScalarType::TimestampTz { .. } => ScalarType::TimestampTz { precision: None },
+            ScalarType::Array(elem) => ScalarType::Array(Box::new(elem.unconstrained())),
             other => other.clone(),
+        }
+    }
+
+    /// The array type whose elements are of this type.
+    pub fn array_of(&self) -> ScalarType {
+        ScalarType::Array(Box::new(self.clone()))
+    }
+
+    /// The element type of an array type.
+    pub fn element_type(&self) -> Option<&ScalarType> {
+        match self {
+            ScalarType::Array(elem) => Some(elem),
+            _ => None,
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, ScalarType::Array(_))
+    }
+
+    /// Whether a value of the type family needs its type modifier applied
+    /// when stored as this type (`numeric(p,s)`, `varchar(n)`, `char(n)`,
+    /// also as array elements).
+    pub fn has_length_or_scale(&self) -> bool {
+        match self {
+            ScalarType::Numeric { precision: Some(_), .. }
+            | ScalarType::VarChar { max_len: Some(_) }
+            | ScalarType::Char { .. } => true,
+            ScalarType::Array(elem) => elem.has_length_or_scale(),
+            _ => false,
         }
     }
 
@@ -163,9 +228,11 @@ impl ScalarType {
     }
 
     /// The name of the type in `pg_type` (`int4`, `timestamptz`...), which is
-    /// also the column name Postgres gives a cast such as `x::int`.
+    /// also the column name Postgres gives a cast such as `x::int`. For an
+    /// array type it is the element's name, the column name of `x::int[]`.
     pub fn typname(&self) -> &'static str {
         match self {
+            ScalarType::Array(elem) => elem.typname(),
             ScalarType::Bool => "bool",
             ScalarType::Int16 => "int2",
             ScalarType::Int32 => "int4",
@@ -186,9 +253,11 @@ impl ScalarType {
         }
     }
 
-    /// Postgres's name of the type family, as used in error messages.
-    pub fn name(&self) -> &'static str {
-        match self {
+    /// Postgres's name of the type family, as used in error messages
+    /// (`integer[]` for an array).
+    pub fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            ScalarType::Array(elem) => return Cow::Owned(format!("{}[]", elem.name())),
             ScalarType::Bool => "boolean",
             ScalarType::Int16 => "smallint",
             ScalarType::Int32 => "integer",
@@ -206,7 +275,7 @@ impl ScalarType {
             ScalarType::Bytea => "bytea",
             ScalarType::Uuid => "uuid",
             ScalarType::Jsonb => "jsonb",
-        }
+        })
     }
 }
 
@@ -220,7 +289,8 @@ impl fmt::Display for ScalarType {
             ScalarType::Char { len } => write!(f, "character({len})"),
             ScalarType::Timestamp { precision: Some(p) } => write!(f, "timestamp({p}) without time zone"),
             ScalarType::TimestampTz { precision: Some(p) } => write!(f, "timestamp({p}) with time zone"),
-            other => f.write_str(other.name()),
+            ScalarType::Array(elem) => write!(f, "{elem}[]"),
+            other => f.write_str(&other.name()),
         }
     }
 }

@@ -18,6 +18,7 @@ use pgwire::types::format::FormatOptions;
 
 use crate::repr::datetime::pg_epoch_micros;
 use crate::repr::{Datum, Error, Interval, Jsonb, RelationDesc, ScalarType};
+use crate::server::array_format::{decode_array_param, encode_array};
 
 /// SQLSTATE for protocol violations (bad format codes, parameter counts).
 pub const PROTOCOL_VIOLATION: &str = "08P01";
@@ -203,7 +204,9 @@ fn encode_datum(
         return enc.encode_field_with_type_and_format(&None::<i32>, &pg, format, options);
     }
     if format == FieldFormat::Text {
-        return enc.encode_field_with_type_and_format(&datum.to_string(), &pg, format, options);
+        // The text is final: pgwire would quote it again as an array element
+        // if told the column is an array.
+        return enc.encode_field_with_type_and_format(&datum.to_string(), &Type::TEXT, format, options);
     }
     let f = FieldFormat::Binary;
     let int = |d: &Datum| d.as_i64().ok_or_else(|| mismatch(d, ty));
@@ -250,6 +253,10 @@ fn encode_datum(
                 let ts = d.and_time(chrono::NaiveTime::MIN);
                 enc.encode_field_with_type_and_format(&ts, &pg, f, options)
             }
+            d => Err(mismatch(d, ty)),
+        },
+        ScalarType::Array(_) => match datum {
+            Datum::Array(v) => encode_array(enc, v, ty, options),
             d => Err(mismatch(d, ty)),
         },
         // The remaining types are sent as Postgres's binary representation
@@ -399,6 +406,7 @@ pub fn decode_binary_param<S: Clone>(
             .parameter::<chrono::NaiveDateTime>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Timestamp),
+        ScalarType::Array(_) => decode_array_param(portal, idx, ty)?,
         _ => match portal.parameter::<Vec<u8>>(idx, &Type::BYTEA).map_err(bad)? {
             None => None,
             Some(raw) => Some(decode_binary_bytes(&raw, ty).ok_or_else(|| {

@@ -11,6 +11,7 @@
 //! user and database is accepted), COPY, and cancel requests (accepted and
 //! ignored; the running statement completes).
 
+mod array_format;
 mod connection;
 mod convert;
 mod startup;

@@ -5,7 +5,7 @@
 use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::expr::ExprCtx;
-use crate::sql::plan::{ItemKind, Plan, ShowKind};
+use crate::sql::plan::{ItemKind, Plan, ShowKind, UniqueKey};
 use crate::sql::query::Cte;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::CorrFrame;
@@ -13,7 +13,7 @@ use crate::sql::types::{assignable, scalar_type_from_sql};
 use crate::sql::{CatalogEntry, SqlCatalog};
 use sqlparser::ast::{
     self, AssignmentTarget, ColumnOption, Expr, FromTable, Ident, ObjectName, ObjectType, SetExpr, Statement,
-    TableFactor, TableObject, Value,
+    TableConstraint, TableFactor, TableObject, Value,
 };
 
 /// Parameter types (declared or inferred) and, at execution, their values.
@@ -74,6 +74,8 @@ impl Binder<'_> {
                 }
                 let mut names = Vec::new();
                 let mut types = Vec::new();
+                // (constraint name, column names, primary)
+                let mut keys: Vec<(Option<String>, Vec<String>, bool)> = Vec::new();
                 for col in &ct.columns {
                     let cname = ident(&col.name);
                     if names.contains(&cname) {
@@ -82,10 +84,12 @@ impl Binder<'_> {
                     let scalar = scalar_type_from_sql(&col.data_type)?;
                     let mut nullable = true;
                     for opt in &col.options {
+                        let cons = opt.name.as_ref().map(ident);
                         match &opt.option {
                             ColumnOption::NotNull => nullable = false,
                             ColumnOption::Null => nullable = true,
-                            ColumnOption::PrimaryKey(_) => nullable = false,
+                            ColumnOption::PrimaryKey(_) => keys.push((cons, vec![cname.clone()], true)),
+                            ColumnOption::Unique(_) => keys.push((cons, vec![cname.clone()], false)),
                             other => {
                                 return Err(Error::FeatureNotSupported(format!(
                                     "column option {other} is not supported yet"
@@ -96,10 +100,32 @@ impl Binder<'_> {
                     names.push(cname);
                     types.push(ColumnType::new(scalar, nullable));
                 }
+                for c in &ct.constraints {
+                    let (cons, cols, primary) = match c {
+                        TableConstraint::PrimaryKey(pk) => (&pk.name, &pk.columns, true),
+                        TableConstraint::Unique(u) => (&u.name, &u.columns, false),
+                        other => {
+                            return Err(Error::FeatureNotSupported(format!("table constraint {other} is not supported yet")));
+                        }
+                    };
+                    let mut key = Vec::new();
+                    for ic in cols {
+                        match &ic.column.expr {
+                            Expr::Identifier(id) => key.push(ident(id)),
+                            other => {
+                                return Err(Error::FeatureNotSupported(format!(
+                                    "a constraint on the expression {other} is not supported yet"
+                                )))
+                            }
+                        }
+                    }
+                    keys.push((cons.as_ref().map(ident), key, primary));
+                }
                 if names.is_empty() {
                     return Err(Error::FeatureNotSupported("tables without columns are not supported".into()));
                 }
-                Ok(Plan::CreateTable { name, desc: RelationDesc::new(names, types), if_not_exists: ct.if_not_exists })
+                let unique = unique_keys(&name, &names, &mut types, keys)?;
+                Ok(Plan::CreateTable { name, desc: RelationDesc::new(names, types), if_not_exists: ct.if_not_exists, unique })
             }
             Statement::CreateView(cv) => {
                 let name = object_name(&cv.name);
@@ -146,8 +172,11 @@ impl Binder<'_> {
                     };
                     key.push(col);
                 }
-                if ci.unique {
-                    return Err(Error::FeatureNotSupported("UNIQUE indexes are not supported".into()));
+                if ci.unique && entry.kind != ItemKind::Table {
+                    return Err(Error::WrongObjectType(format!(
+                        "cannot create a unique index on \"{on_name}\": it is a {}",
+                        entry.kind.name()
+                    )));
                 }
                 Ok(Plan::CreateIndex {
                     name: ci.name.as_ref().map(object_name),
@@ -155,6 +184,7 @@ impl Binder<'_> {
                     on_name,
                     key,
                     if_not_exists: ci.if_not_exists,
+                    unique: ci.unique,
                 })
             }
             Statement::Insert(ins) => self.bind_insert(ins),
@@ -402,6 +432,58 @@ impl Binder<'_> {
 
 fn scope_of(entry: &CatalogEntry, label: &str) -> Scope {
     Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types)
+}
+
+/// The unique keys of a new table, named as Postgres names them
+/// (`t_pkey`, `t_a_key`, `t_a_b_key`, `t_a_key1` for a repeat); a primary
+/// key's columns become NOT NULL.
+fn unique_keys(
+    table: &str,
+    names: &[String],
+    types: &mut [ColumnType],
+    keys: Vec<(Option<String>, Vec<String>, bool)>,
+) -> Result<Vec<UniqueKey>, Error> {
+    let mut out: Vec<UniqueKey> = Vec::new();
+    let mut has_primary = false;
+    for (cons, cols, primary) in keys {
+        if primary {
+            if has_primary {
+                return Err(Error::InvalidTableDefinition(format!(
+                    "multiple primary keys for table \"{table}\" are not allowed"
+                )));
+            }
+            has_primary = true;
+        }
+        let mut columns = Vec::new();
+        for c in &cols {
+            let Some(i) = names.iter().position(|n| n == c) else {
+                return Err(Error::UndefinedColumn(format!("column \"{c}\" named in key does not exist")));
+            };
+            if columns.contains(&i) {
+                return Err(Error::DuplicateColumn(format!("column \"{c}\" appears twice in {} constraint", if primary { "primary key" } else { "unique" })));
+            }
+            if primary {
+                types[i].nullable = false;
+            }
+            columns.push(i);
+        }
+        // Postgres keeps one constraint per distinct column list.
+        if out.iter().any(|k| k.columns == columns) {
+            continue;
+        }
+        let name = cons.unwrap_or_else(|| {
+            let base = if primary { format!("{table}_pkey") } else { format!("{table}_{}_key", cols.join("_")) };
+            let mut candidate = base.clone();
+            let mut n = 1;
+            while out.iter().any(|k| k.name == candidate) {
+                candidate = format!("{base}{n}");
+                n += 1;
+            }
+            candidate
+        });
+        out.push(UniqueKey { name, columns });
+    }
+    Ok(out)
 }
 
 fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {

@@ -8,6 +8,7 @@ use crate::sql::binder::{ident, Binder};
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{Host, SubqueryKind};
 use crate::sql::window::WindowCall;
+use crate::sql::functions::type_list;
 use crate::sql::types::{castable, common_type, scalar_type_from_sql};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
@@ -20,6 +21,8 @@ pub enum Unknown {
     Text(String),
     Null,
     Param(usize),
+    /// `ARRAY[]`: an array of a type only a cast or the context gives.
+    EmptyArray,
 }
 
 /// A bound expression with its type; `ty == None` for unknown-typed
@@ -78,6 +81,7 @@ fn is_aggregate_name(name: &str) -> bool {
             | "bool_or"
             | "every"
             | "string_agg"
+            | "array_agg"
             | "stddev"
             | "stddev_samp"
             | "stddev_pop"
@@ -115,6 +119,10 @@ impl Binder<'_> {
         match b.unknown {
             Some(Unknown::Text(s)) => Ok(ScalarExpr::Literal(Datum::parse(&s, target)?, target.clone())),
             Some(Unknown::Null) => Ok(ScalarExpr::Literal(Datum::Null, target.clone())),
+            Some(Unknown::EmptyArray) if target.is_array() => Ok(ScalarExpr::Literal(Datum::Array(Vec::new()), target.clone())),
+            Some(Unknown::EmptyArray) => {
+                Err(Error::IndeterminateDatatype("cannot determine type of empty array".into()))
+            }
             Some(Unknown::Param(n)) => {
                 let slot = &mut self.params.types[n];
                 if slot.is_none() {
@@ -136,7 +144,7 @@ impl Binder<'_> {
                     let trimmed = Bound::typed(b.expr.call_unary(UnaryFunc::BpcharToText), ScalarType::Text, b.nullable);
                     return self.coerce(trimmed, target);
                 }
-                if ty == *target || (ty.unconstrained() == target.unconstrained() && !matches!(target, ScalarType::Numeric { precision: Some(_), .. } | ScalarType::VarChar { max_len: Some(_) } | ScalarType::Char { .. })) {
+                if ty == *target || (ty.unconstrained() == target.unconstrained() && !target.has_length_or_scale()) {
                     Ok(b.expr)
                 } else {
                     Ok(b.expr.call_unary(UnaryFunc::Cast { to: target.clone(), explicit: false }))
@@ -173,6 +181,8 @@ impl Binder<'_> {
             }
             Expr::Nested(inner) => self.bind_expr(inner, ctx),
             Expr::Value(v) => self.bind_value(&v.value),
+            Expr::Array(a) => self.bind_array_constructor(&a.elem, ctx),
+            Expr::CompoundFieldAccess { root, access_chain } => self.bind_subscripts(root, access_chain, ctx),
             Expr::Cast { kind, expr, data_type, .. } => {
                 if matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
                     return Err(Error::FeatureNotSupported("TRY_CAST is not supported".into()));
@@ -341,7 +351,7 @@ impl Binder<'_> {
             Expr::AnyOp { left, compare_op, right, .. } | Expr::AllOp { left, compare_op, right } => {
                 let all = matches!(e, Expr::AllOp { .. });
                 let Expr::Subquery(q) = right.as_ref() else {
-                    return Err(Error::FeatureNotSupported("ANY/ALL over an array is not supported yet".into()));
+                    return self.bind_any_all_array(left, compare_op, right, all, ctx);
                 };
                 let op = match compare_op {
                     BinaryOperator::Eq => BinaryFunc::Eq,
@@ -445,7 +455,7 @@ impl Binder<'_> {
     }
 
     /// The common type of several expressions (CASE, COALESCE...).
-    fn unify(&mut self, items: &[Bound], what: &str) -> Result<ScalarType, Error> {
+    pub(crate) fn unify(&mut self, items: &[Bound], what: &str) -> Result<ScalarType, Error> {
         let mut ty: Option<ScalarType> = None;
         for b in items {
             if let Some(t) = &b.ty {
@@ -479,6 +489,10 @@ impl Binder<'_> {
         let ty = match (&l.ty, &r.ty) {
             (None, None) => ScalarType::Text,
             (Some(t), None) | (None, Some(t)) => common_type(t, t).unwrap_or(t.clone()),
+            // Arrays compare only with arrays of their own type (`anyarray`).
+            (Some(x), Some(y)) if (x.is_array() || y.is_array()) && !x.same_family(y) => {
+                return Err(Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name())));
+            }
             (Some(x), Some(y)) => common_type(x, y).ok_or_else(|| {
                 Error::UndefinedFunction(format!("operator does not exist: {} {op} {}", x.name(), y.name()))
             })?,
@@ -522,6 +536,7 @@ impl Binder<'_> {
             | B::AtArrow
             | B::ArrowAt
             | B::Question
+            | B::PGOverlap
             | B::PGExp => {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
@@ -559,6 +574,9 @@ impl Binder<'_> {
     fn bind_function(&mut self, f: &sqlparser::ast::Function, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
         let name = name.trim_matches('"').to_string();
+        if let (FunctionArguments::Subquery(q), "array") = (&f.args, name.as_str()) {
+            return self.bind_array_subquery(q, ctx);
+        }
         let (args, distinct, star) = self.function_args(f)?;
         if is_aggregate_name(&name) {
             return self.bind_aggregate(&name, f, &args, distinct, star, ctx);
@@ -637,8 +655,7 @@ impl Binder<'_> {
         }
         let mut inner = ExprCtx::new(ctx.scope, "aggregate function calls");
         let no_such = |types: &[Option<ScalarType>]| {
-            let names: Vec<&str> = types.iter().map(|t| t.as_ref().map(|t| t.name()).unwrap_or("unknown")).collect();
-            Error::UndefinedFunction(format!("function {name}({}) does not exist", names.join(", ")))
+            Error::UndefinedFunction(format!("function {name}({}) does not exist", type_list(types)))
         };
         let mut extra = Vec::new();
         let (expr, in_ty) = if star || (name == "count" && args.is_empty()) {
@@ -661,6 +678,25 @@ impl Binder<'_> {
             let value = self.coerce(value, &ScalarType::Text)?;
             extra.push(self.coerce(delim, &ScalarType::Text)?);
             (value, ColumnType::new(ScalarType::Text, nullable))
+        } else if name == "array_agg" {
+            // array_agg(anynonarray); its second input is the FILTER
+            // condition (see `AggregateFunc::ArrayAgg`).
+            if args.len() != 1 {
+                return Err(Error::UndefinedFunction(format!("function array_agg with {} arguments does not exist", args.len())));
+            }
+            let b = self.bind_expr(&args[0], &mut inner)?;
+            let t = match &b.ty {
+                None => return Err(Error::AmbiguousFunction("function array_agg(unknown) is not unique".into())),
+                Some(t) if t.is_array() => {
+                    return Err(Error::FeatureNotSupported(
+                        "array_agg of arrays is not supported (it would build a multidimensional array)".into(),
+                    ));
+                }
+                Some(t) => t.clone(),
+            };
+            let nullable = b.nullable;
+            extra.push(ScalarExpr::literal_true());
+            (self.coerce(b, &t)?, ColumnType::new(t, nullable))
         } else {
             if args.len() != 1 {
                 return Err(Error::UndefinedFunction(format!("function {name} with {} arguments does not exist", args.len())));
@@ -703,6 +739,7 @@ impl Binder<'_> {
             "bool_and" | "every" => AggregateFunc::BoolAnd,
             "bool_or" => AggregateFunc::BoolOr,
             "string_agg" => AggregateFunc::StringAgg,
+            "array_agg" => AggregateFunc::ArrayAgg,
             "stddev" | "stddev_samp" => variance(true, true)?,
             "stddev_pop" => variance(false, true)?,
             "variance" | "var_samp" => variance(true, false)?,
@@ -717,7 +754,13 @@ impl Binder<'_> {
                 let mut fctx = ExprCtx::new(ctx.scope, "FILTER");
                 let b = self.bind_expr(cond, &mut fctx)?;
                 let cond = self.coerce_bool(b, "FILTER")?;
-                ScalarExpr::If { cond: Box::new(cond), then: Box::new(expr), els: Box::new(ScalarExpr::null(t.clone())) }
+                if func == AggregateFunc::ArrayAgg {
+                    // NULL values are kept: the condition selects rows.
+                    extra[0] = cond;
+                    expr
+                } else {
+                    ScalarExpr::If { cond: Box::new(cond), then: Box::new(expr), els: Box::new(ScalarExpr::null(t.clone())) }
+                }
             }
             None => expr,
         };
@@ -735,7 +778,7 @@ impl Binder<'_> {
             }
             order_by.push(crate::expr::agg::AggregateOrder { expr: key, desc, nulls_last });
         }
-        if func != AggregateFunc::StringAgg {
+        if !func.order_sensitive() {
             order_by.clear();
         }
         let out_ty = ColumnType::new(func.output_type(t), func.nullable());
@@ -763,11 +806,27 @@ fn subquery_host<'b>(ctx: &'b mut ExprCtx) -> Result<&'b mut Host, Error> {
 
 /// Whether an expression contains an aggregate call (outside subqueries).
 pub fn contains_aggregate(e: &Expr) -> bool {
-    struct Finder {
+    contains_call(e, |f| {
+        let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+        f.over.is_none() && is_aggregate_name(&name)
+    })
+}
+
+/// Whether an expression contains a window function call (outside
+/// subqueries).
+pub fn contains_window(e: &Expr) -> bool {
+    contains_call(e, |f| f.over.is_some())
+}
+
+/// Whether an expression contains a function call that `pred` accepts
+/// (outside subqueries).
+fn contains_call(e: &Expr, pred: impl Fn(&sqlparser::ast::Function) -> bool) -> bool {
+    struct Finder<P> {
         depth: usize,
         found: bool,
+        pred: P,
     }
-    impl sqlparser::ast::Visitor for Finder {
+    impl<P: Fn(&sqlparser::ast::Function) -> bool> sqlparser::ast::Visitor for Finder<P> {
         type Break = ();
         fn pre_visit_query(&mut self, _q: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
             self.depth += 1;
@@ -778,22 +837,15 @@ pub fn contains_aggregate(e: &Expr) -> bool {
             std::ops::ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
-            if self.depth == 0 {
-                if let Expr::Function(f) = x {
-                    if f.over.is_some() {
-                        return std::ops::ControlFlow::Continue(());
-                    }
-                    let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
-                    if is_aggregate_name(&name) {
-                        self.found = true;
-                    }
+            if let Expr::Function(f) = x {
+                if self.depth == 0 && (self.pred)(f) {
+                    self.found = true;
                 }
             }
             std::ops::ControlFlow::Continue(())
         }
     }
-    let mut f = Finder { depth: 0, found: false };
+    let mut f = Finder { depth: 0, found: false, pred };
     let _ = sqlparser::ast::Visit::visit(e, &mut f);
     f.found
 }
-

@@ -23,7 +23,7 @@ use crate::repr::{Datum, Error, Interval, ScalarType};
 use crate::sql::binder::Binder;
 use crate::sql::expr::{Bound, ExprCtx, Unknown};
 use crate::sql::plan::Plan;
-use crate::sql::types::{category, implicitly_castable, is_preferred, scalar_type_from_sql};
+use crate::sql::types::{category, implicitly_castable, is_preferred, scalar_type_from_sql, type_name};
 use chrono::{DateTime, Utc};
 use sqlparser::ast::{self, DateTimeField, Expr, TrimWhereField, Value};
 
@@ -506,12 +506,8 @@ fn resolve(cands: &[Sig], args: &[Option<ScalarType>], binary_op: bool) -> Resol
     Resolve::Ambiguous
 }
 
-fn type_list(args: &[Option<ScalarType>]) -> String {
-    args.iter().map(|a| a.as_ref().map(|t| t.name()).unwrap_or("unknown")).collect::<Vec<_>>().join(", ")
-}
-
-fn type_name(a: &Option<ScalarType>) -> &'static str {
-    a.as_ref().map(|t| t.name()).unwrap_or("unknown")
+pub(crate) fn type_list(args: &[Option<ScalarType>]) -> String {
+    args.iter().map(type_name).collect::<Vec<_>>().join(", ")
 }
 
 /// The binder's view of a statement-time function call.
@@ -744,8 +740,12 @@ impl Binder<'_> {
             }
             ("pg_typeof", 1) => {
                 // A type name (Postgres returns regtype, which prints so).
-                let name = args[0].ty.as_ref().map(|t| t.name()).unwrap_or("unknown");
-                return Ok(Bound::typed_pub(lit_text(name), ScalarType::Text, false));
+                let name = type_name(&args[0].ty);
+                return Ok(Bound::typed_pub(lit_text(&name), ScalarType::Text, false));
+            }
+            (name, _) if crate::sql::arrays::is_array_function(name) => return self.bind_array_function(name, args),
+            ("unnest" | "array_fill" | "array_dims" | "string_to_array" | "generate_subscripts", _) => {
+                return Err(Error::FeatureNotSupported(format!("{name} is not supported yet")));
             }
             ("to_jsonb", 1) if args[0].ty.is_none() && self.unknown_literal(&args[0]) => {
                 return Err(Error::DatatypeMismatch(
@@ -768,6 +768,9 @@ impl Binder<'_> {
 
     /// Resolves and binds a binary operator on bound operands.
     pub(crate) fn bind_operator(&mut self, op: &str, l: Bound, r: Bound) -> Result<Bound, Error> {
+        if [&l.ty, &r.ty].iter().any(|t| t.as_ref().is_some_and(|t| t.is_array())) {
+            return self.bind_array_operator(op, l, r);
+        }
         let types = vec![l.ty.clone(), r.ty.clone()];
         let cands = operator_candidates(op);
         match resolve(&cands, &types, true) {

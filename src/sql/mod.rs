@@ -5,6 +5,7 @@
 //! Owns: the meaning of SQL text. Must not: touch the catalog other than
 //! through the read-only `SqlCatalog` trait, or do I/O.
 
+mod arrays;
 mod binder;
 mod expr;
 mod functions;
@@ -16,7 +17,7 @@ mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
-pub use plan::{Finishing, ItemKind, Plan, ShowKind};
+pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
 
 use crate::repr::{Error, GlobalId, RelationDesc};
 use sqlparser::ast::Statement;

@@ -52,9 +52,17 @@ pub enum ShowKind {
     Variable(String),
 }
 
+/// A PRIMARY KEY or UNIQUE constraint of a table, or a unique index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UniqueKey {
+    /// The constraint's name (`t_pkey`, `t_a_key`) or the index's.
+    pub name: String,
+    pub columns: Vec<usize>,
+}
+
 #[derive(Clone, Debug)]
 pub enum Plan {
-    CreateTable { name: String, desc: RelationDesc, if_not_exists: bool },
+    CreateTable { name: String, desc: RelationDesc, if_not_exists: bool, unique: Vec<UniqueKey> },
     CreateView {
         name: String,
         query: RelationExpr,
@@ -63,7 +71,7 @@ pub enum Plan {
         if_not_exists: bool,
         or_replace: bool,
     },
-    CreateIndex { name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool },
+    CreateIndex { name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool, unique: bool },
     /// `source` produces rows in the table's column order, already cast to
     /// the column types (typmods and NOT NULL are checked on write).
     Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr },

@@ -1212,8 +1212,10 @@ pub fn column_name(e: &Expr) -> String {
         Expr::Identifier(id) => ident(id),
         Expr::CompoundIdentifier(ids) => ids.last().map(ident).unwrap_or_else(|| "?column?".into()),
         Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase().trim_matches('"').to_string()).unwrap_or_default(),
+        Expr::Array(_) => "array".into(),
+        Expr::CompoundFieldAccess { root, .. } => column_name(root),
         Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => column_name(expr),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Array(_) => column_name(expr),
             _ => scalar_type_from_sql(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),
         },
         Expr::TypedString(ts) => {

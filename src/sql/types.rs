@@ -5,7 +5,8 @@
 
 use crate::repr::types::{MAX_TIMESTAMP_PRECISION, NUMERIC_MAX_PRECISION};
 use crate::repr::{Error, ScalarType};
-use sqlparser::ast::{CharacterLength, DataType, ExactNumberInfo, TimezoneInfo};
+use std::borrow::Cow;
+use sqlparser::ast::{ArrayElemTypeDef, CharacterLength, DataType, ExactNumberInfo, TimezoneInfo};
 
 pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
     let char_len = |l: &Option<CharacterLength>| -> Option<u32> {
@@ -62,6 +63,14 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
         DataType::Interval { .. } => {
             return Err(Error::FeatureNotSupported("interval type modifiers are not supported yet".into()));
         }
+        // `int[]`, `int[3]`, `int[][]` and `int ARRAY` are all `int[]`, as
+        // in Postgres (declared sizes and dimensions are not enforced).
+        DataType::Array(ArrayElemTypeDef::SquareBracket(elem, _) | ArrayElemTypeDef::Qualified(elem, _)) => {
+            match scalar_type_from_sql(elem)? {
+                t @ ScalarType::Array(_) => t,
+                t => t.array_of(),
+            }
+        }
         DataType::Bytea => ScalarType::Bytea,
         DataType::Uuid => ScalarType::Uuid,
         DataType::JSONB => ScalarType::Jsonb,
@@ -89,6 +98,11 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
     })
 }
 
+/// The name of a possibly unknown type in error messages.
+pub fn type_name(t: &Option<ScalarType>) -> Cow<'static, str> {
+    t.as_ref().map(|t| t.name()).unwrap_or(Cow::Borrowed("unknown"))
+}
+
 /// `timestamp(p)`: Postgres accepts 0..=6 (larger values are reduced to 6
 /// with a warning).
 fn timestamp_precision(p: Option<u64>) -> Result<Option<u8>, Error> {
@@ -108,6 +122,10 @@ pub enum CastContext {
 pub fn cast_context(from: &ScalarType, to: &ScalarType) -> Option<CastContext> {
     use CastContext::*;
     use ScalarType as T;
+    // Between array types, the element cast in its context.
+    if let (Some(x), Some(y)) = (from.element_type(), to.element_type()) {
+        return cast_context(x, y);
+    }
     if from.same_family(to) {
         return Some(Implicit);
     }
@@ -149,6 +167,7 @@ pub fn category(t: &ScalarType) -> char {
         t if t.is_string() => 'S',
         ScalarType::Date | ScalarType::Timestamp { .. } | ScalarType::TimestampTz { .. } => 'D',
         ScalarType::Interval => 'T',
+        ScalarType::Array(_) => 'A',
         _ => 'U',
     }
 }
@@ -177,6 +196,9 @@ fn number_rank(t: &ScalarType) -> Option<u8> {
 /// The type both operands of an arithmetic or comparison operator are
 /// coerced to, if Postgres has an implicit path between them.
 pub fn common_type(a: &ScalarType, b: &ScalarType) -> Option<ScalarType> {
+    if let (Some(x), Some(y)) = (a.element_type(), b.element_type()) {
+        return if x == y { Some(a.clone()) } else { common_type(x, y).map(|t| t.array_of()) };
+    }
     if a.unconstrained() == b.unconstrained() {
         return Some(match a {
             ScalarType::Numeric { .. } => ScalarType::Numeric { precision: None, scale: None },
@@ -240,5 +262,18 @@ mod tests {
         assert!(!castable(&ScalarType::Interval, &ScalarType::Int32));
         assert_eq!(common_type(&ScalarType::Int32, &ScalarType::Float32), Some(ScalarType::Float32));
         assert_eq!(common_type(&ScalarType::Date, &tstz), Some(tstz.clone()));
+        let ints = ScalarType::Int32.array_of();
+        let texts = ScalarType::Text.array_of();
+        assert!(implicitly_castable(&ints, &ScalarType::Int64.array_of()));
+        assert!(assignable(&ScalarType::Numeric { precision: None, scale: None }.array_of(), &ints));
+        assert!(!assignable(&texts, &ints));
+        assert!(castable(&texts, &ints));
+        assert!(castable(&ScalarType::Text, &ints));
+        assert!(assignable(&ints, &ScalarType::Text));
+        assert!(!castable(&ints, &ScalarType::Int32));
+        assert!(!castable(&ScalarType::Int32, &ints));
+        let chars = ScalarType::Char { len: 3 }.array_of();
+        assert_eq!(common_type(&chars, &ScalarType::Char { len: 5 }.array_of()), Some(texts.clone()));
+        assert_eq!(common_type(&chars, &chars), Some(chars.clone()));
     }
 }

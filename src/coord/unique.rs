@@ -1,0 +1,182 @@
+//! Unique keys: PRIMARY KEY and UNIQUE constraints and unique indexes.
+//!
+//! For every unique key of a table, the coordinator keeps the set of key
+//! values present (NULL-containing keys excluded: they never conflict, as
+//! in Postgres). A write is checked against the sets before it is made
+//! durable, as a whole statement: a key may repeat in the middle of an
+//! UPDATE as long as it is unique once the statement is done (the SQL
+//! standard's rule; Postgres checks row by row, so it refuses some
+//! UPDATEs, such as `SET id = id + 1`, that ripple accepts).
+//!
+//! Owns the key sets only; must not write storage or talk to dataflows.
+
+use crate::repr::{Datum, Diff, Error, GlobalId, Row};
+use std::collections::{BTreeMap, HashMap};
+
+/// One unique key of a table and the key values present.
+struct Key {
+    /// The table itself for a table constraint, or the unique index.
+    owner: GlobalId,
+    name: String,
+    columns: Vec<usize>,
+    column_names: Vec<String>,
+    present: HashMap<Row, Diff>,
+}
+
+impl Key {
+    /// The key value of a row; `None` if a key column is NULL.
+    fn of(&self, row: &[Datum]) -> Option<Row> {
+        let mut vals = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            let d = row.get(*c)?;
+            if d.is_null() {
+                return None;
+            }
+            vals.push(crate::expr::agg::normalize_datum(d.clone()));
+        }
+        Some(Row::from_datums(vals))
+    }
+
+    /// `Key (a, b)=(1, x)` as Postgres writes it in DETAIL lines.
+    fn describe(&self, key: &Row) -> String {
+        let vals: Vec<String> = key.unpack().iter().map(|d| d.to_string()).collect();
+        format!("Key ({})=({})", self.column_names.join(", "), vals.join(", "))
+    }
+}
+
+/// The unique keys of every table.
+#[derive(Default)]
+pub struct UniqueKeys {
+    by_table: BTreeMap<GlobalId, Vec<Key>>,
+}
+
+impl UniqueKeys {
+    /// Adds a key of `table` over the table's current `rows`; fails, adding
+    /// nothing, if they repeat a key value (a unique index created on
+    /// existing rows).
+    pub fn add(
+        &mut self,
+        table: GlobalId,
+        owner: GlobalId,
+        name: &str,
+        columns: &[usize],
+        column_names: Vec<String>,
+        rows: &[(Row, Diff)],
+    ) -> Result<(), Error> {
+        let mut key = Key { owner, name: name.to_string(), columns: columns.to_vec(), column_names, present: HashMap::new() };
+        for (row, diff) in rows {
+            if let Some(k) = key.of(&row.unpack()) {
+                let n = key.present.entry(k.clone()).or_insert(0);
+                *n += diff;
+                if *n > 1 {
+                    return Err(Error::UniqueViolation {
+                        message: format!("could not create unique index \"{name}\""),
+                        detail: format!("{} is duplicated.", key.describe(&k)),
+                    });
+                }
+            }
+        }
+        key.present.retain(|_, n| *n != 0);
+        self.by_table.entry(table).or_default().push(key);
+        Ok(())
+    }
+
+    /// Forgets the keys owned by `owner` (a dropped table or index).
+    pub fn drop_owner(&mut self, owner: GlobalId) {
+        self.by_table.remove(&owner);
+        for keys in self.by_table.values_mut() {
+            keys.retain(|k| k.owner != owner);
+        }
+    }
+
+    /// Checks a statement's updates against every key of the tables they
+    /// change and, if no key value would repeat, records them.
+    pub fn apply(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
+        // The net change of each key value, per (table, key).
+        let mut deltas: Vec<(GlobalId, usize, HashMap<Row, Diff>)> = Vec::new();
+        for (table, rows) in updates {
+            let Some(keys) = self.by_table.get(table) else { continue };
+            for (i, key) in keys.iter().enumerate() {
+                let mut delta: HashMap<Row, Diff> = HashMap::new();
+                for (row, diff) in rows {
+                    if let Some(k) = key.of(&row.unpack()) {
+                        *delta.entry(k).or_insert(0) += diff;
+                    }
+                }
+                for (k, d) in &delta {
+                    if key.present.get(k).copied().unwrap_or(0) + d > 1 {
+                        return Err(Error::UniqueViolation {
+                            message: format!("duplicate key value violates unique constraint \"{}\"", key.name),
+                            detail: format!("{} already exists.", key.describe(k)),
+                        });
+                    }
+                }
+                deltas.push((*table, i, delta));
+            }
+        }
+        for (table, i, delta) in deltas {
+            if let Some(key) = self.by_table.get_mut(&table).and_then(|keys| keys.get_mut(i)) {
+                for (k, d) in delta {
+                    let n = key.present.entry(k.clone()).or_insert(0);
+                    *n += d;
+                    if *n == 0 {
+                        key.present.remove(&k);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(v: &[Option<i32>]) -> Row {
+        Row::from_datums(v.iter().map(|x| x.map(Datum::Int32).unwrap_or(Datum::Null)).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn keys_repeat_only_across_the_whole_statement() {
+        let mut u = UniqueKeys::default();
+        u.add(1, 1, "t_pkey", &[0], vec!["a".into()], &[(row(&[Some(1)]), 1), (row(&[Some(2)]), 1)]).unwrap();
+        // A new key is fine, a present one is not.
+        u.apply(&[(1, vec![(row(&[Some(3)]), 1)])]).unwrap();
+        let err = u.apply(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap_err();
+        assert_eq!(err.to_string(), "duplicate key value violates unique constraint \"t_pkey\"");
+        assert_eq!(err.detail().as_deref(), Some("Key (a)=(2) already exists."));
+        // Two equal new keys in one statement.
+        assert!(u.apply(&[(1, vec![(row(&[Some(7)]), 1), (row(&[Some(7)]), 1)])]).is_err());
+        // A failed statement changed nothing: 7 is still free.
+        u.apply(&[(1, vec![(row(&[Some(7)]), 1)])]).unwrap();
+        // Shifting every key by one (an UPDATE) is unique at its end.
+        let shift = vec![
+            (row(&[Some(1)]), -1),
+            (row(&[Some(2)]), 1),
+            (row(&[Some(2)]), -1),
+            (row(&[Some(3)]), 1),
+            (row(&[Some(3)]), -1),
+            (row(&[Some(4)]), 1),
+        ];
+        u.apply(&[(1, shift)]).unwrap();
+        // NULL keys never conflict; other tables are unaffected.
+        u.apply(&[(1, vec![(row(&[None]), 1), (row(&[None]), 1)]), (2, vec![(row(&[Some(4)]), 1)])]).unwrap();
+        // Deleted keys can come back.
+        u.apply(&[(1, vec![(row(&[Some(4)]), -1)])]).unwrap();
+        u.apply(&[(1, vec![(row(&[Some(4)]), 1)])]).unwrap();
+    }
+
+    #[test]
+    fn an_index_on_repeating_rows_is_refused_and_dropped_keys_go() {
+        let mut u = UniqueKeys::default();
+        let rows = [(row(&[Some(1)]), 1), (row(&[Some(1)]), 1)];
+        let err = u.add(1, 9, "ix", &[0], vec!["a".into()], &rows).unwrap_err();
+        assert_eq!(err.detail().as_deref(), Some("Key (a)=(1) is duplicated."));
+        assert!(u.by_table.get(&1).is_none_or(|k| k.is_empty()));
+        u.add(1, 9, "ix", &[0], vec!["a".into()], &rows[..1]).unwrap();
+        assert!(u.apply(&[(1, vec![(row(&[Some(1)]), 1)])]).is_err());
+        u.drop_owner(9);
+        u.apply(&[(1, vec![(row(&[Some(1)]), 1)])]).unwrap();
+    }
+}

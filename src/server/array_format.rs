@@ -1,0 +1,115 @@
+//! Arrays in Postgres's binary wire format (`array_send`/`array_recv`):
+//! dimensions, a NULL flag, the element type's OID, then each element as a
+//! length (-1 for NULL) and the element's own binary form.
+//!
+//! pgwire (through postgres-types) frames arrays of the element types it
+//! knows natively (booleans, integers, floats, numeric, text, date,
+//! timestamp); elements of the other types are framed as raw bytes in the
+//! binary form `convert::binary_bytes` builds and `decode_binary_bytes`
+//! reads. Text format needs nothing here: it is the value's text output.
+//!
+//! Owns: wire encoding of array values only.
+
+use pgwire::api::Type;
+use pgwire::api::portal::Portal;
+use pgwire::api::results::{DataRowEncoder, FieldFormat};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::types::format::FormatOptions;
+
+use crate::repr::{Datum, ScalarType};
+use crate::server::convert::{binary_bytes, decode_binary_bytes, pg_type, user_error, INTERNAL_ERROR, INVALID_BINARY_REPRESENTATION};
+
+fn mismatch(datum: &Datum, ty: &ScalarType) -> PgWireError {
+    user_error(INTERNAL_ERROR, format!("internal error: cannot send value {datum:?} as an element of type {ty} in binary format"))
+}
+
+/// Encodes an array value of array type `ty` in binary format.
+pub fn encode_array(
+    enc: &mut DataRowEncoder,
+    elements: &[Datum],
+    ty: &ScalarType,
+    options: &FormatOptions,
+) -> PgWireResult<()> {
+    let pg = pg_type(ty);
+    let elem = ty.element_type().cloned().unwrap_or(ScalarType::Text);
+    if ty.oid() == 0 || Type::from_oid(ty.oid()).is_none() {
+        return Err(user_error(INTERNAL_ERROR, format!("internal error: {ty} has no array type OID")));
+    }
+    // The elements as `Option<T>` (None for NULL), each converted by `f`.
+    macro_rules! send {
+        ($t:ty, $f:expr) => {{
+            let mut v: Vec<Option<$t>> = Vec::with_capacity(elements.len());
+            for d in elements {
+                v.push(if d.is_null() { None } else { Some($f(d).ok_or_else(|| mismatch(d, &elem))?) });
+            }
+            enc.encode_field_with_type_and_format(&v, &pg, FieldFormat::Binary, options)
+        }};
+    }
+    match elem {
+        ScalarType::Bool => send!(bool, |d: &Datum| d.as_bool()),
+        ScalarType::Int16 => send!(i16, |d: &Datum| d.as_i64().and_then(|v| i16::try_from(v).ok())),
+        ScalarType::Int32 => send!(i32, |d: &Datum| d.as_i64().and_then(|v| i32::try_from(v).ok())),
+        ScalarType::Int64 => send!(i64, |d: &Datum| d.as_i64()),
+        ScalarType::Float32 => send!(f32, |d: &Datum| d.as_f64().map(|v| v as f32)),
+        ScalarType::Float64 => send!(f64, |d: &Datum| d.as_f64()),
+        ScalarType::Numeric { .. } => send!(rust_decimal::Decimal, |d: &Datum| d.as_exact()),
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
+            send!(String, |d: &Datum| Some(match d {
+                Datum::Text(s) => s.clone(),
+                other => other.to_string(),
+            }))
+        }
+        ScalarType::Date => send!(chrono::NaiveDate, |d: &Datum| match d {
+            Datum::Date(x) => Some(*x),
+            _ => None,
+        }),
+        ScalarType::Timestamp { .. } => send!(chrono::NaiveDateTime, |d: &Datum| match d {
+            Datum::Timestamp(x) => Some(*x),
+            _ => None,
+        }),
+        _ => send!(Vec<u8>, binary_bytes),
+    }
+}
+
+/// Decodes the binary-format array parameter `idx` of array type `ty`.
+pub fn decode_array_param<S: Clone>(portal: &Portal<S>, idx: usize, ty: &ScalarType) -> PgWireResult<Option<Datum>> {
+    let pg = pg_type(ty);
+    let elem = ty.element_type().cloned().unwrap_or(ScalarType::Text);
+    let bad = || {
+        user_error(INVALID_BINARY_REPRESENTATION, format!("incorrect binary data format in bind parameter {}", idx + 1))
+    };
+    // The parameter as `Vec<Option<T>>`, each element converted by `f`.
+    macro_rules! recv {
+        ($t:ty, $pg:expr, $f:expr) => {{
+            match portal.parameter::<Vec<Option<$t>>>(idx, $pg).map_err(|_| bad())? {
+                None => None,
+                Some(v) => {
+                    let mut out = Vec::with_capacity(v.len());
+                    for x in v {
+                        out.push(match x {
+                            None => Datum::Null,
+                            Some(x) => $f(x).ok_or_else(bad)?,
+                        });
+                    }
+                    Some(Datum::Array(out))
+                }
+            }
+        }};
+    }
+    Ok(match elem {
+        ScalarType::Bool => recv!(bool, &pg, |x| Some(Datum::Bool(x))),
+        ScalarType::Int16 => recv!(i16, &pg, |x| Some(Datum::Int16(x))),
+        ScalarType::Int32 => recv!(i32, &pg, |x| Some(Datum::Int32(x))),
+        ScalarType::Int64 => recv!(i64, &pg, |x| Some(Datum::Int64(x))),
+        ScalarType::Float32 => recv!(f32, &pg, |x| Some(Datum::Float32(x))),
+        ScalarType::Float64 => recv!(f64, &pg, |x| Some(Datum::Float64(x))),
+        ScalarType::Numeric { .. } => recv!(rust_decimal::Decimal, &pg, |x| Some(Datum::Numeric(x))),
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
+            recv!(String, &pg, |x| Some(Datum::Text(x)))
+        }
+        ScalarType::Date => recv!(chrono::NaiveDate, &pg, |x| Some(Datum::Date(x))),
+        ScalarType::Timestamp { .. } => recv!(chrono::NaiveDateTime, &pg, |x| Some(Datum::Timestamp(x))),
+        // Raw element bytes (read as bytea[] so that no type is checked).
+        _ => recv!(Vec<u8>, &Type::BYTEA_ARRAY, |x: Vec<u8>| decode_binary_bytes(&x, &elem)),
+    })
+}
