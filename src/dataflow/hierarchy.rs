@@ -25,7 +25,8 @@
 //! Owns: bucket hashing and the staging of reductions. Must not: know what
 //! is being reduced (callers pass the reduction).
 
-use crate::repr::{Diff, Row, Timestamp};
+use crate::dataflow::render::RenderTime;
+use crate::repr::{Diff, Row};
 use differential_dataflow::VecCollection;
 use std::hash::{Hash, Hasher};
 
@@ -58,13 +59,13 @@ pub fn bucket(h: u64, bits: u32) -> u64 {
 /// (they may differ, e.g. top-k applies its offset only at the end). Both
 /// receive values with their multiplicities, sorted by value, and push
 /// output values with multiplicities.
-pub fn reduce_hierarchical<'s, S, L>(
-    input: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+pub fn reduce_hierarchical<'s, T: RenderTime, S, L>(
+    input: VecCollection<'s, T, (Row, Row), Diff>,
     name: &str,
     stages: &[u32],
     stage: S,
     last: L,
-) -> VecCollection<'s, Timestamp, (Row, Row), Diff>
+) -> VecCollection<'s, T, (Row, Row), Diff>
 where
     S: Fn(&[(&Row, Diff)], &mut Vec<(Row, Diff)>) + Clone + 'static,
     L: Fn(&[(&Row, Diff)], &mut Vec<(Row, Diff)>) + 'static,

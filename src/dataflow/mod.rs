@@ -11,6 +11,7 @@
 
 mod accum;
 mod hierarchy;
+mod recursive;
 mod reduce;
 mod render;
 #[cfg(test)]

@@ -29,20 +29,20 @@
 
 use crate::dataflow::accum::Accum;
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
-use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl};
+use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl, RenderTime};
 use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
 use crate::expr::AggregateExpr;
-use crate::repr::{Datum, Diff, EvalError, Row, Timestamp};
+use crate::repr::{Datum, Diff, EvalError, Row};
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
 use differential_dataflow::VecCollection;
 use std::ops::Range;
 use timely::dataflow::Scope;
 
 /// `(group key, values)` pairs.
-type Keyed<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+type Keyed<'s, T> = VecCollection<'s, T, (Row, Row), Diff>;
 
 /// `(group key, (part, values))`: a part's values, tagged for collation.
-type Tagged<'s> = VecCollection<'s, Timestamp, (Row, (u64, Row)), Diff>;
+type Tagged<'s, T> = VecCollection<'s, T, (Row, (u64, Row)), Diff>;
 
 /// Aggregates rendered together.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,14 +91,14 @@ pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr]) -> String {
     format!("reduce input by group key {group_key:?}: {}", parts.join("; "))
 }
 
-pub fn render_reduce<'s>(
-    scope: Scope<'s, Timestamp>,
-    ok: Coll<'s>,
-    err: ErrColl<'s>,
+pub fn render_reduce<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    ok: Coll<'s, T>,
+    err: ErrColl<'s, T>,
     group_key: Vec<usize>,
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
-) -> (Coll<'s>, ErrColl<'s>) {
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
     // Each aggregate's inputs occupy a range of the values row.
     let mut layout: Vec<Range<usize>> = Vec::new();
     let mut next = 0;
@@ -162,7 +162,7 @@ pub fn render_reduce<'s>(
 /// One row per distinct `(group, values)` under SQL equality (`1.0` and
 /// `1.00` are one value); of equal ones, the least packed row is kept, as
 /// `AggregateExpr::eval` does.
-fn distinct_values(input: Keyed<'_>) -> Keyed<'_> {
+fn distinct_values<T: RenderTime>(input: Keyed<'_, T>) -> Keyed<'_, T> {
     input
         .map(|(key, vals)| {
             let normal = Row::from_datums(vals.iter().map(normalize_datum).collect());
@@ -177,7 +177,7 @@ fn distinct_values(input: Keyed<'_>) -> Keyed<'_> {
 }
 
 /// The values of a part's aggregates per group.
-fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExpr>) -> (Keyed<'s>, ErrColl<'s>) {
+fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs: Vec<AggregateExpr>) -> (Keyed<'s, T>, ErrColl<'s, T>) {
     match kind {
         AggregateKind::Accumulable => {
             // Totals live in the difference type: O(change) per update. As
@@ -190,7 +190,7 @@ fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExp
             });
             let results = totals
                 .arrange_by_self_named("Arrange: Accumulate")
-                .reduce_abelian::<_, ValBuilder<Row, Finished, Timestamp, Diff>, ValSpine<Row, Finished, Timestamp, Diff>, _, _>(
+                .reduce_abelian::<_, ValBuilder<Row, Finished, T, Diff>, ValSpine<Row, Finished, T, Diff>, _, _>(
                     "Accumulate",
                     move |_key, totals, out| {
                         let finished = totals[0].1.finish(&aggs).map(Row::from_datums);
@@ -245,8 +245,8 @@ fn render_part<'s>(input: Keyed<'s>, kind: AggregateKind, aggs: Vec<AggregateExp
 /// Collates the parts' values into one row per group, in the Reduce's
 /// aggregate order. A part without a value for a group (only possible
 /// while that part reports an error for it) contributes default values.
-fn collate<'s>(scope: Scope<'s, Timestamp>, outputs: Vec<Keyed<'s>>, parts: &[Part], aggregates: &[AggregateExpr]) -> Coll<'s> {
-    let tagged: Vec<Tagged<'s>> = outputs
+fn collate<'s, T: RenderTime>(scope: Scope<'s, T>, outputs: Vec<Keyed<'s, T>>, parts: &[Part], aggregates: &[AggregateExpr]) -> Coll<'s, T> {
+    let tagged: Vec<Tagged<'s, T>> = outputs
         .into_iter()
         .enumerate()
         .map(|(i, o)| o.map(move |(k, v)| (k, (i as u64, v))))

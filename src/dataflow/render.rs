@@ -8,11 +8,19 @@
 //! Arrangements: `Get` imports the registered arrangement of a table or
 //! materialized view; a join step imports an existing index on its lookup
 //! input when the plan names one, and otherwise arranges that input itself.
+//!
+//! Every function here is generic over the scope's timestamp
+//! ([`RenderTime`]): the dataflow's top scope has ripple's `Timestamp`, and
+//! the step of a recursive query renders inside an iterative subscope
+//! (`dataflow/recursive.rs`), with `Product<Timestamp, u64>`. What differs
+//! between the two (reading registered arrangements, rendering a
+//! `Recursive` node, rendering parts that do not read the recursion outside
+//! the loop) is the trait's.
 
 use crate::dataflow::{reduce, topk};
-use crate::expr::{JoinPlan, RelationExpr, ScalarExpr};
+use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, Timestamp};
-use differential_dataflow::input::Input;
+use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
 use differential_dataflow::{AsCollection, VecCollection};
@@ -21,8 +29,51 @@ use timely::dataflow::Scope;
 
 pub type RowTrace = TraceAgent<ValSpine<Row, Row, Timestamp, Diff>>;
 pub type ErrTrace = TraceAgent<KeySpine<EvalError, Timestamp, Diff>>;
-pub type Coll<'s> = VecCollection<'s, Timestamp, Row, Diff>;
-pub type ErrColl<'s> = VecCollection<'s, Timestamp, EvalError, Diff>;
+pub type Coll<'s, T = Timestamp> = VecCollection<'s, T, Row, Diff>;
+pub type ErrColl<'s, T = Timestamp> = VecCollection<'s, T, EvalError, Diff>;
+/// Rows arranged by a key (the value is the row).
+pub type RowArranged<'s, T = Timestamp> =
+    differential_dataflow::operators::arrange::Arranged<'s, TraceAgent<ValSpine<Row, Row, T, Diff>>>;
+/// The collections of the recursive relations in scope (inside the loop of
+/// a `Recursive` node: the relation it defines).
+pub type Locals<'s, T> = BTreeMap<LocalId, Coll<'s, T>>;
+
+/// What rendering reads besides the scope: the dataflow's top scope (where
+/// registered arrangements are imported), the registered arrangements, and
+/// where descriptions of built arrangements go.
+pub struct Ctx<'a, 'o> {
+    pub top: Scope<'o, Timestamp>,
+    pub traces: &'a mut BTreeMap<GlobalId, TraceBundle>,
+    pub worker_index: usize,
+    pub built: &'a mut Vec<String>,
+}
+
+/// A timestamp that MIR renders at: the top scope's, or an iterative
+/// subscope's.
+///
+/// # Contract
+/// `hoist` returns `None` in the top scope; in a subscope it renders any
+/// expression that reads no relation of `locals` in the top scope and
+/// enters it, so only the recursive part of a step runs per round.
+pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataflow::ExchangeData + std::hash::Hash {
+    /// `expr` rendered outside the loop and entered, when that is possible.
+    fn hoist<'s>(
+        scope: Scope<'s, Self>,
+        expr: &RelationExpr,
+        ctx: &mut Ctx<'_, '_>,
+        locals: &Locals<'s, Self>,
+    ) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)>;
+    /// The rows and errors of the registered item `id`.
+    fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)>;
+    /// The arrangement of the registered item `id` (an index: by its key).
+    fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s, Self>>;
+    /// A `Recursive` node.
+    fn render_recursive<'s>(
+        scope: Scope<'s, Self>,
+        expr: &RelationExpr,
+        ctx: &mut Ctx<'_, '_>,
+    ) -> (Coll<'s, Self>, ErrColl<'s, Self>);
+}
 
 /// The arrangements an item exports.
 #[derive(Clone)]
@@ -36,24 +87,25 @@ pub struct TraceBundle {
     pub index_of: Option<(GlobalId, Vec<usize>)>,
 }
 
-pub(crate) fn empty<'s, D: Clone + 'static>(scope: Scope<'s, Timestamp>) -> VecCollection<'s, Timestamp, D, Diff> {
+pub(crate) fn empty<'s, T: timely::progress::Timestamp, D: Clone + 'static>(scope: Scope<'s, T>) -> VecCollection<'s, T, D, Diff> {
     timely::dataflow::operators::generic::operator::empty(scope).as_collection()
 }
 
-/// A collection holding `items` at time 0, contributed by worker 0 only.
-pub(crate) fn constant<'s, D: differential_dataflow::Data>(
-    scope: Scope<'s, Timestamp>,
+/// A collection holding `items` at the minimum time, contributed by worker
+/// 0 only.
+pub(crate) fn constant<'s, T: timely::progress::Timestamp, D: differential_dataflow::Data>(
+    scope: Scope<'s, T>,
     items: Vec<(D, Diff)>,
     worker_index: usize,
-) -> VecCollection<'s, Timestamp, D, Diff> {
-    let items: Vec<(D, Timestamp, Diff)> =
-        if worker_index == 0 { items.into_iter().map(|(d, r)| (d, 0, r)).collect() } else { Vec::new() };
-    let (_input, coll) = scope.new_collection_from_raw(items);
-    coll
+) -> VecCollection<'s, T, D, Diff> {
+    use timely::dataflow::operators::ToStream;
+    let items: Vec<(D, T, Diff)> =
+        if worker_index == 0 { items.into_iter().map(|(d, r)| (d, T::minimum(), r)).collect() } else { Vec::new() };
+    items.to_stream(scope).as_collection()
 }
 
 /// Splits a collection of results into rows and errors.
-pub(crate) fn split<'s>(results: VecCollection<'s, Timestamp, Result<Row, EvalError>, Diff>) -> (Coll<'s>, ErrColl<'s>) {
+pub(crate) fn split<'s, T: RenderTime>(results: VecCollection<'s, T, Result<Row, EvalError>, Diff>) -> (Coll<'s, T>, ErrColl<'s, T>) {
     let ok = results.clone().flat_map(|r| r.ok());
     let err = results.flat_map(|r| r.err());
     (ok, err)
@@ -79,31 +131,47 @@ pub(crate) fn normalize_key(d: Datum) -> Datum {
     crate::expr::agg::normalize_datum(d)
 }
 
-/// Renders `expr` in `scope`, importing arrangements from `traces`.
-/// Descriptions of arrangements it builds are appended to `built`.
-pub fn render<'s>(
+/// Renders a whole plan in the dataflow's top scope.
+pub fn render_top<'s>(
     scope: Scope<'s, Timestamp>,
     expr: &RelationExpr,
     traces: &mut BTreeMap<GlobalId, TraceBundle>,
     worker_index: usize,
     built: &mut Vec<String>,
 ) -> (Coll<'s>, ErrColl<'s>) {
+    let mut ctx = Ctx { top: scope, traces, worker_index, built };
+    render(scope, expr, &mut ctx, &Locals::new())
+}
+
+/// The collection of an internal error (a plan the renderer cannot read).
+fn internal_error<'s, T: RenderTime>(scope: Scope<'s, T>, message: String, ctx: &Ctx<'_, '_>) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    (empty(scope), constant(scope, vec![(EvalError::Internal(message), 1)], ctx.worker_index))
+}
+
+/// Renders `expr` in `scope`, importing arrangements from `ctx.traces` and
+/// reading recursive relations from `locals`. Descriptions of arrangements
+/// it builds are appended to `ctx.built`.
+pub fn render<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    expr: &RelationExpr,
+    ctx: &mut Ctx<'_, '_>,
+    locals: &Locals<'s, T>,
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    if let Some(out) = T::hoist(scope, expr, ctx, locals) {
+        return out;
+    }
+    let worker_index = ctx.worker_index;
     match expr {
         RelationExpr::Constant { rows, .. } => (constant(scope, rows.clone(), worker_index), empty(scope)),
-        RelationExpr::Get { id, name, .. } => match traces.get_mut(id) {
-            Some(bundle) => {
-                let ok = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
-                let err = match bundle.err.as_mut() {
-                    Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
-                    None => empty(scope),
-                };
-                (ok, err)
-            }
-            None => (
-                empty(scope),
-                constant(scope, vec![(EvalError::Internal(format!("relation {name} is not available")), 1)], worker_index),
-            ),
+        RelationExpr::Get { id, name, .. } => match T::import_rows(scope, *id, ctx) {
+            Some(out) => out,
+            None => internal_error(scope, format!("relation {name} is not available"), ctx),
         },
+        RelationExpr::RecursiveRef { id, name, .. } => match locals.get(id) {
+            Some(coll) => (coll.clone(), empty(scope)),
+            None => internal_error(scope, format!("recursive relation {name} read outside its recursive term"), ctx),
+        },
+        RelationExpr::Recursive { .. } => T::render_recursive(scope, expr, ctx),
         RelationExpr::Map { .. } | RelationExpr::Filter { .. } | RelationExpr::Project { .. } => {
             // Fuse a stack of Map/Filter/Project into one pass over each row.
             let mut ops = Vec::new();
@@ -126,40 +194,40 @@ pub fn render<'s>(
                 }
             }
             ops.reverse();
-            let (ok, err) = render(scope, cur, traces, worker_index, built);
+            let (ok, err) = render(scope, cur, ctx, locals);
             let results = ok.flat_map(move |row| apply_ops(&ops, row));
             let (ok2, err2) = split(results);
             (ok2, err.concat(err2))
         }
         RelationExpr::Join { inputs, plan, .. } => {
             let plan = plan.clone().unwrap_or_else(|| default_plan(inputs.len()));
-            render_join(scope, inputs, &plan, traces, worker_index, built)
+            render_join(scope, inputs, &plan, ctx, locals)
         }
         RelationExpr::Reduce { input, group_key, aggregates } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push(reduce::describe(group_key, aggregates));
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push(reduce::describe(group_key, aggregates));
             reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push(topk::describe(group_key, *limit, *offset));
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push(topk::describe(group_key, *limit, *offset));
             (topk::render_topk(ok, group_key.clone(), order.clone(), *limit, *offset), err)
         }
         RelationExpr::Distinct { input } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push("distinct input by row".into());
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push("distinct input by row".into());
             // A threshold reads one key (the row) per changed row: O(change).
             let out = ok.threshold(|_row, r: &Diff| if *r > 0 { 1 } else { 0 });
             (out, err)
         }
         RelationExpr::Window { input, partition, order, func } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push(format!("window {} by partition", func.name()));
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push(format!("window {} by partition", func.name()));
             crate::dataflow::window::render_window(ok, err, partition.clone(), order.clone(), func.clone())
         }
         RelationExpr::Threshold { input } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
-            built.push("threshold input by row".into());
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push("threshold input by row".into());
             let out = ok.threshold(|_row, r: &Diff| if *r > 0 { *r } else { 0 });
             (out, err)
         }
@@ -167,7 +235,7 @@ pub fn render<'s>(
             let mut oks = Vec::new();
             let mut errs = Vec::new();
             for i in inputs {
-                let (ok, err) = render(scope, i, traces, worker_index, built);
+                let (ok, err) = render(scope, i, ctx, locals);
                 oks.push(ok);
                 errs.push(err);
             }
@@ -176,7 +244,7 @@ pub fn render<'s>(
             (ok, err)
         }
         RelationExpr::Negate { input } => {
-            let (ok, err) = render(scope, input, traces, worker_index, built);
+            let (ok, err) = render(scope, input, ctx, locals);
             (ok.negate(), err)
         }
     }
@@ -227,26 +295,25 @@ fn default_plan(n: usize) -> JoinPlan {
     }
 }
 
-fn render_join<'s>(
-    scope: Scope<'s, Timestamp>,
+fn render_join<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
     inputs: &[RelationExpr],
     plan: &JoinPlan,
-    traces: &mut BTreeMap<GlobalId, TraceBundle>,
-    worker_index: usize,
-    built: &mut Vec<String>,
-) -> (Coll<'s>, ErrColl<'s>) {
+    ctx: &mut Ctx<'_, '_>,
+    locals: &Locals<'s, T>,
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
     // The start input is read through an existing index when the plan
     // names one; otherwise it is rendered and arranged by the first key.
-    let start_arr = plan.start_index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope));
+    let start_arr = plan.start_index.as_ref().and_then(|ix| T::import_arranged(scope, ix.id, ctx));
     let (mut acc, mut errs) = match start_arr {
         Some(_) => (empty(scope), empty(scope)),
-        None => render(scope, &inputs[plan.start], traces, worker_index, built),
+        None => render(scope, &inputs[plan.start], ctx, locals),
     };
     let mut start_arr = start_arr;
     let mut order = vec![plan.start];
     for step in &plan.steps {
         if let Some(arr) = start_arr.take() {
-            let lookup_arr = lookup_side(scope, inputs, step, traces, worker_index, built, &mut errs);
+            let lookup_arr = lookup_side(scope, inputs, step, ctx, locals, &mut errs);
             acc = arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
             order.push(step.input);
             continue;
@@ -254,10 +321,10 @@ fn render_join<'s>(
         // The stream side: the rows joined so far, keyed by `stream_key`.
         let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone());
         errs = errs.concat(key_errs);
-        built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
+        ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
         let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
 
-        let lookup_arr = lookup_side(scope, inputs, step, traces, worker_index, built, &mut errs);
+        let lookup_arr = lookup_side(scope, inputs, step, ctx, locals, &mut errs);
         acc = stream_arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
         order.push(step.input);
     }
@@ -280,7 +347,7 @@ fn render_join<'s>(
 
 /// Pairs each row with its join key; rows with a NULL key component are
 /// dropped (they never join), key evaluation errors are split off.
-fn keyed_by<'s>(rows: Coll<'s>, key: Vec<ScalarExpr>) -> (VecCollection<'s, Timestamp, (Row, Row), Diff>, ErrColl<'s>) {
+fn keyed_by<'s, T: RenderTime>(rows: Coll<'s, T>, key: Vec<ScalarExpr>) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
     let keyed = rows.flat_map(move |row| {
         let datums = row.unpack();
         match eval_key(&key, &datums) {
@@ -292,26 +359,23 @@ fn keyed_by<'s>(rows: Coll<'s>, key: Vec<ScalarExpr>) -> (VecCollection<'s, Time
     (keyed.clone().flat_map(|r| r.ok()), keyed.flat_map(|r| r.err()))
 }
 
-type RowArranged<'s> = differential_dataflow::operators::arrange::Arranged<'s, RowTrace>;
-
 /// The lookup side of a join step: an imported index, or the input
 /// rendered and arranged by the step's lookup key.
-fn lookup_side<'s>(
-    scope: Scope<'s, Timestamp>,
+fn lookup_side<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
     inputs: &[RelationExpr],
     step: &crate::expr::JoinStep,
-    traces: &mut BTreeMap<GlobalId, TraceBundle>,
-    worker_index: usize,
-    built: &mut Vec<String>,
-    errs: &mut ErrColl<'s>,
-) -> RowArranged<'s> {
-    if let Some(arr) = step.index.as_ref().and_then(|ix| traces.get_mut(&ix.id)).map(|b| b.ok.import(scope)) {
+    ctx: &mut Ctx<'_, '_>,
+    locals: &Locals<'s, T>,
+    errs: &mut ErrColl<'s, T>,
+) -> RowArranged<'s, T> {
+    if let Some(arr) = step.index.as_ref().and_then(|ix| T::import_arranged(scope, ix.id, ctx)) {
         return arr;
     }
-    let (ok, err) = render(scope, &inputs[step.input], traces, worker_index, built);
+    let (ok, err) = render(scope, &inputs[step.input], ctx, locals);
     let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone());
     *errs = errs.clone().concat(err).concat(key_errs);
-    built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
+    ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
     keyed.arrange_by_key_named("JoinLookup")
 }
 
@@ -325,6 +389,36 @@ pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBu
     let ok = ok.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("export {name}"));
     let err = err.arrange_by_self_named(&format!("errors {name}"));
     Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
+}
+
+/// The top scope's own imports: registered arrangements as they are.
+impl RenderTime for Timestamp {
+    fn hoist<'s>(
+        _scope: Scope<'s, Self>,
+        _expr: &RelationExpr,
+        _ctx: &mut Ctx<'_, '_>,
+        _locals: &Locals<'s, Self>,
+    ) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)> {
+        None
+    }
+
+    fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
+        let bundle = ctx.traces.get_mut(&id)?;
+        let ok = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
+        let err = match bundle.err.as_mut() {
+            Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
+            None => empty(scope),
+        };
+        Some((ok, err))
+    }
+
+    fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s>> {
+        ctx.traces.get_mut(&id).map(|b| b.ok.import(scope))
+    }
+
+    fn render_recursive<'s>(scope: Scope<'s, Self>, expr: &RelationExpr, ctx: &mut Ctx<'_, '_>) -> (Coll<'s>, ErrColl<'s>) {
+        crate::dataflow::recursive::render_recursive(scope, expr, ctx)
+    }
 }
 
 /// Arranges the relation `on` by `key` for an index.

@@ -21,7 +21,7 @@
 //! Owns: the rendering of `TopK`. Must not: know SQL.
 
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_16, FAN_OUT_256};
-use crate::dataflow::render::{normalize_key, Coll};
+use crate::dataflow::render::{normalize_key, Coll, RenderTime};
 use crate::expr::relation::{compare_rows, ColumnOrder};
 use crate::repr::{Datum, Diff, Row};
 
@@ -47,7 +47,13 @@ pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize) -> Str
     format!("top-k input by group key {group_key:?}: {how}")
 }
 
-pub fn render_topk<'s>(ok: Coll<'s>, group_key: Vec<usize>, order: Vec<ColumnOrder>, limit: Option<usize>, offset: usize) -> Coll<'s> {
+pub fn render_topk<'s, T: RenderTime>(
+    ok: Coll<'s, T>,
+    group_key: Vec<usize>,
+    order: Vec<ColumnOrder>,
+    limit: Option<usize>,
+    offset: usize,
+) -> Coll<'s, T> {
     let keyed = ok.map(move |row| {
         let datums = row.unpack();
         let key = Row::from_datums(group_key.iter().map(|c| normalize_key(datums[*c].clone())).collect());

@@ -5,18 +5,18 @@
 //! Owns the dataflow side of window functions; evaluation itself is in
 //! `crate::expr::window`. Must not touch other operators' rendering.
 
-use crate::dataflow::render::{Coll, ErrColl};
+use crate::dataflow::render::{Coll, ErrColl, RenderTime};
 use crate::expr::relation::{compare_rows, ColumnOrder};
 use crate::expr::window::WindowFunc;
 use crate::repr::{Datum, Diff, EvalError, Row};
 
-pub fn render_window<'s>(
-    ok: Coll<'s>,
-    err: ErrColl<'s>,
+pub fn render_window<'s, T: RenderTime>(
+    ok: Coll<'s, T>,
+    err: ErrColl<'s, T>,
     partition: Vec<usize>,
     order: Vec<ColumnOrder>,
     func: WindowFunc,
-) -> (Coll<'s>, ErrColl<'s>) {
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
     let keyed = ok.map(move |row| (row.project(&partition), row));
     let results = keyed.reduce(move |_key: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
         // Each copy of a duplicated row is its own row of the partition.

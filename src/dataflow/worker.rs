@@ -209,7 +209,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
         let index = state.index;
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
-                let (ok, err) = render::render(scope, &desc.plan, traces, index, &mut built);
+                let (ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built);
                 built.push(format!("materialized view {} (by row)", desc.name));
                 render::export_rows(ok, err, &desc.name)
             }
@@ -237,7 +237,7 @@ fn query(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, time
         let traces = &mut state.traces;
         let index = state.index;
         worker.dataflow_named("query", |scope| {
-            let (ok, err) = render::render(scope, plan, traces, index, &mut built);
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built);
             render::export_rows(ok, err, "query")
         })
     };

@@ -14,5 +14,5 @@ pub mod window;
 
 pub use agg::{AggregateExpr, AggregateFunc};
 pub use func::{BinaryFunc, UnaryFunc, VariadicFunc};
-pub use relation::{JoinPlan, JoinStep, RelationExpr};
+pub use relation::{JoinPlan, JoinStep, LocalId, RelationExpr};
 pub use scalar::ScalarExpr;

@@ -2,12 +2,21 @@
 //! layer renders. Every operator maps onto differential dataflow operators;
 //! the ones that need an arrangement (Join, Reduce, TopK, Distinct) say so
 //! in `explain`.
+//!
+//! Recursion (`WITH RECURSIVE`) is one node, [`RelationExpr::Recursive`],
+//! whose `step` reads the relation being defined through
+//! [`RelationExpr::RecursiveRef`]; it renders as an iterative subscope.
 
 use crate::expr::agg::AggregateExpr;
 use crate::expr::scalar::ScalarExpr;
 use crate::expr::window::WindowFunc;
 use crate::repr::{ColumnType, Datum, Diff, EvalError, GlobalId, Row, ScalarType};
+use std::collections::BTreeSet;
 use std::fmt::Write;
+
+/// Names a recursive relation inside the plan (not a catalog item). Unique
+/// within a process, so plans of views inlined into a query never clash.
+pub type LocalId = u64;
 
 /// One column of an ordering.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +69,28 @@ pub enum RelationExpr {
     /// Appends the value of a window function over each row's partition
     /// (rows equal on `partition`), in `order`.
     Window { input: Box<RelationExpr>, partition: Vec<usize>, order: Vec<ColumnOrder>, func: WindowFunc },
+    /// A recursive query (`WITH RECURSIVE name AS (base UNION [ALL] step)`),
+    /// evaluated as Postgres does: the working table starts as `base`
+    /// (without duplicates when `distinct`), each round evaluates `step`
+    /// with `RecursiveRef { id }` reading the previous round's working
+    /// table, and (for `distinct`) drops rows already produced; the result
+    /// is every round's rows. When `step` is linear in its reference, this
+    /// is the fixpoint `R = base + step(R)` (`R = distinct(base ∪ step(R))`),
+    /// which is how it is then rendered (see `dataflow/recursive.rs`).
+    /// `types` are the base's column types (all nullable). Cost: the
+    /// iterative scope arranges what `step` arranges, for every round's
+    /// changes, and (for `distinct`) the result by row.
+    Recursive {
+        id: LocalId,
+        name: String,
+        types: Vec<ColumnType>,
+        base: Box<RelationExpr>,
+        step: Box<RelationExpr>,
+        distinct: bool,
+    },
+    /// The relation `id` being defined, read inside the `step` of its
+    /// `Recursive` node.
+    RecursiveRef { id: LocalId, name: String, types: Vec<ColumnType> },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -105,7 +136,10 @@ impl RelationExpr {
     /// Column types of the output.
     pub fn typ(&self) -> Vec<ColumnType> {
         match self {
-            RelationExpr::Constant { types, .. } | RelationExpr::Get { types, .. } => types.clone(),
+            RelationExpr::Constant { types, .. }
+            | RelationExpr::Get { types, .. }
+            | RelationExpr::Recursive { types, .. }
+            | RelationExpr::RecursiveRef { types, .. } => types.clone(),
             RelationExpr::Map { input, scalars } => {
                 let mut t = input.typ();
                 for s in scalars {
@@ -208,7 +242,11 @@ impl RelationExpr {
     /// Applies `f` to every scalar expression of this node and its inputs.
     pub fn visit_scalars_mut(&mut self, f: &mut dyn FnMut(&mut ScalarExpr)) {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => {}
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => {}
+            RelationExpr::Recursive { base, step, .. } => {
+                base.visit_scalars_mut(f);
+                step.visit_scalars_mut(f);
+            }
             RelationExpr::Map { input, scalars } => {
                 input.visit_scalars_mut(f);
                 scalars.iter_mut().for_each(|s| f(s));
@@ -243,7 +281,8 @@ impl RelationExpr {
     /// Children, for generic traversals.
     pub fn children(&self) -> Vec<&RelationExpr> {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => vec![],
+            RelationExpr::Recursive { base, step, .. } => vec![base, step],
             RelationExpr::Map { input, .. }
             | RelationExpr::Filter { input, .. }
             | RelationExpr::Project { input, .. }
@@ -260,7 +299,8 @@ impl RelationExpr {
     /// Children, mutably.
     pub fn children_mut(&mut self) -> Vec<&mut RelationExpr> {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } => vec![],
+            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => vec![],
+            RelationExpr::Recursive { base, step, .. } => vec![base, step],
             RelationExpr::Map { input, .. }
             | RelationExpr::Filter { input, .. }
             | RelationExpr::Project { input, .. }
@@ -289,6 +329,29 @@ impl RelationExpr {
         }
         for c in self.children() {
             c.collect_gets(out);
+        }
+    }
+
+    /// Recursive relations read (`RecursiveRef`) but not defined inside
+    /// the expression: a `Recursive` node binds its id in its `step`.
+    pub fn free_recursive_refs(&self) -> BTreeSet<LocalId> {
+        let mut out = BTreeSet::new();
+        self.collect_free_refs(&mut out);
+        out
+    }
+
+    fn collect_free_refs(&self, out: &mut BTreeSet<LocalId>) {
+        match self {
+            RelationExpr::RecursiveRef { id, .. } => {
+                out.insert(*id);
+            }
+            RelationExpr::Recursive { id, base, step, .. } => {
+                base.collect_free_refs(out);
+                let mut inner = step.free_recursive_refs();
+                inner.remove(id);
+                out.extend(inner);
+            }
+            other => other.children().into_iter().for_each(|c| c.collect_free_refs(out)),
         }
     }
 
@@ -438,6 +501,17 @@ impl RelationExpr {
             RelationExpr::Negate { input } => {
                 let _ = writeln!(out, "{pad}Negate");
                 input.explain_into(out, depth + 1);
+            }
+            RelationExpr::Recursive { name, base, step, distinct, .. } => {
+                let (op, how) = if *distinct { ("UNION", "  [arranges result by row]") } else { ("UNION ALL", "") };
+                let _ = writeln!(out, "{pad}Recursive {name} ({op}, iterates to a fixpoint){how}");
+                let _ = writeln!(out, "{pad}  base:");
+                base.explain_into(out, depth + 2);
+                let _ = writeln!(out, "{pad}  step:");
+                step.explain_into(out, depth + 2);
+            }
+            RelationExpr::RecursiveRef { name, .. } => {
+                let _ = writeln!(out, "{pad}RecursiveRef {name}  [the previous round of {name}]");
             }
         }
     }

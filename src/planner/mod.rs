@@ -141,6 +141,13 @@ fn map_children(expr: RelationExpr, f: &mut dyn FnMut(RelationExpr) -> RelationE
         Distinct { input } => Distinct { input: Box::new(f(*input)) },
         Union { inputs } => Union { inputs: inputs.into_iter().map(&mut *f).collect() },
         Negate { input } => Negate { input: Box::new(f(*input)) },
+        Threshold { input } => Threshold { input: Box::new(f(*input)) },
+        Window { input, partition, order, func } => Window { input: Box::new(f(*input)), partition, order, func },
+        // Base and step are optimized separately: nothing moves across the
+        // recursion boundary (a filter above the node stays above it).
+        Recursive { id, name, types, base, step, distinct } => {
+            Recursive { id, name, types, base: Box::new(f(*base)), step: Box::new(f(*step)), distinct }
+        }
         leaf => leaf,
     }
 }

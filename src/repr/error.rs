@@ -56,6 +56,7 @@ pub enum SqlState {
     InvalidArgumentForLogarithm,
     StatementTooComplex,
     ArraySubscriptError,
+    InvalidRecursion,
 }
 
 impl SqlState {
@@ -111,6 +112,7 @@ impl SqlState {
             SqlState::InvalidArgumentForLogarithm => "2201E",
             SqlState::StatementTooComplex => "54001",
             SqlState::ArraySubscriptError => "2202E",
+            SqlState::InvalidRecursion => "42P19",
         }
     }
 }
@@ -174,6 +176,10 @@ pub enum EvalError {
     MalformedArrayLiteral { text: String, detail: String },
     #[error("{0}")]
     ArraySubscript(String),
+    /// A recursive query still produced new rows after `limit` rounds
+    /// (see `dataflow::recursive::ITERATION_LIMIT`).
+    #[error("recursive query \"{name}\" exceeded the iteration limit of {limit}")]
+    RecursionLimit { name: String, limit: u64 },
 }
 
 impl EvalError {
@@ -198,6 +204,9 @@ impl EvalError {
             EvalError::DatetimeFieldOverflowMd(_) => {
                 Some("Perhaps you need a different \"datestyle\" setting.".into())
             }
+            EvalError::RecursionLimit { .. } => Some(
+                "The recursion does not terminate, or needs more rounds than ripple allows; add a condition that ends it.".into(),
+            ),
             _ => None,
         }
     }
@@ -230,7 +239,7 @@ impl EvalError {
             EvalError::SubstringError(_) => SqlState::SubstringError,
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
-            EvalError::StackDepthExceeded => SqlState::StatementTooComplex,
+            EvalError::StackDepthExceeded | EvalError::RecursionLimit { .. } => SqlState::StatementTooComplex,
             EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
             EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
         }
@@ -287,6 +296,9 @@ pub enum Error {
     InvalidTableDefinition(String),
     #[error("{0}")]
     FeatureNotSupported(String),
+    /// A malformed recursive query (42P19).
+    #[error("{0}")]
+    InvalidRecursion(String),
     #[error("{0}")]
     ProtocolViolation(String),
     #[error("{0}")]
@@ -336,6 +348,7 @@ impl Error {
             Error::UniqueViolation { .. } => SqlState::UniqueViolation,
             Error::InvalidTableDefinition(_) => SqlState::InvalidTableDefinition,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
+            Error::InvalidRecursion(_) => SqlState::InvalidRecursion,
             Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
             Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
             Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
@@ -379,6 +392,9 @@ impl Error {
             Error::AmbiguousFunction(_) => Some(
                 "Could not choose a best candidate operator. You might need to add explicit type casts.".into(),
             ),
+            Error::DatatypeMismatch(m) if m.contains(" in non-recursive term but type ") => {
+                Some("Cast the output of the non-recursive term to the correct type.".into())
+            }
             Error::DatatypeMismatch(m) if m.contains(" but expression is of type ") => {
                 Some("You will need to rewrite or cast the expression.".into())
             }

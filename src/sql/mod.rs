@@ -11,6 +11,7 @@ mod expr;
 mod functions;
 mod plan;
 mod query;
+mod recursive;
 mod scope;
 mod subquery;
 mod types;

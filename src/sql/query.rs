@@ -1,4 +1,4 @@
-//! Binding queries into MIR: WITH, set operations, VALUES, SELECT blocks
+//! Binding queries into MIR: WITH (recursive items in `recursive.rs`), set operations, VALUES, SELECT blocks
 //! (FROM with inner, outer, USING/NATURAL and LATERAL joins; WHERE; GROUP
 //! BY; HAVING; DISTINCT [ON]; ORDER BY; LIMIT/OFFSET).
 //!
@@ -91,25 +91,7 @@ impl Binder<'_> {
 
     fn bind_query_with_ctes(&mut self, q: &Query, outer: Option<&Outer>) -> Result<Block, Error> {
         if let Some(with) = &q.with {
-            if with.recursive {
-                return Err(Error::FeatureNotSupported("WITH RECURSIVE is not supported yet".into()));
-            }
-            for cte in &with.cte_tables {
-                let name = ident(&cte.alias.name);
-                let block = self.bind_query_in(&cte.query, None)?;
-                let mut desc = block.desc.clone();
-                if cte.alias.columns.len() > desc.arity() {
-                    return Err(Error::Syntax(format!(
-                        "WITH query \"{name}\" has {} columns available but {} columns specified",
-                        desc.arity(),
-                        cte.alias.columns.len()
-                    )));
-                }
-                for (i, c) in cte.alias.columns.iter().enumerate() {
-                    desc.names[i] = ident(&c.name);
-                }
-                self.ctes.push(Cte { name, expr: block.into_relation(), desc });
-            }
+            self.bind_with(with)?;
         }
         let order_exprs: Vec<ast::OrderByExpr> = match q.order_by.as_ref().map(|o| &o.kind) {
             Some(OrderByKind::Expressions(v)) => v.clone(),
@@ -163,7 +145,7 @@ impl Binder<'_> {
         Ok(out)
     }
 
-    fn bind_set_expr(&mut self, se: &SetExpr, outer: Option<&Outer>) -> Result<Block, Error> {
+    pub(crate) fn bind_set_expr(&mut self, se: &SetExpr, outer: Option<&Outer>) -> Result<Block, Error> {
         match se {
             SetExpr::Select(s) => self.bind_select(s, &[], outer),
             SetExpr::Query(q) => {
@@ -1136,7 +1118,7 @@ fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
 }
 
 /// Casts the non-prefix columns of `e` to `types` where they differ.
-fn coerce_columns(e: RelationExpr, prefix: usize, types: &[ColumnType]) -> RelationExpr {
+pub(crate) fn coerce_columns(e: RelationExpr, prefix: usize, types: &[ColumnType]) -> RelationExpr {
     let have = e.typ();
     if have.iter().skip(prefix).zip(types).all(|(h, t)| h.scalar == t.scalar) {
         return e;
