@@ -30,6 +30,9 @@ pub struct Session {
     pub id: u64,
     /// Inside an explicit `BEGIN` block.
     pub in_transaction: bool,
+    /// The open transaction block, if any (its writes, read timestamp,
+    /// write token).
+    pub(crate) txn: Option<crate::coord::txn::Txn>,
     /// Session variables set with `SET`.
     pub vars: std::collections::BTreeMap<String, String>,
 }

@@ -1,16 +1,22 @@
 //! The coordinator: owns the catalog, the timestamp oracle and the sequencer
 //! that turns each statement into storage writes and dataflow commands.
 //!
-//! Writes are serialized: a write takes the next timestamp, is made durable
-//! in storage (synced) and only then sent to the dataflow workers and
-//! acknowledged. Reads pick the latest write timestamp (read-your-writes
-//! across sessions) and wait, outside the coordinator lock, until every
-//! arrangement they read is complete through it.
+//! Writes are serialized by the write token (an autocommit write holds it
+//! for its statement, a transaction from its first write to its end): a
+//! write takes the next timestamp, is sent to the dataflow workers and
+//! queued for group commit (`commit`), and is acknowledged only once it is
+//! durable. Reads happen at the durable timestamp (so nothing a reader sees
+//! can be lost, and a session reads its own acknowledged writes) or, inside
+//! a transaction, at the transaction's timestamp (`txn`); they wait, outside
+//! the coordinator lock, until every arrangement they read is complete
+//! through it.
 //!
 //! Must not: block a dataflow worker, or do I/O other than through `storage`.
 
 pub mod api;
 mod catalog;
+mod commit;
+pub(crate) mod txn;
 mod unique;
 
 pub use api::{ExecuteResponse, Session, StatementDesc};
@@ -25,9 +31,11 @@ use catalog::{BindCatalog, Catalog, Item, ItemRecord};
 use sqlparser::ast::Statement;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use commit::GroupCommit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
+use txn::{ReadHolds, Txn};
 
 /// Start-up configuration.
 #[derive(Clone, Debug)]
@@ -42,10 +50,20 @@ pub struct Coordinator {
     state: Arc<Mutex<State>>,
     dataflow: Arc<DataflowClient>,
     next_session: Arc<AtomicU64>,
+    commits: Arc<GroupCommit>,
+    /// Held by whoever may assign write timestamps: an autocommit write for
+    /// its statement, a transaction from its first write to its end. Always
+    /// taken before `state`, never while holding it.
+    write_token: Arc<Mutex<()>>,
 }
 
 struct State {
-    storage: Storage,
+    /// Kept for the life of the coordinator (the commit thread shares it).
+    #[allow(dead_code)]
+    storage: Arc<Storage>,
+    commits: Arc<GroupCommit>,
+    /// The timestamps open transactions read at.
+    holds: ReadHolds,
     catalog: Catalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
@@ -86,13 +104,17 @@ impl Coordinator {
     /// Opens the data directory, recovers the catalog and tables, starts the
     /// dataflow workers and rebuilds every maintained dataflow.
     pub async fn open(config: CoordConfig) -> Result<Coordinator, Error> {
-        let storage = Storage::open(&config.data_dir)?;
+        let storage = Arc::new(Storage::open(&config.data_dir)?);
         let recovered = storage.recover()?;
         let dataflow = Arc::new(DataflowClient::start(config.workers).map_err(Error::Internal)?);
+        let write_ts = recovered.max_timestamp.max(now_ms());
+        let commits = GroupCommit::start(storage.clone(), write_ts)?;
         let mut state = State {
             storage,
+            commits: commits.clone(),
+            holds: ReadHolds::default(),
             catalog: Catalog::default(),
-            write_ts: recovered.max_timestamp.max(now_ms()),
+            write_ts,
             orphans: Vec::new(),
             dataflow: dataflow.clone(),
             unique: unique::UniqueKeys::default(),
@@ -133,7 +155,13 @@ impl Coordinator {
             state.load_tables(&recovered.tables, load_ts);
         }
         dataflow.broadcast(Command::AllowCompaction { time: state.write_ts });
-        Ok(Coordinator { state: Arc::new(Mutex::new(state)), dataflow, next_session: Arc::new(AtomicU64::new(1)) })
+        Ok(Coordinator {
+            state: Arc::new(Mutex::new(state)),
+            dataflow,
+            next_session: Arc::new(AtomicU64::new(1)),
+            commits,
+            write_token: Arc::new(Mutex::new(())),
+        })
     }
 
     pub fn new_session(&self) -> Session {
@@ -169,8 +197,112 @@ impl Coordinator {
         Ok(StatementDesc { params, columns })
     }
 
-    /// Executes one statement with its parameter values.
+    /// Executes one statement with its parameter values: takes the write
+    /// token a write needs, runs the statement, and acknowledges a write
+    /// only once it is durable. An error inside a transaction block aborts
+    /// the transaction (Postgres's rule).
     pub async fn execute(&self, session: &mut Session, stmt: &Statement, params: &[Datum]) -> Result<ExecuteResponse, Error> {
+        let class = StmtClass::of(stmt);
+        if session.txn.as_ref().is_some_and(|t| t.failed) && class != StmtClass::TxnControl {
+            return Err(Error::InFailedTransaction);
+        }
+        let own_token = match self.take_write_token(session, stmt, class).await {
+            Ok(token) => token,
+            Err(e) => {
+                abort(session);
+                return Err(e);
+            }
+        };
+        let writing = own_token.is_some() || session.txn.as_ref().is_some_and(|t| t.token.is_some());
+        let result = self.execute_inner(session, stmt, params, writing).await;
+        if let Some(token) = own_token {
+            let ts = self.state.lock().await.write_ts;
+            drop(token);
+            if result.is_ok() {
+                // Acknowledged only once durable (with everything before it).
+                self.commits.wait(ts).await?;
+            }
+        }
+        if result.is_err() {
+            abort(session);
+        }
+        result
+    }
+
+    /// Takes the write token for a statement that writes: returns it when
+    /// the statement holds it on its own (autocommit, DDL), or stores it in
+    /// the session's transaction (its first write).
+    async fn take_write_token(
+        &self,
+        session: &mut Session,
+        stmt: &Statement,
+        class: StmtClass,
+    ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
+        let StmtClass::Write { ddl } = class else { return Ok(None) };
+        let Some(txn) = session.txn.as_mut() else {
+            return Ok(Some(self.write_token.clone().lock_owned().await));
+        };
+        if ddl {
+            // DDL takes effect at once, as its own transaction; it may not
+            // come after writes, whose rollback could not undo it.
+            if txn.token.is_some() {
+                return Err(Error::ActiveTransaction(format!(
+                    "{} cannot run inside a transaction block that has written; COMMIT or ROLLBACK first",
+                    verb(stmt)
+                )));
+            }
+            return Ok(Some(self.write_token.clone().lock_owned().await));
+        }
+        if txn.read_only {
+            return Err(Error::ReadOnlyTransaction(format!("cannot execute {} in a read-only transaction", verb(stmt))));
+        }
+        if txn.token.is_none() {
+            let token = self.write_token.clone().lock_owned().await;
+            let latest = self.state.lock().await.write_ts;
+            if txn.read_ts().is_some_and(|r| r < latest) {
+                return Err(Error::SerializationFailure(
+                    "could not serialize access due to concurrent update".into(),
+                ));
+            }
+            // Everything this transaction reads from now on must be durable.
+            self.commits.wait(latest).await?;
+            txn.token = Some(token);
+        }
+        Ok(None)
+    }
+
+    /// The timestamp a statement reads at: its transaction's (fixed by its
+    /// first read, and held), the latest write's when the statement writes
+    /// (it holds the write token, so that is the state it changes), or the
+    /// durable timestamp.
+    fn read_ts(&self, state: &State, session: &mut Session, writing: bool) -> Timestamp {
+        if let Some(txn) = session.txn.as_mut() {
+            if let Some(ts) = txn.read_ts() {
+                return ts;
+            }
+            let ts = if txn.token.is_some() { state.write_ts } else { self.commits.durable_ts() };
+            txn.read = Some(state.holds.hold(ts));
+            return ts;
+        }
+        if writing { state.write_ts } else { self.commits.durable_ts() }
+    }
+
+    /// A bound query as the session sees it: with its transaction's
+    /// uncommitted writes.
+    fn with_own_writes(state: &State, session: &Session, query: RelationExpr) -> RelationExpr {
+        match &session.txn {
+            Some(txn) if txn.has_writes() => txn::overlay(query, &txn.writes, &state.catalog),
+            _ => query,
+        }
+    }
+
+    async fn execute_inner(
+        &self,
+        session: &mut Session,
+        stmt: &Statement,
+        params: &[Datum],
+        writing: bool,
+    ) -> Result<ExecuteResponse, Error> {
         let mut state = self.state.lock().await;
         let mut p = Params { types: vec![None; params.len()], values: Some(params.to_vec()) };
         // Parameter values arrive typed as described; bind with those types.
@@ -195,11 +327,12 @@ impl Coordinator {
         let create_sql = stmt.to_string();
         match plan {
             Plan::Select { query, desc, finishing } => {
+                let query = Self::with_own_writes(&state, session, query);
                 let query = crate::planner::optimize(query, &state.catalog);
                 let rows = match query.eval_constant() {
                     Some(rows) => expand(rows?)?,
                     None => {
-                        let ts = state.write_ts;
+                        let ts = self.read_ts(&state, session, writing);
                         let rx = state.read(query, ts);
                         drop(state);
                         self.collect(rx).await?
@@ -213,13 +346,14 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), rows })
             }
             Plan::Insert { table, table_name, desc, source } => {
+                let source = Self::with_own_writes(&state, session, source);
                 let source = crate::planner::optimize(source, &state.catalog);
                 // VALUES need no dataflow: a write then does not wait for
                 // the workers to finish the writes before it.
                 let rows = match source.eval_constant() {
                     Some(rows) => expand(rows?)?,
                     None => {
-                        let ts = state.write_ts;
+                        let ts = self.read_ts(&state, session, writing);
                         let rx = state.read(source, ts);
                         self.collect(rx).await?
                     }
@@ -229,15 +363,16 @@ impl Coordinator {
                     updates.push((check_row(row, &desc, &table_name)?, 1));
                 }
                 let n = updates.len() as u64;
-                state.write(vec![(table, updates)])?;
+                state.write(session, vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "INSERT".into(), rows: Some(n) })
             }
             Plan::Update { table, table_name, desc, selection, assignments } => {
                 // The rows to change and their new values are a query read at
                 // the write timestamp under the lock, so subqueries work and
                 // no write comes between the read and the write.
+                let selection = Self::with_own_writes(&state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
-                let ts = state.write_ts;
+                let ts = self.read_ts(&state, session, writing);
                 let rx = state.read(selection, ts);
                 let rows = self.collect(rx).await?;
                 let width = desc.arity();
@@ -256,17 +391,18 @@ impl Coordinator {
                         updates.push((new, 1));
                     }
                 }
-                state.write(vec![(table, updates)])?;
+                state.write(session, vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "UPDATE".into(), rows: Some(n) })
             }
             Plan::Delete { table, selection, .. } => {
+                let selection = Self::with_own_writes(&state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
-                let ts = state.write_ts;
+                let ts = self.read_ts(&state, session, writing);
                 let rx = state.read(selection, ts);
                 let rows = self.collect(rx).await?;
                 let n = rows.len() as u64;
                 let updates = rows.into_iter().map(|r| (r, -1)).collect();
-                state.write(vec![(table, updates)])?;
+                state.write(session, vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "DELETE".into(), rows: Some(n) })
             }
             Plan::CreateTable { ref name, if_not_exists, .. }
@@ -390,16 +526,37 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
             Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
-            Plan::StartTransaction => {
+            Plan::StartTransaction { read_only } => {
+                // BEGIN inside a block is a no-op (Postgres warns).
+                if session.txn.is_none() {
+                    session.txn = Some(Txn { read_only, ..Default::default() });
+                }
                 session.in_transaction = true;
                 Ok(ExecuteResponse::Command { tag: "BEGIN".into(), rows: None })
             }
             Plan::Commit => {
                 session.in_transaction = false;
+                let Some(mut txn) = session.txn.take() else {
+                    return Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None });
+                };
+                if txn.failed {
+                    return Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None });
+                }
+                if txn.token.is_some() {
+                    // All of the transaction at one new timestamp.
+                    let updates = txn.take_writes();
+                    state.unique.commit(std::mem::take(&mut txn.keys));
+                    state.commit_updates(updates)?;
+                    let ts = state.write_ts;
+                    drop(state);
+                    drop(txn);
+                    self.commits.wait(ts).await?;
+                }
                 Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None })
             }
             Plan::Rollback => {
                 session.in_transaction = false;
+                session.txn = None;
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
         }
@@ -489,8 +646,10 @@ impl State {
         self.write_ts
     }
 
-    /// Makes table updates durable, then applies them to the dataflows.
-    fn write(&mut self, updates: Vec<(GlobalId, Vec<(Vec<Datum>, Diff)>)>) -> Result<(), Error> {
+    /// A statement's table updates: checked against the unique keys, then
+    /// buffered in the session's transaction, or (autocommit) committed.
+    /// The caller holds the write token.
+    fn write(&mut self, session: &mut Session, updates: Vec<(GlobalId, Vec<(Vec<Datum>, Diff)>)>) -> Result<(), Error> {
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates
             .into_iter()
             .map(|(id, rows)| (id, rows.into_iter().map(|(d, r)| (Row::from_datums(d), r)).collect::<Vec<_>>()))
@@ -499,11 +658,13 @@ impl State {
         if updates.is_empty() {
             return Ok(());
         }
+        if let Some(txn) = session.txn.as_mut() {
+            self.unique.check(&mut txn.keys, &updates)?;
+            txn.buffer(updates);
+            return Ok(());
+        }
         self.unique.apply(&updates)?;
-        let ts = self.next_ts();
-        let mut ws = WriteSet::new(ts);
-        ws.table_updates = updates.clone();
-        if let Err(e) = self.storage.commit(ws) {
+        if let Err(e) = self.commit_updates(updates.clone()) {
             // Undo the key changes (removing what was just added cannot
             // conflict).
             let undo: Vec<(GlobalId, Vec<(Row, Diff)>)> =
@@ -511,9 +672,36 @@ impl State {
             let _ = self.unique.apply(&undo);
             return Err(e);
         }
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
-        self.dataflow.broadcast(Command::AllowCompaction { time: ts });
         Ok(())
+    }
+
+    /// Commits table updates (already checked against the unique keys) at
+    /// a new timestamp: queued for group commit and applied to the
+    /// dataflows. The caller acknowledges once `commits` says the timestamp
+    /// is durable.
+    fn commit_updates(&mut self, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>) -> Result<(), Error> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let ts = self.next_ts();
+        let mut ws = WriteSet::new(ts);
+        ws.table_updates = updates.clone();
+        self.commits.submit(ws)?;
+        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
+        self.allow_compaction();
+        Ok(())
+    }
+
+    /// Lets arrangements compact up to what no read can still ask for:
+    /// the durable timestamp (where reads happen), or the oldest timestamp
+    /// an open transaction reads at. Called under the state lock, as reads
+    /// pick their timestamp under it.
+    fn allow_compaction(&self) {
+        let mut time = self.commits.durable_ts();
+        if let Some(held) = self.holds.min() {
+            time = time.min(held);
+        }
+        self.dataflow.broadcast(Command::AllowCompaction { time });
     }
 
     fn load_tables(&mut self, tables: &std::collections::HashMap<GlobalId, Vec<(Row, Diff)>>, ts: Timestamp) {
@@ -548,7 +736,7 @@ impl State {
         let mut ws = WriteSet::new(ts);
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
-        self.storage.commit(ws)?;
+        self.commits.submit(ws)?;
         self.install(id, name, plan, deps, create_sql, contents)?;
         // Advance time so that the new item is readable at the write time.
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
@@ -698,7 +886,7 @@ impl State {
                 ws.dropped_tables.push(*id);
             }
         }
-        self.storage.commit(ws)?;
+        self.commits.submit(ws)?;
         for id in &to_drop {
             self.catalog.items.remove(id);
             self.unique.drop_owner(*id);
@@ -807,4 +995,48 @@ fn default_var(name: &str) -> String {
         _ => "",
     }
     .to_string()
+}
+
+/// What a statement needs from the write path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StmtClass {
+    /// BEGIN, COMMIT, ROLLBACK (allowed in a failed transaction).
+    TxnControl,
+    /// Changes tables (`ddl: false`) or the catalog (`ddl: true`).
+    Write { ddl: bool },
+    /// Reads or session settings.
+    Other,
+}
+
+impl StmtClass {
+    fn of(stmt: &Statement) -> StmtClass {
+        match stmt {
+            Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => StmtClass::TxnControl,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => StmtClass::Write { ddl: false },
+            Statement::CreateTable(_)
+            | Statement::CreateView(_)
+            | Statement::CreateIndex(_)
+            | Statement::Drop { .. } => StmtClass::Write { ddl: true },
+            _ => StmtClass::Other,
+        }
+    }
+}
+
+/// The statement's leading keywords, for messages (`INSERT`, `CREATE TABLE`).
+fn verb(stmt: &Statement) -> String {
+    let text = stmt.to_string();
+    let words: Vec<&str> = text.split_whitespace().take(2).collect();
+    match words.first().map(|w| w.to_ascii_uppercase()) {
+        Some(w) if w == "CREATE" || w == "DROP" => words.join(" ").to_ascii_uppercase(),
+        Some(w) => w,
+        None => String::new(),
+    }
+}
+
+/// A failed statement aborts the session's transaction block: its writes
+/// and holds go, and only ROLLBACK or COMMIT are accepted until its end.
+fn abort(session: &mut Session) {
+    if let Some(txn) = session.txn.as_mut() {
+        *txn = Txn { read_only: txn.read_only, failed: true, ..Default::default() };
+    }
 }

@@ -92,8 +92,20 @@ impl UniqueKeys {
     /// Checks a statement's updates against every key of the tables they
     /// change and, if no key value would repeat, records them.
     pub fn apply(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
+        let mut pending = PendingKeys::default();
+        self.check(&mut pending, updates)?;
+        self.commit(pending);
+        Ok(())
+    }
+
+    /// Checks a statement's updates of a transaction whose earlier
+    /// statements changed keys by `pending` (not yet recorded here): if no
+    /// key value would repeat, adds them to `pending`; otherwise changes
+    /// nothing. The caller must keep other writers out until it commits or
+    /// forgets `pending` (the coordinator's write token).
+    pub fn check(&self, pending: &mut PendingKeys, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
         // The net change of each key value, per (table, key).
-        let mut deltas: Vec<(GlobalId, usize, HashMap<Row, Diff>)> = Vec::new();
+        let mut deltas: Vec<((GlobalId, usize), HashMap<Row, Diff>)> = Vec::new();
         for (table, rows) in updates {
             let Some(keys) = self.by_table.get(table) else { continue };
             for (i, key) in keys.iter().enumerate() {
@@ -103,18 +115,36 @@ impl UniqueKeys {
                         *delta.entry(k).or_insert(0) += diff;
                     }
                 }
+                let before = pending.deltas.get(&(*table, i));
                 for (k, d) in &delta {
-                    if key.present.get(k).copied().unwrap_or(0) + d > 1 {
+                    let earlier = before.and_then(|b| b.get(k)).copied().unwrap_or(0);
+                    if key.present.get(k).copied().unwrap_or(0) + earlier + d > 1 {
                         return Err(Error::UniqueViolation {
                             message: format!("duplicate key value violates unique constraint \"{}\"", key.name),
                             detail: format!("{} already exists.", key.describe(k)),
                         });
                     }
                 }
-                deltas.push((*table, i, delta));
+                deltas.push(((*table, i), delta));
             }
         }
-        for (table, i, delta) in deltas {
+        for (slot, delta) in deltas {
+            let acc = pending.deltas.entry(slot).or_default();
+            for (k, d) in delta {
+                let n = acc.entry(k.clone()).or_insert(0);
+                *n += d;
+                if *n == 0 {
+                    acc.remove(&k);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the key changes of a committed transaction (checked by
+    /// `check`).
+    pub fn commit(&mut self, pending: PendingKeys) {
+        for ((table, i), delta) in pending.deltas {
             if let Some(key) = self.by_table.get_mut(&table).and_then(|keys| keys.get_mut(i)) {
                 for (k, d) in delta {
                     let n = key.present.entry(k.clone()).or_insert(0);
@@ -125,8 +155,14 @@ impl UniqueKeys {
                 }
             }
         }
-        Ok(())
     }
+}
+
+/// The key changes of a transaction's statements so far, checked but not
+/// yet recorded in `UniqueKeys` (dropped on rollback).
+#[derive(Debug, Default)]
+pub struct PendingKeys {
+    deltas: HashMap<(GlobalId, usize), HashMap<Row, Diff>>,
 }
 
 #[cfg(test)]
@@ -165,6 +201,26 @@ mod tests {
         // Deleted keys can come back.
         u.apply(&[(1, vec![(row(&[Some(4)]), -1)])]).unwrap();
         u.apply(&[(1, vec![(row(&[Some(4)]), 1)])]).unwrap();
+    }
+
+    #[test]
+    fn a_transaction_sees_its_own_earlier_keys() {
+        let mut u = UniqueKeys::default();
+        u.add(1, 1, "t_pkey", &[0], vec!["a".into()], &[(row(&[Some(1)]), 1)]).unwrap();
+        let mut p = PendingKeys::default();
+        u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
+        // The same key again in a later statement of the transaction.
+        assert!(u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])]).is_err());
+        // Deleting 1 then inserting it again is fine.
+        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), -1)])]).unwrap();
+        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), 1)])]).unwrap();
+        // Rolled back: nothing recorded, 2 is free for others.
+        u.apply(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
+        // Committed: 3 is taken.
+        let mut p = PendingKeys::default();
+        u.check(&mut p, &[(1, vec![(row(&[Some(3)]), 1)])]).unwrap();
+        u.commit(p);
+        assert!(u.apply(&[(1, vec![(row(&[Some(3)]), 1)])]).is_err());
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub enum SqlState {
     StatementTooComplex,
     ArraySubscriptError,
     InvalidRecursion,
+    InFailedSqlTransaction,
+    ReadOnlySqlTransaction,
+    SerializationFailure,
 }
 
 impl SqlState {
@@ -113,6 +116,9 @@ impl SqlState {
             SqlState::StatementTooComplex => "54001",
             SqlState::ArraySubscriptError => "2202E",
             SqlState::InvalidRecursion => "42P19",
+            SqlState::InFailedSqlTransaction => "25P02",
+            SqlState::ReadOnlySqlTransaction => "25006",
+            SqlState::SerializationFailure => "40001",
         }
     }
 }
@@ -303,6 +309,19 @@ pub enum Error {
     ProtocolViolation(String),
     #[error("{0}")]
     InvalidTransactionState(String),
+    /// A statement inside a transaction block that already failed (25P02).
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
+    /// A write inside `BEGIN READ ONLY` (25006).
+    #[error("{0}")]
+    ReadOnlyTransaction(String),
+    /// A statement that cannot run inside a transaction block (25001).
+    #[error("{0}")]
+    ActiveTransaction(String),
+    /// A transaction that cannot be serialized with a concurrent one (40001);
+    /// retrying it succeeds.
+    #[error("{0}")]
+    SerializationFailure(String),
     #[error("{0}")]
     InvalidParameter(String),
     #[error("{0}")]
@@ -351,6 +370,10 @@ impl Error {
             Error::InvalidRecursion(_) => SqlState::InvalidRecursion,
             Error::ProtocolViolation(_) => SqlState::ProtocolViolation,
             Error::InvalidTransactionState(_) => SqlState::InvalidTransactionState,
+            Error::InFailedTransaction => SqlState::InFailedSqlTransaction,
+            Error::ReadOnlyTransaction(_) => SqlState::ReadOnlySqlTransaction,
+            Error::ActiveTransaction(_) => SqlState::ActiveSqlTransaction,
+            Error::SerializationFailure(_) => SqlState::SerializationFailure,
             Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
             Error::UndefinedParameter(_) => SqlState::UndefinedParameter,
             Error::IndeterminateDatatype(_) => SqlState::IndeterminateDatatype,

@@ -244,7 +244,11 @@ impl Binder<'_> {
                 }
                 other => Ok(Plan::SetVariable { name: other.to_string(), value: String::new() }),
             },
-            Statement::StartTransaction { .. } => Ok(Plan::StartTransaction),
+            Statement::StartTransaction { modes, .. } => Ok(Plan::StartTransaction {
+                read_only: modes.iter().any(|m| {
+                    matches!(m, ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly))
+                }),
+            }),
             Statement::Deallocate { name, .. } => Ok(Plan::SessionCleanup {
                 tag: if name.value.eq_ignore_ascii_case("all") { "DEALLOCATE ALL".into() } else { "DEALLOCATE".into() },
             }),

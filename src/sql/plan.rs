@@ -91,7 +91,8 @@ pub enum Plan {
     Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Show(ShowKind),
     SetVariable { name: String, value: String },
-    StartTransaction,
+    /// `BEGIN` / `START TRANSACTION`, `read_only` for `READ ONLY`.
+    StartTransaction { read_only: bool },
     /// `DEALLOCATE` / `DISCARD`: session-level cleanup a driver sends; the
     /// protocol layer owns prepared statements, so only the tag is returned.
     SessionCleanup { tag: String },

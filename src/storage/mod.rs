@@ -20,14 +20,17 @@
 //!   storage itself: `\0max_timestamp` is merged (max) on every commit.
 //!
 //! Every commit is one RocksDB `WriteBatch` written with `sync = true`, so it
-//! is atomic and on disk before `commit` returns; concurrent commits are
-//! grouped into one fsync by RocksDB's write leader. Recovery reads the
+//! is atomic and on disk before `commit` returns; `commit_group` writes the
+//! commits the coordinator gathered (group commit) as one batch and one sync. Recovery reads the
 //! catalog, metadata and every table log, consolidates each table (sums the
 //! diffs per row, drops zeros), and writes each table back as a single
 //! snapshot record in one synced batch that also deletes the folded entries,
 //! so restart cost tracks live data rather than history.
 
 mod codec;
+mod compact;
+
+pub use compact::Compactor;
 
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 use rocksdb::{
@@ -54,6 +57,8 @@ const SNAPSHOT_TS: Timestamp = 0;
 /// several threads at once.
 pub struct Storage {
     db: DB,
+    /// Taken by `fold_table` and by commits that drop tables.
+    drop_lock: std::sync::Mutex<()>,
     /// Next per-process sequence number of a table-log key.
     next_seq: AtomicU64,
 }
@@ -146,10 +151,17 @@ impl Storage {
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
+        // Bound what history costs on disk: old WAL files go once their
+        // memtables are flushed, and RocksDB's own info logs are few.
+        db_opts.set_max_total_wal_size(64 << 20);
+        db_opts.set_keep_log_file_num(4);
 
         let cf_opts = |name: &str| {
             let mut opts = Options::default();
             opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            if name == CF_TABLE_LOG {
+                opts.set_write_buffer_size(16 << 20);
+            }
             if name == CF_META {
                 opts.set_merge_operator_associative("ripple_max_u64", merge_max_u64);
             }
@@ -175,6 +187,7 @@ impl Storage {
         })?;
         Ok(Storage {
             db,
+            drop_lock: std::sync::Mutex::new(()),
             next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1),
         })
     }
@@ -188,45 +201,131 @@ impl Storage {
     /// Writes `ws` atomically (one `WriteBatch`) and durably (fsync) before
     /// returning.
     pub fn commit(&self, ws: WriteSet) -> Result<(), Error> {
-        if let Some((key, _)) = ws
-            .meta_puts
-            .iter()
-            .find(|(k, _)| k.as_bytes().first() == Some(&RESERVED_META_PREFIX))
-        {
-            return Err(Error::Storage(format!("metadata key {key:?} is reserved")));
+        self.commit_group(std::slice::from_ref(&ws))
+    }
+
+    /// Writes several write sets, in order, as one atomic `WriteBatch` with
+    /// one fsync (group commit): after a crash either all of them are there
+    /// or none.
+    pub fn commit_group(&self, sets: &[WriteSet]) -> Result<(), Error> {
+        for ws in sets {
+            if let Some((key, _)) = ws
+                .meta_puts
+                .iter()
+                .find(|(k, _)| k.as_bytes().first() == Some(&RESERVED_META_PREFIX))
+            {
+                return Err(Error::Storage(format!("metadata key {key:?} is reserved")));
+            }
         }
         let catalog = self.cf(CF_CATALOG)?;
         let log = self.cf(CF_TABLE_LOG)?;
         let meta = self.cf(CF_META)?;
+        let _drop_guard = if sets.iter().any(|ws| !ws.dropped_tables.is_empty()) {
+            Some(self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?)
+        } else {
+            None
+        };
         let mut batch = WriteBatch::default();
-
-        for (id, record) in &ws.catalog_puts {
-            batch.put_cf(catalog, codec::catalog_key(*id), record);
-        }
-        for id in &ws.catalog_deletes {
-            batch.delete_cf(catalog, codec::catalog_key(*id));
-        }
-        for (table, updates) in &ws.table_updates {
-            if updates.is_empty() {
-                continue;
+        let mut max_ts = 0;
+        for ws in sets {
+            for (id, record) in &ws.catalog_puts {
+                batch.put_cf(catalog, codec::catalog_key(*id), record);
             }
-            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            let value = codec::encode_updates(updates.iter().map(|(row, diff)| (row, *diff)));
-            batch.put_cf(log, codec::log_key(*table, ws.timestamp, seq), value);
+            for id in &ws.catalog_deletes {
+                batch.delete_cf(catalog, codec::catalog_key(*id));
+            }
+            for (table, updates) in &ws.table_updates {
+                if updates.is_empty() {
+                    continue;
+                }
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                let value = codec::encode_updates(updates.iter().map(|(row, diff)| (row, *diff)));
+                batch.put_cf(log, codec::log_key(*table, ws.timestamp, seq), value);
+            }
+            for table in &ws.dropped_tables {
+                batch.delete_range_cf(log, codec::table_start(*table), codec::table_end(*table));
+            }
+            for (key, value) in &ws.meta_puts {
+                batch.put_cf(meta, key.as_bytes(), value);
+            }
+            max_ts = max_ts.max(ws.timestamp);
         }
-        for table in &ws.dropped_tables {
-            batch.delete_range_cf(log, codec::table_start(*table), codec::table_end(*table));
-        }
-        for (key, value) in &ws.meta_puts {
-            batch.put_cf(meta, key.as_bytes(), value);
-        }
-        batch.merge_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(ws.timestamp));
+        batch.merge_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(max_ts));
 
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
         self.db
             .write_opt(batch, &opts)
             .map_err(rocks_err("commit failed"))
+    }
+
+    /// Folds the log entries of `table` up to `upto` into its snapshot:
+    /// afterwards the table's data on disk is its consolidated contents at
+    /// `upto` plus the log after it. Runs beside commits, which only ever
+    /// add entries after the durable timestamp (callers pass `upto` at or
+    /// below it); `drop_lock` keeps a concurrent DROP TABLE from being
+    /// undone by a snapshot written after it. Returns the snapshot's size
+    /// in bytes, or `None` if there was nothing to fold.
+    pub fn fold_table(&self, table: GlobalId, upto: Timestamp) -> Result<Option<u64>, Error> {
+        let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
+        let log = self.cf(CF_TABLE_LOG)?;
+        let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
+        let end = codec::log_key(table, upto.saturating_add(1), 0);
+        let mut acc: HashMap<Row, Diff> = HashMap::new();
+        let mut entries = 0usize;
+        let mode = IteratorMode::From(&start, rocksdb::Direction::Forward);
+        for item in self.db.iterator_cf(log, mode) {
+            let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
+            if key.as_ref() >= end.as_slice() {
+                break;
+            }
+            let (_, ts, seq) = codec::decode_log_key(&key)?;
+            if ts != SNAPSHOT_TS {
+                entries += 1;
+            }
+            let what = || format!("table log entry of table {table} at timestamp {ts} (sequence {seq})");
+            codec::decode_updates(&value, &what, |row, diff| {
+                *acc.entry(row).or_insert(0) += diff;
+                Ok(())
+            })?;
+        }
+        if entries == 0 {
+            return Ok(None);
+        }
+        let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(log, start.to_vec(), end.to_vec());
+        let bytes = put_snapshot(&mut batch, log, table, &rows);
+        // Not synced: the batch is atomic in the WAL, and if it is lost the
+        // entries it folded are still there.
+        self.db.write(batch).map_err(rocks_err("writing a table snapshot failed"))?;
+        // Let RocksDB drop the folded entries' space now: flush every
+        // column family (so no WAL file is kept alive by an old memtable),
+        // then compact the table's range (the range tombstone and what it
+        // covers go).
+        for name in [CF_CATALOG, CF_TABLE_LOG, CF_META] {
+            let cf = self.cf(name)?;
+            self.db.flush_cf(cf).map_err(rocks_err("flushing after a fold failed"))?;
+        }
+        self.db.compact_range_cf(log, Some(&start[..]), Some(&end[..]));
+        Ok(Some(bytes))
+    }
+
+    /// Bytes on disk under the data directory's SST and log files (an
+    /// estimate from RocksDB's properties).
+    pub fn live_bytes(&self) -> u64 {
+        let mut total = 0;
+        for name in [CF_CATALOG, CF_TABLE_LOG, CF_META] {
+            if let Ok(cf) = self.cf(name) {
+                for prop in ["rocksdb.live-sst-files-size", "rocksdb.cur-size-all-mem-tables"] {
+                    if let Ok(Some(v)) = self.db.property_int_value_cf(cf, prop) {
+                        total += v;
+                    }
+                }
+            }
+        }
+        total
     }
 
     /// Reads back everything committed, and folds each table's log into one
@@ -272,7 +371,7 @@ impl Storage {
         for item in self.db.iterator_cf(log, IteratorMode::Start) {
             let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
             let (table, ts, seq) = codec::decode_log_key(&key)?;
-            let is_snapshot = ts == SNAPSHOT_TS && seq == SNAPSHOT_SEQ;
+            let is_snapshot = ts == SNAPSHOT_TS;
             max_seq = max_seq.max(seq);
             if !is_snapshot {
                 recovered.max_timestamp = recovered.max_timestamp.max(ts);
@@ -306,15 +405,8 @@ impl Storage {
             rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             if needs_fold {
                 folded_any = true;
-                let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
-                if rows.is_empty() {
-                    batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
-                } else {
-                    let value = codec::encode_updates(rows.iter().map(|(r, d)| (r, *d)));
-                    batch.put_cf(log, start, value);
-                    let after_snapshot = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ + 1);
-                    batch.delete_range_cf(log, after_snapshot.to_vec(), codec::table_end(table));
-                }
+                batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
+                put_snapshot(&mut batch, log, table, &rows);
             }
             if !rows.is_empty() {
                 recovered.tables.insert(table, rows);
@@ -337,6 +429,32 @@ impl Storage {
         }
         Ok(recovered)
     }
+}
+
+/// Largest encoded size of one snapshot chunk: a table's snapshot is split
+/// into chunks (keys `(table, 0, k)`) so no single value is huge.
+const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+
+/// Adds `rows` (consolidated) to `batch` as `table`'s snapshot chunks;
+/// returns their total size.
+fn put_snapshot(batch: &mut WriteBatch, log: &rocksdb::ColumnFamily, table: GlobalId, rows: &[(Row, Diff)]) -> u64 {
+    let mut total = 0u64;
+    let mut chunk = 0u64;
+    let mut start = 0;
+    while start < rows.len() {
+        let mut end = start;
+        let mut size = 0;
+        while end < rows.len() && (end == start || size + rows[end].0.byte_len() + 10 <= SNAPSHOT_CHUNK_BYTES) {
+            size += rows[end].0.byte_len() + 10;
+            end += 1;
+        }
+        let value = codec::encode_updates(rows[start..end].iter().map(|(r, d)| (r, *d)));
+        total += value.len() as u64;
+        batch.put_cf(log, codec::log_key(table, SNAPSHOT_TS, chunk), value);
+        chunk += 1;
+        start = end;
+    }
+    total
 }
 
 #[cfg(test)]

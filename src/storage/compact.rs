@@ -1,0 +1,132 @@
+//! Background compaction of the table log: folds each table's log into its
+//! consolidated snapshot once the log has grown past the snapshot (and a
+//! floor), so the data directory grows with live data, not with history,
+//! and the total rewrite work stays within a constant factor of the bytes
+//! written (each fold rewrites at most about twice what was appended since
+//! the last one).
+//!
+//! Owns: the compaction thread and its per-table byte accounting.
+//! Must not: decide what is durable (the caller passes a timestamp at or
+//! below the durable one) or touch anything but `Storage::fold_table`.
+
+use super::Storage;
+use crate::repr::{GlobalId, Timestamp};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A table's log is folded once it holds more than this many bytes and
+/// more than its snapshot.
+const MIN_FOLD_BYTES: u64 = 256 << 10;
+
+enum Note {
+    Appended { tables: Vec<(GlobalId, u64)>, durable: Timestamp },
+    Dropped(Vec<GlobalId>),
+}
+
+/// The handle of the compaction thread; the thread ends when it is dropped.
+pub struct Compactor {
+    tx: crossbeam_channel::Sender<Note>,
+}
+
+impl Compactor {
+    pub fn start(storage: Arc<Storage>) -> std::io::Result<Compactor> {
+        let (tx, rx) = crossbeam_channel::unbounded::<Note>();
+        std::thread::Builder::new().name("ripple-compact".into()).spawn(move || {
+            let mut log_bytes: HashMap<GlobalId, u64> = HashMap::new();
+            let mut snapshot_bytes: HashMap<GlobalId, u64> = HashMap::new();
+            while let Ok(note) = rx.recv() {
+                // Take everything queued: fold once per table, at the latest
+                // durable timestamp.
+                let mut durable = 0;
+                let mut apply = |note: Note, durable: &mut Timestamp| match note {
+                    Note::Appended { tables, durable: d } => {
+                        *durable = (*durable).max(d);
+                        for (t, b) in tables {
+                            *log_bytes.entry(t).or_insert(0) += b;
+                        }
+                    }
+                    Note::Dropped(tables) => {
+                        for t in tables {
+                            log_bytes.remove(&t);
+                            snapshot_bytes.remove(&t);
+                        }
+                    }
+                };
+                apply(note, &mut durable);
+                while let Ok(more) = rx.try_recv() {
+                    apply(more, &mut durable);
+                }
+                let due: Vec<GlobalId> = log_bytes
+                    .iter()
+                    .filter(|(t, b)| **b > MIN_FOLD_BYTES.max(snapshot_bytes.get(t).copied().unwrap_or(0)))
+                    .map(|(t, _)| *t)
+                    .collect();
+                for t in due {
+                    match storage.fold_table(t, durable) {
+                        Ok(bytes) => {
+                            log_bytes.insert(t, 0);
+                            if let Some(b) = bytes {
+                                snapshot_bytes.insert(t, b);
+                            }
+                        }
+                        Err(e) => tracing::warn!(table = t, error = %e, "folding the table log failed; will retry"),
+                    }
+                }
+            }
+        })?;
+        Ok(Compactor { tx })
+    }
+
+    /// Reports bytes appended to tables' logs by commits durable through
+    /// `durable`.
+    pub fn appended(&self, tables: Vec<(GlobalId, u64)>, durable: Timestamp) {
+        let _ = self.tx.send(Note::Appended { tables, durable });
+    }
+
+    /// Reports dropped tables (their accounting goes).
+    pub fn dropped(&self, tables: Vec<GlobalId>) {
+        if !tables.is_empty() {
+            let _ = self.tx.send(Note::Dropped(tables));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::{Datum, Row};
+    use crate::storage::WriteSet;
+
+    #[test]
+    fn many_updates_to_few_rows_fold_into_a_small_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(Storage::open(dir.path()).unwrap());
+        storage.recover().unwrap();
+        // 100 rows, each updated 2,000 times.
+        let row = |k: i64, v: i64| Row::pack(&[Datum::Int64(k), Datum::Int64(v)]);
+        let mut ts = 1;
+        for k in 0..100 {
+            let mut ws = WriteSet::new(ts);
+            ws.table_updates = vec![(7, vec![(row(k, 0), 1)])];
+            storage.commit(ws).unwrap();
+            ts += 1;
+        }
+        for v in 0..2000 {
+            let mut ws = WriteSet::new(ts);
+            let updates: Vec<(Row, i64)> = (0..100).flat_map(|k| [(row(k, v), -1), (row(k, v + 1), 1)]).collect();
+            ws.table_updates = vec![(7, updates)];
+            storage.commit_group(&[ws]).unwrap();
+            ts += 1;
+            if v % 500 == 499 {
+                storage.fold_table(7, ts - 1).unwrap();
+            }
+        }
+        storage.fold_table(7, ts - 1).unwrap();
+        drop(storage);
+        let storage = Storage::open(dir.path()).unwrap();
+        let r = storage.recover().unwrap();
+        let mut rows = r.tables[&7].clone();
+        rows.sort();
+        assert_eq!(rows, (0..100).map(|k| (row(k, 2000), 1)).collect::<Vec<_>>());
+    }
+}
