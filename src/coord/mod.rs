@@ -15,6 +15,7 @@
 
 pub mod api;
 mod catalog;
+mod checkpoint;
 mod commit;
 pub(crate) mod txn;
 mod unique;
@@ -64,6 +65,14 @@ struct State {
     commits: Arc<GroupCommit>,
     /// The timestamps open transactions read at.
     holds: ReadHolds,
+    /// Checkpoint lineage and policy inputs.
+    checkpoints: checkpoint::Checkpoints,
+    /// Views with a worker-side checkpoint handle in this process: their
+    /// next checkpoint is a delta (others get a whole one).
+    incremental: std::collections::HashSet<GlobalId>,
+    /// Materialized views dropped since start, shared with the
+    /// checkpointer's storage write (see `Storage::write_checkpoint`).
+    dropped: Arc<std::sync::Mutex<std::collections::HashSet<GlobalId>>>,
     catalog: Catalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
@@ -113,6 +122,9 @@ impl Coordinator {
             storage,
             commits: commits.clone(),
             holds: ReadHolds::default(),
+            checkpoints: checkpoint::Checkpoints::default(),
+            incremental: Default::default(),
+            dropped: Default::default(),
             catalog: Catalog::default(),
             write_ts,
             orphans: Vec::new(),
@@ -154,14 +166,105 @@ impl Coordinator {
         if !loaded_tables {
             state.load_tables(&recovered.tables, load_ts);
         }
+        // Lineage of the views' checkpoints.
+        for (key, bytes) in &recovered.meta {
+            if let Some(id) = key.strip_prefix("checkpoint/").and_then(|i| i.parse::<GlobalId>().ok()) {
+                if let Ok(l) = serde_json::from_slice::<checkpoint::Lineage>(bytes) {
+                    if state.catalog.items.contains_key(&id) {
+                        state.checkpoints.lineage.insert(id, l);
+                    }
+                }
+            }
+        }
         dataflow.broadcast(Command::AllowCompaction { time: state.write_ts });
-        Ok(Coordinator {
+        let coord = Coordinator {
             state: Arc::new(Mutex::new(state)),
             dataflow,
             next_session: Arc::new(AtomicU64::new(1)),
             commits,
             write_token: Arc::new(Mutex::new(())),
-        })
+        };
+        let checkpointer = coord.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(checkpoint::CHECKPOINT_INTERVAL).await;
+                if let Err(e) = checkpointer.checkpoint_round().await {
+                    tracing::warn!(error = %e, "checkpoint round failed");
+                }
+            }
+        });
+        Ok(coord)
+    }
+
+    /// One round of the checkpointer (`coord/checkpoint.rs`): every
+    /// materialized view with changes not yet checkpointed, in Edge order.
+    pub async fn checkpoint_round(&self) -> Result<(), Error> {
+        let order = {
+            let st = self.state.lock().await;
+            st.checkpoints.order(&st.catalog, self.commits.durable_ts())
+        };
+        for id in order {
+            // Under the lock (as reads do): the view still exists, and the
+            // read's timestamp is durable and not yet compacted away.
+            let (t, inputs, prev, full, storage, dropped, rx) = {
+                let st = self.state.lock().await;
+                let Some(item) = st.catalog.items.get(&id).filter(|i| i.kind == ItemKind::MaterializedView) else { continue };
+                let t = self.commits.durable_ts();
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                self.dataflow.broadcast(Command::Checkpoint { id, time: t, reply: tx });
+                let full = !st.incremental.contains(&id);
+                let prev = if full { None } else { st.checkpoints.lineage.get(&id).cloned() };
+                (t, item.depends_on.clone(), prev, full, st.storage.clone(), st.dropped.clone(), rx)
+            };
+            let changes = match self.collect_changes(rx).await {
+                Ok(changes) => checkpoint::consolidate(changes),
+                Err(_) => {
+                    // The view holds an error: no checkpoint now, and a
+                    // whole one next time.
+                    self.dataflow.broadcast(Command::CheckpointReset { id });
+                    self.state.lock().await.incremental.remove(&id);
+                    continue;
+                }
+            };
+            let bytes: u64 = changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum();
+            let lineage = checkpoint::Lineage {
+                view: id,
+                inputs,
+                frontier: t,
+                rows: prev.as_ref().map(|p| p.rows).unwrap_or(0) + changes.iter().map(|(_, d)| *d).sum::<Diff>(),
+                bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes,
+            };
+            let mut ws = WriteSet::new(t);
+            ws.table_updates = vec![(id, changes)];
+            ws.meta_puts = vec![(
+                checkpoint::meta_key(id),
+                serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
+            )];
+            let written = tokio::task::spawn_blocking(move || {
+                storage.write_checkpoint(&ws, full, || dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false))
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("checkpoint writer: {e}")))??;
+            let mut st = self.state.lock().await;
+            if written && st.catalog.items.contains_key(&id) {
+                st.checkpoints.lineage.insert(id, lineage);
+                st.incremental.insert(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every worker's part of a checkpoint read, as changes.
+    async fn collect_changes(&self, mut rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
+        let mut out = Vec::new();
+        for _ in 0..self.dataflow.workers() {
+            match rx.recv().await {
+                Some(Ok(part)) => out.extend(part),
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(Error::Internal("dataflow workers stopped".into())),
+            }
+        }
+        Ok(out)
     }
 
     pub fn new_session(&self) -> Session {
@@ -514,6 +617,22 @@ impl Coordinator {
                         drop(state);
                         self.arrangements(&names).await
                     }
+                    ShowKind::Checkpoints => {
+                        let mut rows = Vec::new();
+                        for (id, l) in &state.checkpoints.lineage {
+                            let name = |i: &GlobalId| state.catalog.items.get(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
+                            let inputs: Vec<String> = l.inputs.iter().map(name).collect();
+                            rows.push(vec![
+                                Datum::Text(name(id)),
+                                Datum::Int64(l.frontier as i64),
+                                Datum::Int64(l.rows),
+                                Datum::Int64(l.bytes as i64),
+                                Datum::Text(inputs.join(", ")),
+                            ]);
+                        }
+                        rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
+                        rows
+                    }
                     ShowKind::Variable(name) => {
                         let value = session.vars.get(name).cloned().unwrap_or_else(|| default_var(name));
                         vec![vec![Datum::Text(value)]]
@@ -631,7 +750,10 @@ impl State {
     /// Starts a read of `query` at `ts`: a peek of an arrangement when the
     /// query is a table or materialized view as is, otherwise a short-lived
     /// dataflow.
-    fn read(&self, query: RelationExpr, ts: Timestamp) -> tokio::sync::mpsc::UnboundedReceiver<PeekResult> {
+    fn read(&mut self, query: RelationExpr, ts: Timestamp) -> tokio::sync::mpsc::UnboundedReceiver<PeekResult> {
+        for id in query.depends_on() {
+            *self.checkpoints.reads.entry(id).or_insert(0) += 1;
+        }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         match &query {
             RelationExpr::Get { id, .. } => self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply: tx }),
@@ -705,9 +827,10 @@ impl State {
     }
 
     fn load_tables(&mut self, tables: &std::collections::HashMap<GlobalId, Vec<(Row, Diff)>>, ts: Timestamp) {
+        // Only tables: materialized views' checkpoints are kept apart.
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = tables
             .iter()
-            .filter(|(id, _)| self.catalog.items.contains_key(id))
+            .filter(|(id, _)| self.catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::Table))
             .map(|(id, rows)| (*id, rows.clone()))
             .collect();
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
@@ -882,14 +1005,26 @@ impl State {
         let mut ws = WriteSet::new(ts);
         for id in &to_drop {
             ws.catalog_deletes.push(*id);
-            if self.catalog.items.get(id).map(|i| i.kind) == Some(ItemKind::Table) {
-                ws.dropped_tables.push(*id);
+            match self.catalog.items.get(id).map(|i| i.kind) {
+                Some(ItemKind::Table) => ws.dropped_tables.push(*id),
+                Some(ItemKind::MaterializedView) => {
+                    // Its checkpoint goes too; the checkpointer must not
+                    // write it again.
+                    if let Ok(mut d) = self.dropped.lock() {
+                        d.insert(*id);
+                    }
+                    ws.dropped_tables.push(*id);
+                    ws.meta_deletes.push(checkpoint::meta_key(*id));
+                }
+                _ => {}
             }
         }
         self.commits.submit(ws)?;
         for id in &to_drop {
             self.catalog.items.remove(id);
             self.unique.drop_owner(*id);
+            self.checkpoints.lineage.remove(id);
+            self.incremental.remove(id);
         }
         for id in to_drop {
             if self.catalog.items.values().any(|i| i.imports.contains(&id)) {
@@ -976,6 +1111,16 @@ fn show_desc(kind: &ShowKind) -> RelationDesc {
                 ColumnType::new(ScalarType::Text, false),
                 ColumnType::new(ScalarType::Text, false),
                 ColumnType::new(ScalarType::Int64, false),
+            ],
+        ),
+        ShowKind::Checkpoints => RelationDesc::new(
+            vec!["view".into(), "frontier".into(), "rows".into(), "bytes".into(), "inputs".into()],
+            vec![
+                ColumnType::new(ScalarType::Text, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Text, false),
             ],
         ),
         ShowKind::Variable(name) => text_desc(&[name.as_str()]),

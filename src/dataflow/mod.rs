@@ -76,6 +76,13 @@ pub enum Command {
     /// Reads the contents of a registered collection at `time`, once every
     /// worker's arrangement is complete through `time`.
     Peek { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Reads what a materialized view's checkpoint needs at `time`: its
+    /// whole contents the first time, afterwards the changes since the
+    /// previous checkpoint's time (the worker keeps a trace handle at that
+    /// time, so exactly those changes stay distinguishable).
+    Checkpoint { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Forgets a view's checkpoint handle: its next checkpoint is whole.
+    CheckpointReset { id: GlobalId },
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
     /// and drops it.
     Query { plan: Arc<RelationExpr>, time: Timestamp, reply: UnboundedSender<PeekResult> },

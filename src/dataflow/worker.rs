@@ -32,6 +32,10 @@ pub struct WorkerState {
     input_time: Timestamp,
     /// Times before this are compacted.
     since: Timestamp,
+    /// Per checkpointed materialized view, a handle on its arrangement held
+    /// at the last checkpoint's time (absent while a checkpoint read is
+    /// pending: the pending read owns it).
+    checkpoints: BTreeMap<GlobalId, (RowTrace, Timestamp)>,
 }
 
 struct PendingPeek {
@@ -41,6 +45,9 @@ struct PendingPeek {
     reply: UnboundedSender<PeekResult>,
     /// The transient dataflow to drop once answered.
     drop_dataflow: Option<usize>,
+    /// A checkpoint read: of the view `id`, the changes after `since` (all
+    /// of it if `None`); the handle goes back to `checkpoints` afterwards.
+    checkpoint: Option<(GlobalId, Option<Timestamp>)>,
 }
 
 pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
@@ -54,6 +61,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         peeks: Vec::new(),
         input_time: 0,
         since: 0,
+        checkpoints: BTreeMap::new(),
     };
     loop {
         loop {
@@ -75,6 +83,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
 fn shutdown(worker: &mut Worker, state: &mut WorkerState) {
     state.inputs.clear();
     state.traces.clear();
+    state.checkpoints.clear();
     state.peeks.clear();
     for (_, df) in std::mem::take(&mut state.dataflows) {
         worker.drop_dataflow(df);
@@ -125,6 +134,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         }
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
         Command::Drop { id } => {
+            state.checkpoints.remove(&id);
             state.inputs.remove(&id);
             state.traces.remove(&id);
             state.built.remove(&id);
@@ -139,11 +149,26 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 time,
                 reply,
                 drop_dataflow: None,
+                checkpoint: None,
             }),
             None => {
                 let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
             }
         },
+        Command::Checkpoint { id, time, reply } => {
+            let Some(bundle) = state.traces.get(&id) else {
+                let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
+                return;
+            };
+            let (ok, since) = match state.checkpoints.remove(&id) {
+                Some((handle, since)) => (handle, Some(since)),
+                None => (bundle.ok.clone(), None),
+            };
+            state.peeks.push(PendingPeek { ok, err: bundle.err.clone(), time, reply, drop_dataflow: None, checkpoint: Some((id, since)) });
+        }
+        Command::CheckpointReset { id } => {
+            state.checkpoints.remove(&id);
+        }
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
         Command::AllowCompaction { time } => {
             state.since = state.since.max(time);
@@ -242,7 +267,14 @@ fn query(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, time
         })
     };
     match bundle {
-        Some(bundle) => state.peeks.push(PendingPeek { ok: bundle.ok, err: bundle.err, time, reply, drop_dataflow: Some(df) }),
+        Some(bundle) => state.peeks.push(PendingPeek {
+            ok: bundle.ok,
+            err: bundle.err,
+            time,
+            reply,
+            drop_dataflow: Some(df),
+            checkpoint: None,
+        }),
         None => {
             worker.drop_dataflow(df);
             let _ = reply.send(Err(EvalError::Internal("query dataflow could not be built".into())));
@@ -267,6 +299,26 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
             continue;
         }
         let mut peek = state.peeks.swap_remove(i);
+        if let Some((id, since)) = peek.checkpoint {
+            let result = read_errors(peek.err.as_mut(), peek.time).map(|_| read_changes(&mut peek.ok, since, peek.time));
+            let ok = result.is_ok();
+            let _ = peek.reply.send(result);
+            // Hold the handle at this checkpoint's time (at the previous
+            // one if the view holds an error), unless the view went away.
+            if state.traces.contains_key(&id) {
+                match (ok, since) {
+                    (true, _) => {
+                        compact_trace(&mut peek.ok, peek.time);
+                        state.checkpoints.insert(id, (peek.ok, peek.time));
+                    }
+                    (false, Some(since)) => {
+                        state.checkpoints.insert(id, (peek.ok, since));
+                    }
+                    (false, None) => {}
+                }
+            }
+            continue;
+        }
         let result = read_errors(peek.err.as_mut(), peek.time).and_then(|_| Ok(read_rows(&mut peek.ok, peek.time)));
         let _ = peek.reply.send(result);
         if let Some(df) = peek.drop_dataflow {
@@ -305,6 +357,31 @@ macro_rules! keys_at {
 /// Contents of a row arrangement (rows are keys) at `time`.
 fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
     keys_at!(trace, time)
+}
+
+/// The changes of a row arrangement in `(since, time]` (everything up to
+/// `time` if `since` is `None`), consolidated. The trace must be held at
+/// `since` so that times after it are still distinct.
+fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp) -> Vec<(Row, Diff)> {
+    let Some(since) = since else { return read_rows(trace, time) };
+    let mut out = Vec::new();
+    let (mut cursor, storage) = trace.cursor();
+    while cursor.key_valid(&storage) {
+        while cursor.val_valid(&storage) {
+            let mut count: Diff = 0;
+            cursor.map_times(&storage, |t, r| {
+                if *t > since && *t <= time {
+                    count += *r;
+                }
+            });
+            if count != 0 {
+                out.push((cursor.key(&storage).clone(), count));
+            }
+            cursor.step_val(&storage);
+        }
+        cursor.step_key(&storage);
+    }
+    out
 }
 
 /// The first error of an error arrangement at `time`, if any.

@@ -49,6 +49,8 @@ pub enum ShowKind {
     MaterializedViews,
     Indexes,
     Arrangements,
+    /// `SHOW CHECKPOINTS`: each materialized view's latest checkpoint.
+    Checkpoints,
     Variable(String),
 }
 

@@ -78,6 +78,8 @@ pub struct WriteSet {
     pub dropped_tables: Vec<GlobalId>,
     /// Small metadata values to set.
     pub meta_puts: Vec<(String, Vec<u8>)>,
+    /// Metadata values to delete; applied after `meta_puts`.
+    pub meta_deletes: Vec<String>,
 }
 
 impl WriteSet {
@@ -99,6 +101,7 @@ impl WriteSet {
                 .all(|(_, updates)| updates.is_empty())
             && self.dropped_tables.is_empty()
             && self.meta_puts.is_empty()
+            && self.meta_deletes.is_empty()
     }
 }
 
@@ -255,6 +258,9 @@ impl Storage {
             for (key, value) in &ws.meta_puts {
                 batch.put_cf(meta, key.as_bytes(), value);
             }
+            for key in &ws.meta_deletes {
+                batch.delete_cf(meta, key.as_bytes());
+            }
             max_ts = max_ts.max(ws.timestamp);
         }
         batch.merge_cf(meta, META_MAX_TIMESTAMP, codec::encode_u64(max_ts));
@@ -264,6 +270,43 @@ impl Storage {
         self.db
             .write_opt(batch, &opts)
             .map_err(rocks_err("commit failed"))
+    }
+
+    /// Writes a materialized view's checkpoint: its changes since the last
+    /// checkpoint as an entry of its log (same layout as a table's) and its
+    /// lineage record, in one atomic batch without fsync (losing it in a
+    /// crash only means recovering from an older checkpoint). Skipped,
+    /// returning false, if `still_wanted` says the view was dropped: it is
+    /// asked under the lock that commits dropping tables take, so a drop
+    /// either comes after this write (and deletes it) or is seen here.
+    /// With `replace`, the view's earlier checkpoint entries are deleted
+    /// in the same batch (a whole new checkpoint).
+    pub fn write_checkpoint(&self, ws: &WriteSet, replace: bool, still_wanted: impl FnOnce() -> bool) -> Result<bool, Error> {
+        let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
+        if !still_wanted() {
+            return Ok(false);
+        }
+        let log = self.cf(CF_TABLE_LOG)?;
+        let meta = self.cf(CF_META)?;
+        let mut batch = WriteBatch::default();
+        if replace {
+            for (id, _) in &ws.table_updates {
+                batch.delete_range_cf(log, codec::table_start(*id), codec::table_end(*id));
+            }
+        }
+        for (id, updates) in &ws.table_updates {
+            if updates.is_empty() {
+                continue;
+            }
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            let value = codec::encode_updates(updates.iter().map(|(row, diff)| (row, *diff)));
+            batch.put_cf(log, codec::log_key(*id, ws.timestamp, seq), value);
+        }
+        for (key, value) in &ws.meta_puts {
+            batch.put_cf(meta, key.as_bytes(), value);
+        }
+        self.db.write(batch).map_err(rocks_err("writing a checkpoint failed"))?;
+        Ok(true)
     }
 
     /// Folds the log entries of `table` up to `upto` into its snapshot:
