@@ -328,18 +328,19 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
     }
 }
 
-/// Every key of an arrangement (cloned) whose accumulated count at `time`
-/// is not zero, with that count. A macro because the row and error traces
-/// have different cursor types.
-macro_rules! keys_at {
-    ($trace:expr, $time:expr) => {{
+/// Every key of an arrangement (cloned) whose accumulated count over the
+/// times that satisfy `$keep` is not zero, with that count. A macro because
+/// the row and error traces have different cursor types.
+macro_rules! keys_where {
+    ($trace:expr, $keep:expr) => {{
+        let keep = $keep;
         let mut out = Vec::new();
         let (mut cursor, storage) = $trace.cursor();
         while cursor.key_valid(&storage) {
             while cursor.val_valid(&storage) {
                 let mut count: Diff = 0;
                 cursor.map_times(&storage, |t, r| {
-                    if *t <= $time {
+                    if keep(t) {
                         count += *r;
                     }
                 });
@@ -356,7 +357,7 @@ macro_rules! keys_at {
 
 /// Contents of a row arrangement (rows are keys) at `time`.
 fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
-    keys_at!(trace, time)
+    keys_where!(trace, |t: &Timestamp| *t <= time)
 }
 
 /// The changes of a row arrangement in `(since, time]` (everything up to
@@ -364,30 +365,13 @@ fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
 /// `since` so that times after it are still distinct.
 fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp) -> Vec<(Row, Diff)> {
     let Some(since) = since else { return read_rows(trace, time) };
-    let mut out = Vec::new();
-    let (mut cursor, storage) = trace.cursor();
-    while cursor.key_valid(&storage) {
-        while cursor.val_valid(&storage) {
-            let mut count: Diff = 0;
-            cursor.map_times(&storage, |t, r| {
-                if *t > since && *t <= time {
-                    count += *r;
-                }
-            });
-            if count != 0 {
-                out.push((cursor.key(&storage).clone(), count));
-            }
-            cursor.step_val(&storage);
-        }
-        cursor.step_key(&storage);
-    }
-    out
+    keys_where!(trace, |t: &Timestamp| *t > since && *t <= time)
 }
 
 /// The first error of an error arrangement at `time`, if any.
 fn read_errors(trace: Option<&mut ErrTrace>, time: Timestamp) -> Result<(), EvalError> {
     let Some(trace) = trace else { return Ok(()) };
-    let keys: Vec<(EvalError, Diff)> = keys_at!(trace, time);
+    let keys: Vec<(EvalError, Diff)> = keys_where!(trace, |t: &Timestamp| *t <= time);
     match keys.into_iter().find(|(_, n)| *n > 0) {
         Some((e, _)) => Err(e),
         None => Ok(()),
