@@ -11,9 +11,11 @@
 
 pub mod api;
 mod catalog;
+mod copy;
 mod unique;
 
-pub use api::{ExecuteResponse, Session, StatementDesc};
+pub use api::{CopyFormat, CopyOptions, ExecuteResponse, Session, StatementDesc};
+pub use copy::CopyTarget;
 
 use crate::dataflow::{Command, DataflowClient, DataflowDesc, Export, PeekResult};
 use crate::expr::relation::compare_rows;
@@ -195,17 +197,15 @@ impl Coordinator {
         let create_sql = stmt.to_string();
         match plan {
             Plan::Select { query, desc, finishing } => {
-                let query = crate::planner::optimize(query, &state.catalog);
-                let rows = match query.eval_constant() {
-                    Some(rows) => expand(rows?)?,
-                    None => {
-                        let ts = state.write_ts;
-                        let rx = state.read(query, ts);
-                        drop(state);
-                        self.collect(rx).await?
-                    }
-                };
-                Ok(ExecuteResponse::Rows { desc, rows: finish(rows, &finishing) })
+                let rows = self.read_finished(state, query, &finishing).await?;
+                Ok(ExecuteResponse::Rows { desc, rows })
+            }
+            Plan::CopyTo { query, desc, finishing, options } => {
+                let rows = self.read_finished(state, query, &finishing).await?;
+                Ok(ExecuteResponse::CopyOut { desc, rows, options })
+            }
+            Plan::CopyFrom { table, table_name, desc, columns, options } => {
+                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options)))
             }
             Plan::Explain { query } => {
                 let query = crate::planner::optimize(query, &state.catalog);
@@ -403,6 +403,28 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
         }
+    }
+
+    /// Reads a query's rows at the latest write (a constant needs no
+    /// dataflow), finished for the client; the lock is released while the
+    /// workers answer.
+    async fn read_finished(
+        &self,
+        state: tokio::sync::MutexGuard<'_, State>,
+        query: RelationExpr,
+        finishing: &Finishing,
+    ) -> Result<Vec<Vec<Datum>>, Error> {
+        let query = crate::planner::optimize(query, &state.catalog);
+        let rows = match query.eval_constant() {
+            Some(rows) => expand(rows?)?,
+            None => {
+                let ts = state.write_ts;
+                let rx = state.read(query, ts);
+                drop(state);
+                self.collect(rx).await?
+            }
+        };
+        Ok(finish(rows, finishing))
     }
 
     /// Waits for every worker's part of a read.
@@ -739,14 +761,20 @@ fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Da
             out.push(d);
             continue;
         }
-        let d = if datum_type(&d).map(|t| t.unconstrained()) == Some(ty.scalar.unconstrained()) {
-            d
-        } else {
-            crate::expr::func::cast(d, &ty.scalar, false)?
-        };
-        out.push(d.apply_typmod(&ty.scalar, false)?);
+        out.push(assign(d, &ty.scalar)?);
     }
     Ok(out)
+}
+
+/// Assigns a non-NULL value to a column of type `ty`: the assignment cast,
+/// then the type modifier.
+fn assign(d: Datum, ty: &ScalarType) -> Result<Datum, Error> {
+    if datum_type(&d).map(|t| t.unconstrained()) == Some(ty.unconstrained()) {
+        Ok(d.apply_typmod(ty, false)?)
+    } else {
+        // The cast applies the type modifier.
+        Ok(crate::expr::func::cast(d, ty, false)?)
+    }
 }
 
 /// The scalar type a datum carries (for parameters).
