@@ -1,7 +1,10 @@
 //! The coordinator's interface to the server: what a session can ask of the
 //! database and what it gets back. The server only depends on these types.
 
+use super::copy::CopyTarget;
 use crate::repr::{Datum, RelationDesc, ScalarType};
+
+pub use crate::sql::{CopyFormat, CopyOptions};
 
 /// What the extended protocol needs to know about a statement before it runs.
 #[derive(Clone, Debug)]
@@ -22,6 +25,12 @@ pub enum ExecuteResponse {
     /// "DELETE"; `rows` the affected row count where the tag carries one
     /// (INSERT is sent as `INSERT 0 n`).
     Command { tag: String, rows: Option<u64> },
+    /// `COPY ... FROM STDIN` is ready for data: the server reads the data
+    /// into rows for `CopyTarget` and hands them to
+    /// `Coordinator::copy_in_rows` / `copy_in_commit`.
+    CopyIn(CopyTarget),
+    /// `COPY ... TO STDOUT`: rows to send as COPY data in `options`' format.
+    CopyOut { desc: RelationDesc, rows: Vec<Vec<Datum>>, options: CopyOptions },
 }
 
 /// Per-connection state kept by the coordinator.

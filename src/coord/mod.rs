@@ -17,10 +17,12 @@ pub mod api;
 mod catalog;
 mod checkpoint;
 mod commit;
+mod copy;
 pub(crate) mod txn;
 mod unique;
 
-pub use api::{ExecuteResponse, Session, StatementDesc};
+pub use api::{CopyFormat, CopyOptions, ExecuteResponse, Session, StatementDesc};
+pub use copy::CopyTarget;
 
 use crate::dataflow::{Command, DataflowClient, DataflowDesc, Export, PeekResult};
 use crate::expr::relation::compare_rows;
@@ -342,6 +344,17 @@ impl Coordinator {
         class: StmtClass,
     ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
         let StmtClass::Write { ddl } = class else { return Ok(None) };
+        self.take_token(session, ddl, verb(stmt)).await
+    }
+
+    /// `take_write_token` for a write described by `ddl` and its verb
+    /// (also used by COPY FROM when its data is complete).
+    async fn take_token(
+        &self,
+        session: &mut Session,
+        ddl: bool,
+        verb: String,
+    ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
         let Some(txn) = session.txn.as_mut() else {
             return Ok(Some(self.write_token.clone().lock_owned().await));
         };
@@ -350,14 +363,13 @@ impl Coordinator {
             // come after writes, whose rollback could not undo it.
             if txn.token.is_some() {
                 return Err(Error::ActiveTransaction(format!(
-                    "{} cannot run inside a transaction block that has written; COMMIT or ROLLBACK first",
-                    verb(stmt)
+                    "{verb} cannot run inside a transaction block that has written; COMMIT or ROLLBACK first"
                 )));
             }
             return Ok(Some(self.write_token.clone().lock_owned().await));
         }
         if txn.read_only {
-            return Err(Error::ReadOnlyTransaction(format!("cannot execute {} in a read-only transaction", verb(stmt))));
+            return Err(Error::ReadOnlyTransaction(format!("cannot execute {verb} in a read-only transaction")));
         }
         if txn.token.is_none() {
             let token = self.write_token.clone().lock_owned().await;
@@ -430,18 +442,15 @@ impl Coordinator {
         let create_sql = stmt.to_string();
         match plan {
             Plan::Select { query, desc, finishing } => {
-                let query = Self::with_own_writes(&state, session, query);
-                let query = crate::planner::optimize(query, &state.catalog);
-                let rows = match query.eval_constant() {
-                    Some(rows) => expand(rows?)?,
-                    None => {
-                        let ts = self.read_ts(&state, session, writing);
-                        let rx = state.read(query, ts);
-                        drop(state);
-                        self.collect(rx).await?
-                    }
-                };
-                Ok(ExecuteResponse::Rows { desc, rows: finish(rows, &finishing) })
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                Ok(ExecuteResponse::Rows { desc, rows })
+            }
+            Plan::CopyTo { query, desc, finishing, options } => {
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                Ok(ExecuteResponse::CopyOut { desc, rows, options })
+            }
+            Plan::CopyFrom { table, table_name, desc, columns, options } => {
+                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options)))
             }
             Plan::Explain { query } => {
                 let query = crate::planner::optimize(query, &state.catalog);
@@ -679,6 +688,31 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
         }
+    }
+
+    /// Reads a query's rows at the latest write (a constant needs no
+    /// dataflow), finished for the client; the lock is released while the
+    /// workers answer.
+    async fn read_finished(
+        &self,
+        mut state: tokio::sync::MutexGuard<'_, State>,
+        session: &mut Session,
+        writing: bool,
+        query: RelationExpr,
+        finishing: &Finishing,
+    ) -> Result<Vec<Vec<Datum>>, Error> {
+        let query = Self::with_own_writes(&state, session, query);
+        let query = crate::planner::optimize(query, &state.catalog);
+        let rows = match query.eval_constant() {
+            Some(rows) => expand(rows?)?,
+            None => {
+                let ts = self.read_ts(&state, session, writing);
+                let rx = state.read(query, ts);
+                drop(state);
+                self.collect(rx).await?
+            }
+        };
+        Ok(finish(rows, finishing))
     }
 
     /// Waits for every worker's part of a read.
@@ -1062,14 +1096,20 @@ fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Da
             out.push(d);
             continue;
         }
-        let d = if datum_type(&d).map(|t| t.unconstrained()) == Some(ty.scalar.unconstrained()) {
-            d
-        } else {
-            crate::expr::func::cast(d, &ty.scalar, false)?
-        };
-        out.push(d.apply_typmod(&ty.scalar, false)?);
+        out.push(assign(d, &ty.scalar)?);
     }
     Ok(out)
+}
+
+/// Assigns a non-NULL value to a column of type `ty`: the assignment cast,
+/// then the type modifier.
+fn assign(d: Datum, ty: &ScalarType) -> Result<Datum, Error> {
+    if datum_type(&d).map(|t| t.unconstrained()) == Some(ty.unconstrained()) {
+        Ok(d.apply_typmod(ty, false)?)
+    } else {
+        // The cast applies the type modifier.
+        Ok(crate::expr::func::cast(d, ty, false)?)
+    }
 }
 
 /// The scalar type a datum carries (for parameters).

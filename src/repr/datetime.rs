@@ -483,12 +483,33 @@ fn map_error(e: ParseError, ty: &str, text: &str) -> EvalError {
 
 /// Date input. A time part, if present, is ignored (as in Postgres).
 pub fn parse_date(text: &str) -> Result<NaiveDate, EvalError> {
+    if let Some(d) = iso_date(text) {
+        return Ok(d);
+    }
     let p = parse_datetime(text.trim()).map_err(|e| map_error(e, "date", text))?;
     let d = p.date.ok_or_else(|| map_error(ParseError::BadFormat, "date", text))?;
     if d < min_date() {
         return Err(EvalError::DatetimeOverflow(format!("date out of range: \"{text}\"")));
     }
     Ok(d)
+}
+
+/// A date written `YYYY-MM-DD` (year 1 or later), the usual form and the
+/// one dates are output in, read without the general parser; `None` for
+/// anything else (which the general parser reads, or rejects).
+fn iso_date(text: &str) -> Option<NaiveDate> {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |digits: &[u8]| {
+        digits.iter().try_fold(0u32, |acc, c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+    };
+    let year = num(&b[0..4])?;
+    if year == 0 {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(year as i32, num(&b[5..7])?, num(&b[8..10])?)
 }
 
 fn combine(date: NaiveDate, micros: i64) -> Option<NaiveDateTime> {
@@ -694,6 +715,19 @@ mod tests {
             Ok(t) => format_timestamp(&t),
             Err(e) => format!("ERR {} {e}", e.sqlstate().code()),
         }
+    }
+
+    #[test]
+    fn iso_dates_read_like_the_general_parser() {
+        for t in ["2024-02-29", "0001-01-01", "9999-12-31", "1995-07-04"] {
+            assert!(iso_date(t).is_some(), "{t}");
+            assert_eq!(iso_date(t), parse_datetime(t).ok().and_then(|p| p.date), "{t}");
+        }
+        for t in ["2023-02-29", "0000-01-01", "2024-13-01", "2024-1-01", "+024-01-01", "2024-01-0a", "2024-01-01 "] {
+            assert_eq!(iso_date(t), None, "{t}");
+        }
+        assert!(parse_date("2023-02-29").is_err());
+        assert_eq!(parse_date(" 2024-01-02 ").ok(), NaiveDate::from_ymd_opt(2024, 1, 2));
     }
 
     #[test]

@@ -316,6 +316,10 @@ impl Datum {
                     }
                     return Err(EvalError::StringTooLong(format!("character({n})")));
                 }
+                // Trailing spaces are one byte each.
+                if count + (s.len() - trimmed.len()) == n {
+                    return Ok(Datum::Text(s));
+                }
                 let mut out = trimmed.to_string();
                 out.extend(std::iter::repeat_n(' ', n - count));
                 Ok(Datum::Text(out))
@@ -444,12 +448,10 @@ pub fn format_uuid(u: &[u8; 16]) -> String {
 
 /// Number of decimal digits before the decimal point (0 for |d| < 1).
 pub fn integer_digits(d: &Decimal) -> u32 {
-    let t = d.abs().trunc();
-    if t.is_zero() {
-        0
-    } else {
-        t.to_string().trim_start_matches('-').len() as u32
-    }
+    // The integer part is the mantissa without its `scale` fraction digits
+    // (scale <= 28, so the power fits in a u128).
+    let int = d.mantissa().unsigned_abs() / 10u128.pow(d.scale());
+    int.checked_ilog10().map_or(0, |l| l + 1)
 }
 
 fn float_cmp(a: f64, b: f64) -> Ordering {
@@ -542,6 +544,33 @@ fn format_f32(v: f32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_digits_count_the_integer_part() {
+        for (s, n) in [
+            ("0", 0),
+            ("0.5", 0),
+            ("-0.999", 0),
+            ("1", 1),
+            ("-9.99", 1),
+            ("10", 2),
+            ("123.456", 3),
+            ("-1000", 4),
+            ("99999999999999999999999999.9", 26),
+            ("0.0000000000000000000000000001", 0),
+        ] {
+            assert_eq!(integer_digits(&s.parse::<Decimal>().unwrap()), n, "{s}");
+        }
+    }
+
+    #[test]
+    fn char_values_are_padded_once() {
+        let c4 = ScalarType::Char { len: 4 };
+        for (input, out) in [("ab", "ab  "), ("ab  ", "ab  "), ("ab      ", "ab  "), ("abcd", "abcd"), ("é", "é   ")] {
+            assert_eq!(Datum::Text(input.into()).apply_typmod(&c4, false).unwrap(), Datum::Text(out.into()));
+        }
+        assert!(Datum::Text("abcde".into()).apply_typmod(&c4, false).is_err());
+    }
 
     #[test]
     fn float_output_matches_postgres() {

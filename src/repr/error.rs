@@ -60,6 +60,8 @@ pub enum SqlState {
     InFailedSqlTransaction,
     ReadOnlySqlTransaction,
     SerializationFailure,
+    BadCopyFileFormat,
+    CharacterNotInRepertoire,
 }
 
 impl SqlState {
@@ -119,6 +121,8 @@ impl SqlState {
             SqlState::InFailedSqlTransaction => "25P02",
             SqlState::ReadOnlySqlTransaction => "25006",
             SqlState::SerializationFailure => "40001",
+            SqlState::BadCopyFileFormat => "22P04",
+            SqlState::CharacterNotInRepertoire => "22021",
         }
     }
 }
@@ -342,6 +346,21 @@ pub enum Error {
     Internal(String),
     #[error("canceling statement due to user request")]
     Canceled,
+    /// Malformed COPY input: wrong column count, bad quoting, a corrupt
+    /// end marker (22P04); `hint` is Postgres's HINT line, if any.
+    #[error("{message}")]
+    BadCopyFormat { message: String, hint: Option<String> },
+    /// The client ended COPY FROM STDIN with CopyFail (57014).
+    #[error("COPY from stdin failed: {0}")]
+    CopyFromStdinFailed(String),
+    /// Bytes that are not valid UTF-8 (22021).
+    #[error("{0}")]
+    CharacterNotInRepertoire(String),
+    /// An error with Postgres's CONTEXT line saying where it happened
+    /// (`COPY t, line 3, column b: "abc"`); everything else is the inner
+    /// error's.
+    #[error("{error}")]
+    WithContext { error: Box<Error>, context: String },
 }
 
 impl Error {
@@ -382,7 +401,27 @@ impl Error {
             Error::Eval(e) => e.sqlstate(),
             Error::Storage(_) => SqlState::IoError,
             Error::Internal(_) => SqlState::InternalError,
-            Error::Canceled => SqlState::QueryCanceled,
+            Error::Canceled | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
+            Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
+            Error::CharacterNotInRepertoire(_) => SqlState::CharacterNotInRepertoire,
+            Error::WithContext { error, .. } => error.sqlstate(),
+        }
+    }
+
+    /// Adds (or replaces) the CONTEXT line of an error.
+    pub fn with_context(self, context: String) -> Error {
+        let error = match self {
+            Error::WithContext { error, .. } => error,
+            other => Box::new(other),
+        };
+        Error::WithContext { error, context }
+    }
+
+    /// Optional CONTEXT line of the ErrorResponse.
+    pub fn context(&self) -> Option<String> {
+        match self {
+            Error::WithContext { context, .. } => Some(context.clone()),
+            _ => None,
         }
     }
 
@@ -391,6 +430,7 @@ impl Error {
         match self {
             Error::DependentObjects { detail, .. } | Error::UniqueViolation { detail, .. } => Some(detail.clone()),
             Error::Eval(e) => e.detail(),
+            Error::WithContext { error, .. } => error.detail(),
             _ => None,
         }
     }
@@ -425,6 +465,8 @@ impl Error {
                 Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
             }
             Error::Eval(e) => e.hint(),
+            Error::BadCopyFormat { hint, .. } => hint.clone(),
+            Error::WithContext { error, .. } => error.hint(),
             _ => None,
         }
     }

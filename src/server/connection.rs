@@ -37,7 +37,9 @@ use super::convert::{
     declared_type, decode_binary_param, decode_text_param, encode_rows, error_info, field_infos,
     pg_error, resolve_formats, row_description, user_error,
 };
-use crate::coord::{Coordinator, ExecuteResponse, Session, StatementDesc};
+use super::copy::{CopyIn, send_copy_out, start_copy_in};
+use crate::coord::{Coordinator, CopyOptions, ExecuteResponse, Session, StatementDesc};
+use crate::repr::RelationDesc;
 use crate::repr::{Datum, Error, ScalarType};
 
 /// SQLSTATE of a reference to a prepared statement that does not exist.
@@ -112,9 +114,11 @@ impl QueryParser for StatementParser {
 /// connection at a time, so the session lock is never contended; it exists
 /// because the handlers are shared behind `Arc`.
 pub struct Connection {
-    coord: Coordinator,
-    session: Mutex<Session>,
+    pub(super) coord: Coordinator,
+    pub(super) session: Mutex<Session>,
     parser: Arc<StatementParser>,
+    /// The COPY FROM STDIN receiving data, if one is.
+    pub(super) copy_in: Mutex<Option<CopyIn>>,
 }
 
 /// Whether a query string holds no statement at all (only whitespace and
@@ -171,6 +175,10 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
             ));
             Ok(out)
         }
+        ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } => Err(user_error(
+            INTERNAL_ERROR,
+            "internal error: COPY answered as a query",
+        )),
     }
 }
 
@@ -185,6 +193,7 @@ impl Connection {
             coord,
             session: Mutex::new(session),
             parser,
+            copy_in: Mutex::new(None),
         }
     }
 
@@ -218,12 +227,14 @@ impl Connection {
     }
 
     /// Runs a simple-protocol query string and sends its responses (but not
-    /// ReadyForQuery); returns the transaction status for ReadyForQuery.
+    /// ReadyForQuery); returns the transaction status for ReadyForQuery, and
+    /// whether it ended by starting a COPY FROM STDIN (the client's data
+    /// comes next, and CopyDone's handling sends ReadyForQuery).
     async fn run_simple_query<C>(
         &self,
         client: &mut C,
         sql: &str,
-    ) -> PgWireResult<TransactionStatus>
+    ) -> PgWireResult<(TransactionStatus, bool)>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -236,7 +247,7 @@ impl Connection {
                     EmptyQueryResponse::new(),
                 ))
                 .await?;
-            return Ok(status);
+            return Ok((status, false));
         }
         let stmts = match self.coord.parse(sql) {
             Ok(stmts) => stmts,
@@ -245,7 +256,7 @@ impl Connection {
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
                     .await?;
-                return Ok(status_after(status, in_transaction, true));
+                return Ok((status_after(status, in_transaction, true), false));
             }
         };
         if stmts.is_empty() {
@@ -254,11 +265,29 @@ impl Connection {
                     EmptyQueryResponse::new(),
                 ))
                 .await?;
-            return Ok(status);
+            return Ok((status, false));
         }
         for stmt in &stmts {
             let (result, in_transaction) = self.execute(stmt, &[]).await;
             status = status_after(status, in_transaction, result.is_err());
+            let result = match result {
+                Ok(ExecuteResponse::CopyIn(target)) => {
+                    // COPY FROM STDIN is always the last statement (see
+                    // `sql::parse`).
+                    client.set_transaction_status(status);
+                    start_copy_in(self, client, target, false).await?;
+                    return Ok((status, true));
+                }
+                Ok(ExecuteResponse::CopyOut {
+                    desc,
+                    rows,
+                    options,
+                }) => {
+                    send_copy_out(client, &desc, &rows, &options).await?;
+                    continue;
+                }
+                other => other,
+            };
             match result
                 .map_err(|e| pg_error(&e))
                 .and_then(simple_query_messages)
@@ -278,7 +307,7 @@ impl Connection {
                 }
             }
         }
-        Ok(status)
+        Ok((status, false))
     }
 
     /// Decodes a Bind message's parameters for `stmt` and returns the portal.
@@ -356,9 +385,21 @@ impl SimpleQueryHandler for Connection {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
+        // A COPY left unfinished by a protocol error is abandoned.
+        self.copy_in.lock().await.take();
         let result = self.run_simple_query(client, &query.query).await;
+        let (status, copy_in) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Err(e);
+            }
+        };
+        if copy_in {
+            // In CopyInProgress until CopyDone or CopyFail.
+            return Ok(());
+        }
         client.set_state(PgWireConnectionState::ReadyForQuery);
-        let status = result?;
         client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -550,9 +591,13 @@ impl ExtendedQueryHandler for Connection {
         let state = portal.state();
         let mut state = state.lock().await;
         if matches!(*state, PortalExecutionState::Initial) {
-            match ExtendedQueryHandler::do_query(self, client, &portal, max_rows).await? {
-                Response::Query(rows) => *state = PortalExecutionState::Suspended(rows),
-                Response::Execution(tag) => {
+            // A COPY left unfinished by a protocol error is abandoned.
+            self.copy_in.lock().await.take();
+            match self.run_portal(client, &portal).await? {
+                PortalOutcome::Response(Response::Query(rows)) => {
+                    *state = PortalExecutionState::Suspended(rows)
+                }
+                PortalOutcome::Response(Response::Execution(tag)) => {
                     client
                         .feed(PgWireBackendMessage::CommandComplete(tag.into()))
                         .await?;
@@ -561,7 +606,25 @@ impl ExtendedQueryHandler for Connection {
                     client.set_state(PgWireConnectionState::ReadyForQuery);
                     return Ok(());
                 }
-                other => {
+                PortalOutcome::CopyIn(target) => {
+                    // In CopyInProgress until CopyDone or CopyFail; the Sync
+                    // after CopyDone brings ReadyForQuery.
+                    *state = PortalExecutionState::Finished;
+                    return start_copy_in(self, client, target, true).await;
+                }
+                PortalOutcome::CopyOut {
+                    desc,
+                    rows,
+                    options,
+                } => {
+                    // COPY TO STDOUT sends everything at once (max_rows
+                    // does not apply, as in Postgres).
+                    send_copy_out(client, &desc, &rows, &options).await?;
+                    *state = PortalExecutionState::Finished;
+                    client.set_state(PgWireConnectionState::ReadyForQuery);
+                    return Ok(());
+                }
+                PortalOutcome::Response(other) => {
                     return Err(user_error(
                         INTERNAL_ERROR,
                         format!("internal error: unexpected response {other:?}"),
@@ -612,8 +675,8 @@ impl ExtendedQueryHandler for Connection {
         Ok(())
     }
 
-    /// Runs a bound portal's statement; rows come back as a stream the
-    /// caller sends (possibly over several Executes).
+    /// Runs a bound portal's statement (`on_execute` above runs portals
+    /// itself, through `run_portal`, which also answers COPY).
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -626,6 +689,38 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        match self.run_portal(client, portal).await? {
+            PortalOutcome::Response(r) => Ok(r),
+            PortalOutcome::CopyIn(_) | PortalOutcome::CopyOut { .. } => Err(user_error(
+                INTERNAL_ERROR,
+                "internal error: unexpected COPY dispatch",
+            )),
+        }
+    }
+}
+
+/// What running a portal gave: a response pgwire knows, or a COPY.
+enum PortalOutcome {
+    Response(Response),
+    CopyIn(crate::coord::CopyTarget),
+    CopyOut {
+        desc: RelationDesc,
+        rows: Vec<Vec<Datum>>,
+        options: CopyOptions,
+    },
+}
+
+impl Connection {
+    /// Runs a bound portal's statement; rows come back as a stream the
+    /// caller sends (possibly over several Executes).
+    async fn run_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<PreparedStatement>,
+    ) -> PgWireResult<PortalOutcome>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
         let prepared = &portal.statement.statement;
         let (params, result_formats): (&[Datum], &[i16]) = match &prepared.bound {
             Some(b) => (&b.params, &b.result_formats),
@@ -635,18 +730,27 @@ impl ExtendedQueryHandler for Connection {
         let (result, in_transaction) = self.execute(&prepared.stmt, params).await;
         client.set_transaction_status(status_after(prev, in_transaction, result.is_err()));
         match result.map_err(|e| pg_error(&e))? {
-            ExecuteResponse::Command { tag, rows } => {
-                Ok(Response::Execution(command_tag(&tag, rows)))
-            }
+            ExecuteResponse::Command { tag, rows } => Ok(PortalOutcome::Response(
+                Response::Execution(command_tag(&tag, rows)),
+            )),
             ExecuteResponse::Rows { desc, rows } => {
                 let formats = resolve_formats(result_formats, desc.arity(), "result column")?;
                 let schema = Arc::new(field_infos(&desc, &formats));
                 let data = encode_rows(schema.clone(), &desc, &rows, &formats)?;
-                Ok(Response::Query(QueryResponse::new(
-                    schema,
-                    stream::iter(data.into_iter().map(Ok)),
+                Ok(PortalOutcome::Response(Response::Query(
+                    QueryResponse::new(schema, stream::iter(data.into_iter().map(Ok))),
                 )))
             }
+            ExecuteResponse::CopyIn(target) => Ok(PortalOutcome::CopyIn(target)),
+            ExecuteResponse::CopyOut {
+                desc,
+                rows,
+                options,
+            } => Ok(PortalOutcome::CopyOut {
+                desc,
+                rows,
+                options,
+            }),
         }
     }
 }

@@ -51,6 +51,7 @@ pub fn error_info(err: &Error) -> ErrorInfo {
     info.severity_nonlocalized = Some(SEVERITY_ERROR.to_string());
     info.detail = err.detail().map(|d| cstring(&d));
     info.hint = err.hint().map(|h| cstring(&h));
+    info.where_context = err.context().map(|c| cstring(&c));
     info
 }
 
@@ -324,9 +325,7 @@ pub fn decode_binary_bytes(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
     })
 }
 
-/// Decodes a text-format parameter of type `ty`. String types keep the text
-/// as is and numerics are read unconstrained: type modifiers apply when the
-/// value is assigned, not when it is bound (as in Postgres).
+/// Decodes a text-format parameter of type `ty` (see [`parse_text_value`]).
 pub fn decode_text_param(bytes: &[u8], ty: &ScalarType) -> PgWireResult<Datum> {
     let text = std::str::from_utf8(bytes).map_err(|_| {
         user_error(
@@ -334,19 +333,26 @@ pub fn decode_text_param(bytes: &[u8], ty: &ScalarType) -> PgWireResult<Datum> {
             "invalid byte sequence for encoding \"UTF8\"",
         )
     })?;
+    parse_text_value(text, ty).map_err(|e| pg_error(&e))
+}
+
+/// Reads a value of type `ty` from its Postgres text form (a text-format
+/// parameter, a COPY field). String types keep the text as is and numerics
+/// are read unconstrained: type modifiers apply when the value is
+/// assigned, not when it is read (as in Postgres).
+pub fn parse_text_value(text: &str, ty: &ScalarType) -> Result<Datum, Error> {
     match ty {
         ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
             Ok(Datum::Text(text.to_string()))
         }
-        ScalarType::Numeric { .. } => Datum::parse(
+        ScalarType::Numeric { .. } => Ok(Datum::parse(
             text,
             &ScalarType::Numeric {
                 precision: None,
                 scale: None,
             },
-        )
-        .map_err(|e| pg_error(&Error::from(e))),
-        _ => Datum::parse(text, ty).map_err(|e| pg_error(&Error::from(e))),
+        )?),
+        _ => Ok(Datum::parse(text, ty)?),
     }
 }
 

@@ -7,13 +7,18 @@
 //! dataflow: statements are opaque values passed to the coordinator, and
 //! results come back as `Datum`s with their `ScalarType`s.
 //!
+//! COPY FROM STDIN and COPY TO STDOUT (text and CSV) are served by `copy`
+//! (the sub-protocol) and `copy_format` (the data formats).
+//!
 //! Not supported: TLS (SSLRequest is answered 'N'), authentication (every
-//! user and database is accepted), COPY, and cancel requests (accepted and
-//! ignored; the running statement completes).
+//! user and database is accepted), COPY in binary format, and cancel
+//! requests (accepted and ignored; the running statement completes).
 
 mod array_format;
 mod connection;
 mod convert;
+mod copy;
+mod copy_format;
 mod startup;
 
 use std::fmt::Display;
@@ -23,6 +28,7 @@ use std::time::Duration;
 
 use pgwire::api::PgWireServerHandlers;
 use pgwire::api::auth::StartupHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::tokio::process_socket;
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -52,6 +58,10 @@ impl PgWireServerHandlers for ConnectionHandlers {
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.startup.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.connection.clone()
     }
 }
 

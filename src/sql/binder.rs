@@ -188,6 +188,9 @@ impl Binder<'_> {
                 })
             }
             Statement::Insert(ins) => self.bind_insert(ins),
+            Statement::Copy { source, to, target, options, legacy_options, values } => {
+                self.bind_copy(source, *to, target, options, legacy_options, values)
+            }
             Statement::Update(up) => self.bind_update(up),
             Statement::Delete(del) => self.bind_delete(del),
             Statement::Drop { object_type, if_exists, names, cascade, .. } => {

@@ -7,6 +7,7 @@
 
 mod arrays;
 mod binder;
+mod copy;
 mod expr;
 mod functions;
 mod plan;
@@ -18,6 +19,7 @@ mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
+pub use copy::{CopyFormat, CopyOptions};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
 
 use crate::repr::{Error, GlobalId, RelationDesc};
@@ -48,11 +50,13 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, Error> {
         sqlparser::parser::ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
         e => Error::Syntax(syntax_message(&e.to_string())),
     };
-    Parser::new(&PostgreSqlDialect {})
+    let stmts = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(PARSER_RECURSION_LIMIT)
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(to_error)
+        .map_err(to_error)?;
+    copy::check_copy_from_stdin_is_last(sql, &stmts)?;
+    Ok(stmts)
 }
 
 /// How deeply the parser may nest (sqlparser's default is 50, which

@@ -3,6 +3,7 @@
 use crate::expr::relation::ColumnOrder;
 use crate::expr::RelationExpr;
 use crate::repr::{GlobalId, RelationDesc};
+use crate::sql::copy::CopyOptions;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ItemKind {
@@ -89,6 +90,13 @@ pub enum Plan {
     /// `selection` yields the rows to delete.
     Delete { table: GlobalId, table_name: String, selection: RelationExpr },
     Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing },
+    /// `COPY table [(columns)] FROM STDIN`: `columns` are the table columns
+    /// the data holds, in the data's order; the others get their default
+    /// (NULL).
+    CopyFrom { table: GlobalId, table_name: String, desc: RelationDesc, columns: Vec<usize>, options: CopyOptions },
+    /// `COPY table [(columns)] TO STDOUT` or `COPY (query) TO STDOUT`: the
+    /// rows of `query` as for a SELECT.
+    CopyTo { query: RelationExpr, desc: RelationDesc, finishing: Finishing, options: CopyOptions },
     Explain { query: RelationExpr },
     Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Show(ShowKind),
