@@ -212,6 +212,7 @@ impl Binder<'_> {
                     "materialized views" => ShowKind::MaterializedViews,
                     "indexes" | "index" => ShowKind::Indexes,
                     "arrangements" => ShowKind::Arrangements,
+                    "arrangement_sizes" => ShowKind::ArrangementSizes,
                     other => ShowKind::Variable(other.to_string()),
                 }))
             }

@@ -49,6 +49,8 @@ pub enum ShowKind {
     MaterializedViews,
     Indexes,
     Arrangements,
+    /// `SHOW ARRANGEMENT_SIZES`: records and bytes of each item's arrangements.
+    ArrangementSizes,
     Variable(String),
 }
 
