@@ -385,6 +385,9 @@ impl Harness {
                     entry.1.push(latency);
                 }
                 bar.inc(1);
+                if !self.config.progress && m.transactions % (total / 10).max(1) == 0 {
+                    tracing::info!(batch, phase = phase.name, done = m.transactions, of = total, "stream: progress");
+                }
             }
             m.phase_secs.push(started.elapsed().as_secs_f64());
         }
