@@ -166,6 +166,18 @@ impl Harness {
         let rows =
             load::load_tables(&client, &self.data, &[], &mut self.writer, self.config.load_batch, self.config.progress)
                 .await?;
+        // Writes are acknowledged before the workers have applied them: the
+        // load ends when every table's arrangement has its rows.
+        for t in &self.data.tables {
+            let rows = verify::read_text(&client, &format!("SELECT count(*) FROM {}", t.name)).await?;
+            let count = rows.first().and_then(|r| r.first()).cloned().unwrap_or_default();
+            anyhow::ensure!(
+                count == t.rows.len().to_string(),
+                "{} has {count} rows after the load, not {}",
+                t.name,
+                t.rows.len()
+            );
+        }
         let secs = started.elapsed().as_secs_f64();
         let load = LoadReport { method: self.writer.method(), rows, secs, rows_per_sec: rows as f64 / secs.max(1e-9) };
         tracing::info!(rows, secs, method = ?load.method, "loaded");

@@ -32,10 +32,16 @@ fn int(s: &str) -> i64 {
 
 /// Sizes by item name, or `None` if the server reports neither form.
 pub async fn arrangement_sizes(client: &Client) -> Option<BTreeMap<String, ArrangementSize>> {
-    match read_text(client, "SHOW ARRANGEMENT_SIZES").await {
+    // A server without it answers with a setting of that name (one column).
+    let sizes = read_text(client, "SHOW ARRANGEMENT_SIZES")
+        .await
+        .and_then(|rows| match rows.iter().any(|r| r.len() < 6) {
+            true => Err(anyhow::anyhow!("SHOW ARRANGEMENT_SIZES is not supported")),
+            false => Ok(rows),
+        });
+    match sizes {
         Ok(rows) => Some(
             rows.into_iter()
-                .filter(|r| r.len() >= 6)
                 .map(|r| {
                     let size = ArrangementSize {
                         arrangements: int(&r[1]),
