@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use ripple_tpch::load::LoadMethod;
 use ripple_tpch::stream::Mode;
@@ -94,6 +95,19 @@ fn main() -> ExitCode {
     let mut config = Config::new(&args.sf);
     config.url = args.url;
     config.ripple_bin = args.ripple_bin;
+    if config.url.is_none() && config.ripple_bin.is_none() && std::env::var_os("RIPPLE_BIN").is_none() {
+        // Under `cargo run`, build the server first so that the harness
+        // never measures a stale binary (cargo has released its lock by now).
+        if let Some(cargo) = std::env::var_os("CARGO") {
+            match build_server(&cargo) {
+                Ok(path) => config.ripple_bin = Some(path),
+                Err(e) => {
+                    eprintln!("ripple-tpch: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
     config.workers = args.workers.max(1);
     if let Some(dir) = args.tpch_dir {
         config.tpch_dir = dir;
@@ -136,4 +150,29 @@ fn main() -> ExitCode {
         }
         ExitCode::FAILURE
     }
+}
+
+/// Builds the `ripple` server binary (release profile) with `cargo` and
+/// returns its path, read from cargo's JSON messages.
+fn build_server(cargo: &std::ffi::OsStr) -> anyhow::Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    tracing::info!("building the ripple server (cargo build --release --bin ripple)");
+    let output = std::process::Command::new(cargo)
+        .args(["build", "--release", "--bin", "ripple", "--message-format=json-render-diagnostics", "--manifest-path"])
+        .arg(&manifest)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("run cargo build for the ripple server")?;
+    if !output.status.success() {
+        bail!("cargo build --release --bin ripple failed ({})", output.status);
+    }
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "ripple" {
+            if let Some(exe) = msg["executable"].as_str() {
+                return Ok(PathBuf::from(exe));
+            }
+        }
+    }
+    bail!("cargo build did not report the ripple executable")
 }

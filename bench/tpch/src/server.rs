@@ -145,7 +145,9 @@ fn free_port() -> Result<u16> {
 /// The `ripple` binary: `explicit` if given, else `$RIPPLE_BIN`, else the one
 /// next to this executable in the target directory (`target/release/ripple`
 /// for `target/release/ripple-tpch` and for test executables in
-/// `target/release/deps/`).
+/// `target/release/deps/`). Under `cargo run` the harness's `main` builds
+/// the server and passes it as `explicit`; in `cargo test --workspace` the
+/// ripple package's own tests have built it.
 pub fn find_ripple_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = explicit {
         return Ok(p.to_path_buf());
