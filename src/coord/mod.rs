@@ -620,11 +620,11 @@ impl Coordinator {
                         rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
                         rows
                     }
-                    ShowKind::Arrangements => {
+                    ShowKind::Arrangements | ShowKind::ArrangementSizes => {
                         let names: BTreeMap<GlobalId, String> =
                             state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
                         drop(state);
-                        self.arrangements(&names).await
+                        self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes)).await
                     }
                     ShowKind::Checkpoints => {
                         let mut rows = Vec::new();
@@ -756,24 +756,64 @@ impl Coordinator {
         }
     }
 
-    async fn arrangements(&self, names: &BTreeMap<GlobalId, String>) -> Vec<Vec<Datum>> {
+    /// `SHOW ARRANGEMENTS` (one row per arrangement description, with
+    /// records and exact bytes of exported arrangements) or, with `sizes`,
+    /// `SHOW ARRANGEMENT_SIZES` (one row per item: every arrangement its
+    /// dataflow holds, internal ones included), summed over the workers.
+    ///
+    /// Internal arrangements are counted in records only (differential
+    /// dataflow cannot say their bytes); their bytes are estimated at the
+    /// average bytes per record of the table arrangements, which hold the
+    /// same kind of packed rows. `exported_bytes` is exact.
+    async fn arrangements(&self, names: &BTreeMap<GlobalId, String>, sizes: bool) -> Vec<Vec<Datum>> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         self.dataflow.broadcast(Command::ListArrangements { reply: tx });
-        let mut merged: BTreeMap<(GlobalId, String), i64> = BTreeMap::new();
+        let mut merged: BTreeMap<(GlobalId, String), (i64, Option<i64>)> = BTreeMap::new();
+        // owner -> (is_table, arrangements, records, exported records, exported bytes)
+        let mut dataflows: BTreeMap<GlobalId, (bool, i64, i64, i64, i64)> = BTreeMap::new();
         for _ in 0..self.dataflow.workers() {
             if let Some(list) = rx.recv().await {
-                for a in list {
-                    *merged.entry((a.owner, a.description)).or_default() += a.records as i64;
+                for a in list.arrangements {
+                    let entry = merged.entry((a.owner, a.description)).or_default();
+                    entry.0 += a.records as i64;
+                    if let Some(b) = a.bytes {
+                        entry.1 = Some(entry.1.unwrap_or(0) + b as i64);
+                    }
+                }
+                for d in list.dataflows {
+                    let e = dataflows.entry(d.owner).or_default();
+                    e.0 = d.is_table;
+                    e.1 = e.1.max(d.arrangements as i64);
+                    e.2 += d.records;
+                    e.3 += d.exported_records as i64;
+                    e.4 += d.exported_bytes as i64;
                 }
             }
         }
-        merged
-            .into_iter()
-            .map(|((owner, d), n)| {
+        let name = |owner: &GlobalId| Datum::Text(names.get(owner).cloned().unwrap_or_else(|| owner.to_string()));
+        if !sizes {
+            return merged
+                .into_iter()
+                .map(|((owner, d), (n, bytes))| {
+                    vec![name(&owner), Datum::Text(d), Datum::Int64(n), bytes.map(Datum::Int64).unwrap_or(Datum::Null)]
+                })
+                .collect();
+        }
+        let (table_records, table_bytes) =
+            dataflows.values().filter(|d| d.0).fold((0i64, 0i64), |(r, b), d| (r + d.3, b + d.4));
+        let per_record = if table_records > 0 { table_bytes as f64 / table_records as f64 } else { 0.0 };
+        dataflows
+            .iter()
+            .map(|(owner, &(_, arrangements, records, exported_records, exported_bytes))| {
+                let internal = (records - exported_records).max(0);
+                let bytes = exported_bytes + (internal as f64 * per_record).round() as i64;
                 vec![
-                    Datum::Text(names.get(&owner).cloned().unwrap_or_else(|| owner.to_string())),
-                    Datum::Text(d),
-                    Datum::Int64(n),
+                    name(owner),
+                    Datum::Int64(arrangements),
+                    Datum::Int64(records),
+                    Datum::Int64(bytes),
+                    Datum::Int64(exported_records),
+                    Datum::Int64(exported_bytes),
                 ]
             })
             .collect()
@@ -1146,10 +1186,25 @@ fn show_desc(kind: &ShowKind) -> RelationDesc {
     match kind {
         ShowKind::Indexes => text_desc(&["name", "on", "key"]),
         ShowKind::Arrangements => RelationDesc::new(
-            vec!["owner".into(), "arrangement".into(), "records".into()],
+            vec!["owner".into(), "arrangement".into(), "records".into(), "bytes".into()],
             vec![
                 ColumnType::new(ScalarType::Text, false),
                 ColumnType::new(ScalarType::Text, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, true),
+            ],
+        ),
+        ShowKind::ArrangementSizes => RelationDesc::new(
+            ["owner", "arrangements", "records", "bytes", "exported_records", "exported_bytes"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            vec![
+                ColumnType::new(ScalarType::Text, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, false),
                 ColumnType::new(ScalarType::Int64, false),
             ],
         ),

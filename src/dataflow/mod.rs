@@ -14,6 +14,7 @@ mod hierarchy;
 mod recursive;
 mod reduce;
 mod render;
+mod sizes;
 #[cfg(test)]
 mod tests;
 mod topk;
@@ -59,6 +60,31 @@ pub struct ArrangementInfo {
     pub description: String,
     /// Number of (key, value) records currently held, on this worker.
     pub records: usize,
+    /// Heap bytes of the arrangement on this worker, where they are measured
+    /// exactly (exported arrangements; `None` for internal ones).
+    pub bytes: Option<usize>,
+}
+
+/// The arrangements of one item's dataflow on one worker (`sizes.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataflowSize {
+    pub owner: GlobalId,
+    /// Whether the item is a table (its one arrangement holds its rows).
+    pub is_table: bool,
+    /// Non-empty arrangements the dataflow built, internal ones included.
+    pub arrangements: usize,
+    /// Records in all of them (from differential's arrangement log).
+    pub records: i64,
+    /// Records and exact heap bytes of the arrangements the item exports.
+    pub exported_records: usize,
+    pub exported_bytes: usize,
+}
+
+/// A worker's answer to `ListArrangements`.
+#[derive(Clone, Debug, Default)]
+pub struct ArrangementList {
+    pub arrangements: Vec<ArrangementInfo>,
+    pub dataflows: Vec<DataflowSize>,
 }
 
 /// Commands from the coordinator to every worker.
@@ -89,7 +115,7 @@ pub enum Command {
     /// Allows every arrangement to compact history up to `time`.
     AllowCompaction { time: Timestamp },
     /// Lists the arrangements the worker holds.
-    ListArrangements { reply: UnboundedSender<Vec<ArrangementInfo>> },
+    ListArrangements { reply: UnboundedSender<ArrangementList> },
     Shutdown,
 }
 

@@ -2,7 +2,8 @@
 //! (trace handles by catalog id), pending peeks, and the command loop.
 
 use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
-use crate::dataflow::{ArrangementInfo, Command, DataflowDesc, Export, PeekResult};
+use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
+use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult};
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
 use differential_dataflow::input::{Input, InputSession};
@@ -26,6 +27,10 @@ pub struct WorkerState {
     dataflows: BTreeMap<GlobalId, usize>,
     /// Arrangements each item's dataflow built (for introspection).
     pub built: BTreeMap<GlobalId, Vec<String>>,
+    /// Identifiers of each item's dataflow operators, and the records of
+    /// every arrange operator (for `SHOW ARRANGEMENT_SIZES`).
+    operators: BTreeMap<GlobalId, OperatorRange>,
+    arrange_log: ArrangeLog,
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
     /// Every input is at this time (all earlier times are complete).
@@ -58,6 +63,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         traces: BTreeMap::new(),
         dataflows: BTreeMap::new(),
         built: BTreeMap::new(),
+        operators: BTreeMap::new(),
+        arrange_log: ArrangeLog::register(worker),
         peeks: Vec::new(),
         input_time: 0,
         since: 0,
@@ -94,6 +101,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
     match cmd {
         Command::CreateTable { id, name } => {
             let df = worker.next_dataflow_index();
+            let first_operator = worker.peek_identifier();
             let (mut input, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
                 let (input, rows) = scope.new_collection::<Row, Diff>();
                 let arranged = rows.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("table {name}"));
@@ -107,6 +115,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.traces.insert(id, bundle);
             state.dataflows.insert(id, df);
             state.built.insert(id, vec![format!("table {name} (by row)")]);
+            state.operators.insert(id, first_operator..worker.peek_identifier());
         }
         Command::Advance { time, updates } => {
             for (id, rows) in updates.iter() {
@@ -138,6 +147,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.inputs.remove(&id);
             state.traces.remove(&id);
             state.built.remove(&id);
+            state.operators.remove(&id);
             if let Some(df) = state.dataflows.remove(&id) {
                 worker.drop_dataflow(df);
             }
@@ -178,17 +188,36 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
         }
         Command::ListArrangements { reply } => {
-            let mut out = Vec::new();
+            ArrangeLog::flush(worker);
+            let mut out = ArrangementList::default();
             for (owner, descs) in &state.built {
-                let records = state.traces.get(owner).map(|b| trace_len(&b.ok)).unwrap_or(0);
+                let mut exported = sizes::TraceSize::default();
+                if let Some(bundle) = state.traces.get(owner) {
+                    exported += sizes::row_trace_size(&bundle.ok);
+                    if let Some(err) = &bundle.err {
+                        exported += sizes::err_trace_size(err);
+                    }
+                }
                 for (i, d) in descs.iter().enumerate() {
-                    out.push(ArrangementInfo {
+                    // Records and bytes are reported for the exported arrangement.
+                    let last = i + 1 == descs.len();
+                    out.arrangements.push(ArrangementInfo {
                         owner: *owner,
                         description: d.clone(),
-                        // Record counts are reported for the exported arrangement.
-                        records: if i + 1 == descs.len() { records } else { 0 },
+                        records: if last { exported.records } else { 0 },
+                        bytes: last.then_some(exported.bytes),
                     });
                 }
+                let (arrangements, records) =
+                    state.operators.get(owner).map(|r| state.arrange_log.records_in(r)).unwrap_or_default();
+                out.dataflows.push(DataflowSize {
+                    owner: *owner,
+                    is_table: state.inputs.contains_key(owner),
+                    arrangements,
+                    records,
+                    exported_records: exported.records,
+                    exported_bytes: exported.bytes,
+                });
             }
             let _ = reply.send(out);
         }
@@ -220,14 +249,9 @@ fn compact_trace<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr, since: Times
     }
 }
 
-fn trace_len(trace: &RowTrace) -> usize {
-    let mut n = 0;
-    trace.map_batches(|b| n += differential_dataflow::trace::BatchReader::len(b));
-    n
-}
-
 fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &DataflowDesc) {
     let df = worker.next_dataflow_index();
+    let first_operator = worker.peek_identifier();
     let mut built = Vec::new();
     let bundle = {
         let traces = &mut state.traces;
@@ -253,6 +277,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     }
     state.dataflows.insert(desc.id, df);
     state.built.insert(desc.id, built);
+    state.operators.insert(desc.id, first_operator..worker.peek_identifier());
 }
 
 fn query(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, time: Timestamp, reply: UnboundedSender<PeekResult>) {
