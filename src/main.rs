@@ -30,6 +30,17 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
+
+    /// Do not checkpoint materialized views (restart then rebuilds every
+    /// view from the tables; for measuring what checkpointing costs).
+    #[arg(long)]
+    no_checkpoints: bool,
+
+    /// On restart, seed each materialized view that reads only tables with
+    /// its checkpoint, so the views that read it start from it while the
+    /// tables load (docs/recovery.md has the measurements).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    seed_from_checkpoints: bool,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +81,8 @@ async fn run(args: Args) -> Result<(), String> {
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
+        checkpoints: !args.no_checkpoints,
+        seed_from_checkpoints: args.seed_from_checkpoints,
     };
     let coord = Coordinator::open(config).await.map_err(|e| {
         format!(
@@ -77,6 +90,20 @@ async fn run(args: Args) -> Result<(), String> {
             args.data_dir.display()
         )
     })?;
+
+    // The tables are read after `open` returns; if that fails the data
+    // directory is damaged and the server stops, as it would have before
+    // accepting connections.
+    let mut readiness = coord.readiness();
+    let dir = args.data_dir.clone();
+    tokio::spawn(async move {
+        while readiness.changed().await.is_ok() {
+            if let ripple::coord::Readiness::Failed(e) = &*readiness.borrow() {
+                eprintln!("ripple: could not recover data directory {}: {e}", dir.display());
+                std::process::exit(1);
+            }
+        }
+    });
 
     let listener = ripple::server::bind(args.listen.as_str())
         .await

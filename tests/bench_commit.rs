@@ -1,12 +1,14 @@
 //! Commit throughput and latency with 1, 8 and 64 concurrent clients, each
 //! committing single-row INSERTs as fast as it can for a few seconds (group
 //! commit gathers concurrent commits into one RocksDB batch and one fsync).
-//! Optionally with a materialized view over the table, and with the
-//! checkpointer's load if the server runs one.
+//! Two materialized views read the table (a count per client, and a copy
+//! of every row, which the checkpointer writes as deltas every 2 s).
 //!
 //! Run: `cargo test --release --test bench_commit -- --ignored --nocapture`
 //! (env `RIPPLE_BENCH_SECS`, default 5; `RIPPLE_BENCH_CLIENTS`, default
-//! `1,8,64`). Prints commits/s and p50/p99 commit latency per client count.
+//! `1,8,64`; `RIPPLE_BENCH_ARGS="--no-checkpoints"` for the server without
+//! the checkpointer). Prints commits/s and p50/p99 commit latency per
+//! client count.
 
 mod common;
 
@@ -30,10 +32,14 @@ async fn bench_commits() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let server = TestServer::start(1);
+    // `RIPPLE_BENCH_ARGS`: more server arguments, e.g. `--no-checkpoints`
+    // to measure commits without the checkpointer.
+    let args = std::env::var("RIPPLE_BENCH_ARGS").unwrap_or_default();
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let server = TestServer::start_with(1, &args);
     let setup = server.connect().await;
     setup
-        .batch_execute("CREATE TABLE bench (client int, n int, payload text); CREATE MATERIALIZED VIEW bench_count AS SELECT client, count(*) FROM bench GROUP BY client")
+        .batch_execute("CREATE TABLE bench (client int, n int, payload text); CREATE MATERIALIZED VIEW bench_count AS SELECT client, count(*) FROM bench GROUP BY client; CREATE MATERIALIZED VIEW bench_rows AS SELECT client, n FROM bench")
         .await
         .unwrap();
     println!("{:>8} {:>10} {:>12} {:>10} {:>10}", "clients", "commits", "commits/s", "p50 ms", "p99 ms");

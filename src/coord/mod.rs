@@ -18,11 +18,14 @@ mod catalog;
 mod checkpoint;
 mod commit;
 mod copy;
+mod recovery;
 pub(crate) mod txn;
 mod unique;
 
 pub use api::{CopyFormat, CopyOptions, ExecuteResponse, Session, StatementDesc};
 pub use copy::CopyTarget;
+pub use recovery::Readiness;
+use recovery::{CheckpointRead, Isolation, Recovery};
 
 use crate::dataflow::{Command, DataflowClient, DataflowDesc, Export, PeekResult};
 use crate::expr::relation::compare_rows;
@@ -45,6 +48,14 @@ use txn::{ReadHolds, Txn};
 pub struct CoordConfig {
     pub data_dir: PathBuf,
     pub workers: usize,
+    /// Whether the background checkpointer runs (`--no-checkpoints` turns
+    /// it off, e.g. to measure what it costs commits).
+    pub checkpoints: bool,
+    /// On restart, seed views with their checkpoints so that the views
+    /// that read them compute from the checkpoints while the tables load
+    /// (`DataflowDesc::seed`). A seeded view is still rebuilt in full
+    /// from the tables (docs/recovery.md has the measurements).
+    pub seed_from_checkpoints: bool,
 }
 
 /// A handle to the coordinator; cheap to clone, shared by all sessions.
@@ -58,6 +69,9 @@ pub struct Coordinator {
     /// its statement, a transaction from its first write to its end. Always
     /// taken before `state`, never while holding it.
     write_token: Arc<Mutex<()>>,
+    /// Whether the tables' contents are loaded after a restart; writes
+    /// and strict reads wait for it (`recovery`).
+    ready: tokio::sync::watch::Receiver<Readiness>,
 }
 
 struct State {
@@ -84,6 +98,13 @@ struct State {
     dataflow: Arc<DataflowClient>,
     /// The unique keys of tables, checked on every write.
     unique: unique::UniqueKeys,
+    /// Restart state: loaded checkpoints and hydration.
+    recovery: Recovery,
+    /// During `open` only (`restoring`): the materialized views whose
+    /// outputs hold rows before the load timestamp (seeded with their
+    /// checkpoints, or reading such a view).
+    restoring: bool,
+    early: std::collections::BTreeSet<GlobalId>,
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a
@@ -112,16 +133,19 @@ fn now_ms() -> Timestamp {
 const META_NEXT_ID: &str = "next_id";
 
 impl Coordinator {
-    /// Opens the data directory, recovers the catalog and tables, starts the
-    /// dataflow workers and rebuilds every maintained dataflow.
+    /// Opens the data directory: recovers the catalog and the checkpoint
+    /// lineage, starts the dataflow workers and builds every maintained
+    /// dataflow; then returns, while a background task loads the views'
+    /// checkpoints and the tables' contents (`recovery`).
     pub async fn open(config: CoordConfig) -> Result<Coordinator, Error> {
+        let started = std::time::Instant::now();
         let storage = Arc::new(Storage::open(&config.data_dir)?);
-        let recovered = storage.recover()?;
+        let recovered = storage.recover_catalog()?;
         let dataflow = Arc::new(DataflowClient::start(config.workers).map_err(Error::Internal)?);
         let write_ts = recovered.max_timestamp.max(now_ms());
         let commits = GroupCommit::start(storage.clone(), write_ts)?;
         let mut state = State {
-            storage,
+            storage: storage.clone(),
             commits: commits.clone(),
             holds: ReadHolds::default(),
             checkpoints: checkpoint::Checkpoints::default(),
@@ -132,29 +156,43 @@ impl Coordinator {
             orphans: Vec::new(),
             dataflow: dataflow.clone(),
             unique: unique::UniqueKeys::default(),
+            recovery: Recovery::new(started, write_ts),
+            restoring: config.seed_from_checkpoints,
+            early: Default::default(),
         };
         if let Some(bytes) = recovered.meta.get(META_NEXT_ID) {
             if let Ok(arr) = <[u8; 8]>::try_from(bytes.as_slice()) {
                 state.catalog.next_id = u64::from_be_bytes(arr);
             }
         }
-        // Rebuild items in id order (dependencies always have smaller ids).
         let mut records = Vec::new();
         for (id, bytes) in &recovered.catalog {
             let rec: ItemRecord = serde_json::from_slice(bytes)
                 .map_err(|e| Error::Storage(format!("corrupt catalog record {id}: {e}")))?;
             records.push(rec);
         }
-        // Tables depend on nothing: install them all and load their data
-        // before anything that reads them; then the rest in id order.
-        records.sort_by_key(|r| (r.kind != ItemKind::Table, r.id));
-        let load_ts = state.write_ts;
-        let mut loaded_tables = false;
-        for rec in records {
-            if rec.kind != ItemKind::Table && !loaded_tables {
-                state.load_tables(&recovered.tables, load_ts);
-                loaded_tables = true;
+        // Lineage of the views' checkpoints: they seed their readers.
+        for (key, bytes) in &recovered.meta {
+            if let Some(id) = key.strip_prefix("checkpoint/").and_then(|i| i.parse::<GlobalId>().ok()) {
+                if let Ok(l) = serde_json::from_slice::<checkpoint::Lineage>(bytes) {
+                    if records.iter().any(|r| r.id == id && r.kind == ItemKind::MaterializedView) {
+                        state.checkpoints.lineage.insert(id, l);
+                    }
+                }
             }
+        }
+        // Every input holds at the load timestamp until the tables' contents
+        // arrive: earlier times are complete, so dataflows seeded from
+        // checkpoints (at earlier times) can finish them meanwhile.
+        state.recovery.loading = state.checkpoints.lineage.keys().copied().collect();
+        let load_ts = state.write_ts;
+        dataflow.broadcast(Command::HoldInputs { time: load_ts });
+        dataflow.broadcast(Command::AllowCompaction { time: load_ts });
+        // Rebuild items in id order (dependencies always have smaller ids),
+        // over no rows yet.
+        records.sort_by_key(|r| r.id);
+        let no_contents = HashMap::new();
+        for rec in records {
             let stmts = sql::parse(&rec.create_sql)?;
             let stmt = stmts.first().ok_or_else(|| Error::Storage(format!("empty catalog record {}", rec.id)))?;
             let mut params = Params::default();
@@ -163,39 +201,179 @@ impl Coordinator {
                 let plan = sql::bind_statement(&bc, stmt, &mut params)?;
                 (plan, bc.dependencies())
             };
-            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone(), &recovered.tables)?;
-        }
-        if !loaded_tables {
-            state.load_tables(&recovered.tables, load_ts);
-        }
-        // Lineage of the views' checkpoints.
-        for (key, bytes) in &recovered.meta {
-            if let Some(id) = key.strip_prefix("checkpoint/").and_then(|i| i.parse::<GlobalId>().ok()) {
-                if let Ok(l) = serde_json::from_slice::<checkpoint::Lineage>(bytes) {
-                    if state.catalog.items.contains_key(&id) {
-                        state.checkpoints.lineage.insert(id, l);
-                    }
-                }
+            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone(), &no_contents)?;
+            if rec.kind == ItemKind::MaterializedView {
+                state.recovery.pending.insert(rec.id);
             }
         }
-        dataflow.broadcast(Command::AllowCompaction { time: state.write_ts });
+        state.restoring = false;
+        state.early.clear();
+        let (ready_tx, ready) = tokio::sync::watch::channel(Readiness::Loading);
         let coord = Coordinator {
             state: Arc::new(Mutex::new(state)),
             dataflow,
             next_session: Arc::new(AtomicU64::new(1)),
             commits,
             write_token: Arc::new(Mutex::new(())),
+            ready,
         };
-        let checkpointer = coord.clone();
+        let background = coord.clone();
         tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(checkpoint::CHECKPOINT_INTERVAL).await;
-                if let Err(e) = checkpointer.checkpoint_round().await {
-                    tracing::warn!(error = %e, "checkpoint round failed");
+            let loaded = background.recover_contents(storage, load_ts).await;
+            match loaded {
+                Ok(()) => {
+                    let _ = ready_tx.send(Readiness::Ready);
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "recovering the tables failed");
+                    let _ = ready_tx.send(Readiness::Failed(e.to_string()));
+                    return;
+                }
+            }
+            let watcher = background.clone();
+            tokio::spawn(async move { watcher.watch_hydration().await });
+            if config.checkpoints {
+                loop {
+                    tokio::time::sleep(checkpoint::CHECKPOINT_INTERVAL).await;
+                    if let Err(e) = background.checkpoint_round().await {
+                        tracing::warn!(error = %e, "checkpoint round failed");
+                    }
                 }
             }
         });
         Ok(coord)
+    }
+
+    /// Whether (and once) the tables' contents are loaded after a restart.
+    pub fn readiness(&self) -> tokio::sync::watch::Receiver<Readiness> {
+        self.ready.clone()
+    }
+
+    /// Waits until the tables' contents are loaded.
+    async fn wait_ready(&self) -> Result<(), Error> {
+        let mut rx = self.ready.clone();
+        loop {
+            let now = rx.borrow_and_update().clone();
+            match now {
+                Readiness::Ready => return Ok(()),
+                Readiness::Failed(e) => return Err(Error::Storage(format!("recovery failed: {e}"))),
+                Readiness::Loading => {}
+            }
+            if rx.changed().await.is_err() {
+                return Err(Error::Internal("recovery stopped".into()));
+            }
+        }
+    }
+
+    /// The background part of `open`: loads every checkpoint (smallest
+    /// first, so most become readable soonest), feeding the dataflows they
+    /// seed, then the tables' contents at `load_ts`.
+    async fn recover_contents(&self, storage: Arc<Storage>, load_ts: Timestamp) -> Result<(), Error> {
+        // The tables are read beside the checkpoints.
+        let reader = storage.clone();
+        let views: std::collections::BTreeSet<GlobalId> = {
+            let st = self.state.lock().await;
+            st.catalog.items.values().filter(|i| i.kind != ItemKind::Table).map(|i| i.id).collect()
+        };
+        let tables = tokio::task::spawn_blocking(move || {
+            let mut recovered = crate::storage::Recovered::default();
+            reader.recover_tables(&mut recovered, &|id| views.contains(&id)).map(|()| recovered)
+        });
+        // Seeded views first (the views that read them compute from
+        // them), then the smallest first.
+        let mut order: Vec<(bool, i64, GlobalId, Timestamp, String)> = {
+            let st = self.state.lock().await;
+            st.checkpoints
+                .lineage
+                .values()
+                .filter_map(|l| {
+                    let name = st.catalog.items.get(&l.view)?.name.clone();
+                    Some((!st.recovery.seeded.contains(&l.view), l.rows, l.view, l.frontier, name))
+                })
+                .collect()
+        };
+        order.sort();
+        for (_, _, id, frontier, name) in order {
+            let reader = storage.clone();
+            let read = tokio::task::spawn_blocking(move || reader.read_contents(id))
+                .await
+                .map_err(|e| Error::Internal(format!("checkpoint reader: {e}")))?;
+            let (rows, usable) = match read {
+                Ok(rows) => (rows, frontier < load_ts),
+                Err(e) => {
+                    // Still fed (empty) so that a seeded view is not held
+                    // back; never served.
+                    tracing::warn!(view = %name, error = %e, "reading a checkpoint failed; the view is rebuilt without it");
+                    (Vec::new(), false)
+                }
+            };
+            let mut st = self.state.lock().await;
+            let n = rows.len();
+            let rows = Arc::new(rows);
+            if st.recovery.seeded.contains(&id) {
+                self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows: rows.clone() });
+            }
+            st.recovery.loading.remove(&id);
+            if usable && st.recovery.pending.contains(&id) {
+                st.recovery.serving.insert(id, frontier);
+                st.recovery.contents.insert(id, rows);
+            }
+            tracing::info!(view = %name, rows = n, elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "checkpoint loaded");
+        }
+        let recovered = tables.await.map_err(|e| Error::Internal(format!("table reader: {e}")))??;
+        let mut st = self.state.lock().await;
+        for (id, rows) in &recovered.tables {
+            st.unique.load(*id, rows);
+        }
+        st.load_tables(recovered.tables, load_ts);
+        st.recovery.tables_loaded = Some(st.recovery.started.elapsed());
+        tracing::info!(elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "tables loaded");
+        Ok(())
+    }
+
+    /// Polls the workers' frontiers until every view that existed at
+    /// restart is complete through the load timestamp; drops each one's
+    /// loaded checkpoint when it is.
+    async fn watch_hydration(&self) {
+        loop {
+            let (load_ts, pending) = {
+                let st = self.state.lock().await;
+                (st.recovery.load_ts, st.recovery.pending.clone())
+            };
+            if pending.is_empty() {
+                return;
+            }
+            let uppers = self.frontiers().await;
+            let mut st = self.state.lock().await;
+            for id in pending {
+                // Not reported: dropped meanwhile.
+                let done = uppers.get(&id).is_none_or(|u| *u > load_ts);
+                if done && st.recovery.mark_hydrated(id) {
+                    if let Some(d) = st.recovery.hydrated.get(&id) {
+                        tracing::info!(view = id, elapsed_ms = d.as_millis() as u64, "view hydrated");
+                    }
+                }
+            }
+            drop(st);
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The upper frontier of every exported arrangement, the earliest over
+    /// the workers (`Timestamp::MAX`: complete forever).
+    async fn frontiers(&self) -> HashMap<GlobalId, Timestamp> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        self.dataflow.broadcast(Command::Frontiers { reply: tx });
+        let mut out: HashMap<GlobalId, Timestamp> = HashMap::new();
+        for _ in 0..self.dataflow.workers() {
+            let Some(part) = rx.recv().await else { break };
+            for (id, upper) in part {
+                let upper = upper.unwrap_or(Timestamp::MAX);
+                let e = out.entry(id).or_insert(upper);
+                *e = (*e).min(upper);
+            }
+        }
+        out
     }
 
     /// One round of the checkpointer (`coord/checkpoint.rs`): every
@@ -355,6 +533,8 @@ impl Coordinator {
         ddl: bool,
         verb: String,
     ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
+        // After a restart, nothing is written before the tables are loaded.
+        self.wait_ready().await?;
         let Some(txn) = session.txn.as_mut() else {
             return Ok(Some(self.write_token.clone().lock_owned().await));
         };
@@ -400,6 +580,15 @@ impl Coordinator {
             return ts;
         }
         if writing { state.write_ts } else { self.commits.durable_ts() }
+    }
+
+    /// The session's `transaction_isolation`.
+    fn isolation(session: &Session) -> Isolation {
+        session
+            .vars
+            .get("transaction_isolation")
+            .and_then(|v| Isolation::parse(v))
+            .unwrap_or(Isolation::StrictSerializable)
     }
 
     /// A bound query as the session sees it: with its transaction's
@@ -626,6 +815,10 @@ impl Coordinator {
                         drop(state);
                         self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes)).await
                     }
+                    ShowKind::Hydration => {
+                        drop(state);
+                        self.hydration_rows().await
+                    }
                     ShowKind::Checkpoints => {
                         let mut rows = Vec::new();
                         for (id, l) in &state.checkpoints.lineage {
@@ -650,6 +843,11 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: show_desc(&kind), rows })
             }
             Plan::SetVariable { name, value } => {
+                if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
+                    return Err(Error::InvalidParameter(format!(
+                        "invalid value for parameter \"transaction_isolation\": \"{value}\""
+                    )));
+                }
                 session.vars.insert(name, value);
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
@@ -701,18 +899,54 @@ impl Coordinator {
         query: RelationExpr,
         finishing: &Finishing,
     ) -> Result<Vec<Vec<Datum>>, Error> {
-        let query = Self::with_own_writes(&state, session, query);
-        let query = crate::planner::optimize(query, &state.catalog);
-        let rows = match query.eval_constant() {
-            Some(rows) => expand(rows?)?,
-            None => {
-                let ts = self.read_ts(&state, session, writing);
-                let rx = state.read(query, ts);
-                drop(state);
-                self.collect(rx).await?
+        let bound = Self::with_own_writes(&state, session, query);
+        let query = crate::planner::optimize(bound.clone(), &state.catalog);
+        if let Some(rows) = query.eval_constant() {
+            return Ok(finish(expand(rows?)?, finishing));
+        }
+        // After a restart, a session that accepts a past timestamp reads
+        // views still being rebuilt from their checkpoints' contents, in
+        // the coordinator when the plan folds over them, else in a
+        // dataflow over those contents (never waiting for a rebuild).
+        let deps: std::collections::BTreeSet<GlobalId> = query.depends_on().into_iter().collect();
+        if session.txn.is_none() && Self::isolation(session) == Isolation::Serializable {
+            loop {
+                match state.recovery.checkpoint_read(&deps) {
+                    CheckpointRead::At(ts) => {
+                        let query = crate::planner::optimize(state.recovery.substitute(bound), &state.catalog);
+                        if let Some(rows) = query.eval_constant() {
+                            return Ok(finish(expand(rows?)?, finishing));
+                        }
+                        let rx = state.read(query, ts);
+                        drop(state);
+                        return Ok(finish(self.collect(rx).await?, finishing));
+                    }
+                    CheckpointRead::Wait => {
+                        if let Readiness::Failed(e) = &*self.ready.borrow() {
+                            return Err(Error::Storage(format!("recovery failed: {e}")));
+                        }
+                        drop(state);
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                        state = self.state.lock().await;
+                    }
+                    CheckpointRead::Live => break,
+                }
             }
-        };
-        Ok(finish(rows, finishing))
+        }
+        if *self.ready.borrow() != Readiness::Ready {
+            drop(state);
+            self.wait_ready().await?;
+            state = self.state.lock().await;
+            if let Some(gone) = deps.iter().find(|d| !state.catalog.items.contains_key(d)) {
+                return Err(Error::SerializationFailure(format!(
+                    "relation {gone} was dropped while this query waited for recovery; run it again"
+                )));
+            }
+        }
+        let ts = self.read_ts(&state, session, writing);
+        let rx = state.read(query, ts);
+        drop(state);
+        Ok(finish(self.collect(rx).await?, finishing))
     }
 
     /// Waits for every worker's part of a read.
@@ -754,6 +988,51 @@ impl Coordinator {
             Some(e) => Err(e.into()),
             None => Ok(rows),
         }
+    }
+
+    /// `SHOW HYDRATION`: per materialized view, its state since the restart
+    /// (`recovery::Hydration`), its checkpoint's frontier, the rows its
+    /// live arrangement holds against the rows of its checkpoint, the time
+    /// from restart to hydration, and its freshness lag: how far the
+    /// timestamp it can be read at is behind the durable timestamp (the
+    /// checkpoint's while it serves it).
+    async fn hydration_rows(&self) -> Vec<Vec<Datum>> {
+        let uppers = self.frontiers().await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
+        let mut records: HashMap<GlobalId, i64> = HashMap::new();
+        for _ in 0..self.dataflow.workers() {
+            if let Some(list) = rx.recv().await {
+                for d in list.dataflows {
+                    *records.entry(d.owner).or_default() += d.exported_records as i64;
+                }
+            }
+        }
+        let st = self.state.lock().await;
+        let durable = self.commits.durable_ts();
+        let opt = |v: Option<i64>| v.map(Datum::Int64).unwrap_or(Datum::Null);
+        let mut rows = Vec::new();
+        for item in st.catalog.items.values().filter(|i| i.kind == ItemKind::MaterializedView) {
+            let lineage = st.checkpoints.lineage.get(&item.id);
+            let state = st.recovery.state_of(item.id, lineage.is_some());
+            let readable = match state {
+                recovery::Hydration::ServingCheckpoint => st.recovery.serving.get(&item.id).copied(),
+                recovery::Hydration::Hydrated => uppers.get(&item.id).map(|u| u.saturating_sub(1)),
+                _ => None,
+            };
+            let serving = st.recovery.serving.get(&item.id).copied();
+            rows.push(vec![
+                Datum::Text(item.name.clone()),
+                Datum::Text(state.name().into()),
+                opt(serving.or(lineage.map(|l| l.frontier)).map(|t| t as i64)),
+                Datum::Int64(records.get(&item.id).copied().unwrap_or(0)),
+                opt(lineage.map(|l| l.rows)),
+                opt(st.recovery.hydrated.get(&item.id).map(|d| d.as_millis() as i64)),
+                opt(readable.map(|r| durable.saturating_sub(r).min(i64::MAX as u64) as i64)),
+            ]);
+        }
+        rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
+        rows
     }
 
     /// `SHOW ARRANGEMENTS` (one row per arrangement description, with
@@ -830,7 +1109,9 @@ impl State {
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         match &query {
-            RelationExpr::Get { id, .. } => self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply: tx }),
+            RelationExpr::Get { id, .. } => {
+                self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply: tx })
+            }
             _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply: tx }),
         }
         rx
@@ -900,12 +1181,11 @@ impl State {
         self.dataflow.broadcast(Command::AllowCompaction { time });
     }
 
-    fn load_tables(&mut self, tables: &std::collections::HashMap<GlobalId, Vec<(Row, Diff)>>, ts: Timestamp) {
-        // Only tables: materialized views' checkpoints are kept apart.
+    fn load_tables(&mut self, tables: HashMap<GlobalId, Vec<(Row, Diff)>>, ts: Timestamp) {
+        // Only tables: materialized views' checkpoints are loaded apart.
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = tables
-            .iter()
+            .into_iter()
             .filter(|(id, _)| self.catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::Table))
-            .map(|(id, rows)| (*id, rows.clone()))
             .collect();
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
     }
@@ -993,11 +1273,23 @@ impl State {
                 if materialized {
                     let optimized = crate::planner::optimize(query.clone(), &self.catalog);
                     imports = optimized.imported_indexes().into_iter().map(|ix| ix.id).collect();
+                    // On restart: seeded with its own checkpoint if nothing
+                    // it reads holds rows before the load timestamp; a view
+                    // that reads a seeded (or early) view computes from it.
+                    let reads_early = optimized.depends_on().iter().any(|d| self.early.contains(d));
+                    let seed = !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
+                    if seed || reads_early {
+                        self.early.insert(id);
+                    }
+                    if seed {
+                        self.recovery.seeded.insert(id);
+                    }
                     self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
                         id,
                         name: name.to_string(),
                         plan: Arc::new(optimized),
                         export: Export::MaterializedView,
+                        seed,
                     })));
                 }
                 let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
@@ -1010,6 +1302,7 @@ impl State {
                     name: name.to_string(),
                     plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
                     export: Export::Index { on, key: key.clone() },
+                    seed: false,
                 })));
                 Item {
                     id,
@@ -1098,6 +1391,7 @@ impl State {
             self.catalog.items.remove(id);
             self.unique.drop_owner(*id);
             self.checkpoints.lineage.remove(id);
+            self.recovery.forget(*id);
             self.incremental.remove(id);
         }
         for id in to_drop {
@@ -1206,6 +1500,26 @@ fn show_desc(kind: &ShowKind) -> RelationDesc {
                 ColumnType::new(ScalarType::Int64, false),
                 ColumnType::new(ScalarType::Int64, false),
                 ColumnType::new(ScalarType::Int64, false),
+            ],
+        ),
+        ShowKind::Hydration => RelationDesc::new(
+            vec![
+                "view".into(),
+                "state".into(),
+                "checkpoint_frontier".into(),
+                "rows".into(),
+                "checkpoint_rows".into(),
+                "hydration_ms".into(),
+                "freshness_lag_ms".into(),
+            ],
+            vec![
+                ColumnType::new(ScalarType::Text, false),
+                ColumnType::new(ScalarType::Text, false),
+                ColumnType::new(ScalarType::Int64, true),
+                ColumnType::new(ScalarType::Int64, false),
+                ColumnType::new(ScalarType::Int64, true),
+                ColumnType::new(ScalarType::Int64, true),
+                ColumnType::new(ScalarType::Int64, true),
             ],
         ),
         ShowKind::Checkpoints => RelationDesc::new(

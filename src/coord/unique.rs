@@ -81,6 +81,20 @@ impl UniqueKeys {
         Ok(())
     }
 
+    /// Adds a recovered table's rows to the value sets of its keys (on
+    /// restart the keys are set up before the rows are read).
+    pub fn load(&mut self, table: GlobalId, rows: &[(Row, Diff)]) {
+        let Some(keys) = self.by_table.get_mut(&table) else { return };
+        for key in keys {
+            for (row, diff) in rows {
+                if let Some(k) = key.of(&row.unpack()) {
+                    *key.present.entry(k).or_insert(0) += diff;
+                }
+            }
+            key.present.retain(|_, n| *n != 0);
+        }
+    }
+
     /// Forgets the keys owned by `owner` (a dropped table or index).
     pub fn drop_owner(&mut self, owner: GlobalId) {
         self.by_table.remove(&owner);

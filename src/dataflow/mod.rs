@@ -49,6 +49,14 @@ pub struct DataflowDesc {
     pub name: String,
     pub plan: Arc<RelationExpr>,
     pub export: Export,
+    /// On restart, for a materialized view whose inputs hold nothing before
+    /// the load timestamp: its output is seeded with its checkpoint, at the
+    /// checkpoint's frontier, retracted again at the load timestamp
+    /// (`Command::LoadCheckpoint`). Dataflows that read it then compute
+    /// from the checkpoint before the view is rebuilt, and at the load
+    /// timestamp see only what changed since: the exported arrangement
+    /// consolidates the rebuilt contents against the retracted checkpoint.
+    pub seed: bool,
 }
 
 /// One arrangement held by the engine.
@@ -112,6 +120,17 @@ pub enum Command {
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
     /// and drops it.
     Query { plan: Arc<RelationExpr>, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// On restart, before the tables' contents are loaded: advances every
+    /// input to `time` (earlier times complete, `time` still open), so that
+    /// dataflows seeded from checkpoints can complete their earlier times.
+    HoldInputs { time: Timestamp },
+    /// On restart: a seeded view's checkpoint (`DataflowDesc::seed`), `rows`
+    /// at `frontier` (each worker takes its share), retracted again at
+    /// `retract_at` (the load timestamp) when updates at that time arrive.
+    SeedCheckpoint { id: GlobalId, frontier: Timestamp, retract_at: Timestamp, rows: Arc<Vec<(Row, Diff)>> },
+    /// Each exported arrangement's upper frontier (its first element;
+    /// `None` if empty, i.e. complete forever).
+    Frontiers { reply: UnboundedSender<Vec<(GlobalId, Option<Timestamp>)>> },
     /// Allows every arrangement to compact history up to `time`.
     AllowCompaction { time: Timestamp },
     /// Lists the arrangements the worker holds.

@@ -10,6 +10,7 @@ use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
@@ -41,6 +42,13 @@ pub struct WorkerState {
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
     checkpoints: BTreeMap<GlobalId, (RowTrace, Timestamp)>,
+    /// On restart: seed inputs waiting for a view's checkpoint, as (view
+    /// whose checkpoint feeds it, dataflow it belongs to, input).
+    seeds: Vec<(GlobalId, GlobalId, InputSession<Timestamp, Row, Diff>)>,
+    /// Seed inputs fed with their checkpoint, to be retracted at the given
+    /// time (the load timestamp) when the tables' contents arrive, so the
+    /// checkpoint is arranged on its own first (then closed).
+    retracting: Vec<(GlobalId, InputSession<Timestamp, Row, Diff>, Timestamp, Arc<Vec<(Row, Diff)>>)>,
 }
 
 struct PendingPeek {
@@ -69,6 +77,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         input_time: 0,
         since: 0,
         checkpoints: BTreeMap::new(),
+        seeds: Vec::new(),
+        retracting: Vec::new(),
     };
     loop {
         loop {
@@ -91,7 +101,10 @@ fn shutdown(worker: &mut Worker, state: &mut WorkerState) {
     state.inputs.clear();
     state.traces.clear();
     state.checkpoints.clear();
+    state.seeds.clear();
+    state.retracting.clear();
     state.peeks.clear();
+
     for (_, df) in std::mem::take(&mut state.dataflows) {
         worker.drop_dataflow(df);
     }
@@ -118,6 +131,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.operators.insert(id, first_operator..worker.peek_identifier());
         }
         Command::Advance { time, updates } => {
+            retract_seeds(state, time);
             for (id, rows) in updates.iter() {
                 if let Some(input) = state.inputs.get_mut(id) {
                     if *input.time() < time {
@@ -144,6 +158,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
         Command::Drop { id } => {
             state.checkpoints.remove(&id);
+            state.seeds.retain(|(_, owner, _)| *owner != id);
+            state.retracting.retain(|(owner, _, _, _)| *owner != id);
             state.inputs.remove(&id);
             state.traces.remove(&id);
             state.built.remove(&id);
@@ -180,6 +196,25 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.checkpoints.remove(&id);
         }
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
+        Command::HoldInputs { time } => {
+            state.input_time = state.input_time.max(time);
+            for input in state.inputs.values_mut() {
+                if *input.time() < state.input_time {
+                    input.advance_to(state.input_time);
+                }
+                input.flush();
+            }
+        }
+        Command::SeedCheckpoint { id, frontier, retract_at, rows } => seed_checkpoint(state, id, frontier, retract_at, rows),
+        Command::Frontiers { reply } => {
+            let mut out = Vec::new();
+            for (id, bundle) in state.traces.iter_mut() {
+                let mut upper = Antichain::new();
+                bundle.ok.read_upper(&mut upper);
+                out.push((*id, upper.elements().first().copied()));
+            }
+            let _ = reply.send(out);
+        }
         Command::AllowCompaction { time } => {
             state.since = state.since.max(time);
             let since = state.since;
@@ -253,12 +288,19 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     let df = worker.next_dataflow_index();
     let first_operator = worker.peek_identifier();
     let mut built = Vec::new();
+    let mut seed_inputs = Vec::new();
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
-                let (ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built);
+                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built);
+                if desc.seed {
+                    let (input, seed) = scope.new_collection::<Row, Diff>();
+                    seed_inputs.push((desc.id, desc.id, input));
+                    built.push(format!("seed from the checkpoint of {}", desc.name));
+                    ok = ok.concat(seed);
+                }
                 built.push(format!("materialized view {} (by row)", desc.name));
                 render::export_rows(ok, err, &desc.name)
             }
@@ -275,12 +317,56 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
         compact(&mut bundle, state.since);
         state.traces.insert(desc.id, bundle);
     }
+    state.seeds.extend(seed_inputs);
     state.dataflows.insert(desc.id, df);
     state.built.insert(desc.id, built);
     state.operators.insert(desc.id, first_operator..worker.peek_identifier());
 }
 
-fn query(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, time: Timestamp, reply: UnboundedSender<PeekResult>) {
+/// Feeds a seeded view's checkpoint (`rows` at `frontier`, this worker's
+/// share) to its seed input (`DataflowDesc::seed`), to be retracted at
+/// `retract_at` when the tables' contents arrive (`retract_seeds`).
+fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, retract_at: Timestamp, rows: Arc<Vec<(Row, Diff)>>) {
+    let (index, peers) = (state.index, state.peers);
+    let (fed, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut state.seeds).into_iter().partition(|(up, _, _)| *up == id);
+    state.seeds = rest;
+    for (_, owner, mut seed) in fed {
+        // A checkpoint not before the load timestamp seeds nothing (the
+        // input just closes).
+        if frontier < retract_at {
+            seed.advance_to(frontier);
+            for (row, diff) in rows.iter().enumerate().filter(|(i, _)| i % peers == index).map(|(_, r)| r) {
+                seed.update(row.clone(), *diff);
+            }
+            seed.advance_to(frontier + 1);
+            seed.flush();
+            state.retracting.push((owner, seed, retract_at, rows.clone()));
+        }
+    }
+}
+
+/// Retracts the checkpoints fed to seed inputs whose retraction time has
+/// come (`time`: the timestamp of the updates about to be applied), and
+/// closes those inputs.
+fn retract_seeds(state: &mut WorkerState, time: Timestamp) {
+    let (index, peers) = (state.index, state.peers);
+    let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut state.retracting).into_iter().partition(|(_, _, at, _)| *at <= time);
+    state.retracting = rest;
+    for (_, mut seed, at, rows) in due {
+        seed.advance_to(at);
+        for (row, diff) in rows.iter().enumerate().filter(|(i, _)| i % peers == index).map(|(_, r)| r) {
+            seed.update(row.clone(), -*diff);
+        }
+    }
+}
+
+fn query(
+    worker: &mut Worker,
+    state: &mut WorkerState,
+    plan: &RelationExpr,
+    time: Timestamp,
+    reply: UnboundedSender<PeekResult>,
+) {
     let df = worker.next_dataflow_index();
     let mut built = Vec::new();
     let bundle = {

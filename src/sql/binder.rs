@@ -216,6 +216,7 @@ impl Binder<'_> {
                     "indexes" | "index" => ShowKind::Indexes,
                     "arrangements" => ShowKind::Arrangements,
                     "checkpoints" => ShowKind::Checkpoints,
+                    "hydration" => ShowKind::Hydration,
                     "arrangement_sizes" => ShowKind::ArrangementSizes,
                     other => ShowKind::Variable(other.to_string()),
                 }))

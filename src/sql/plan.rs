@@ -52,6 +52,8 @@ pub enum ShowKind {
     Arrangements,
     /// `SHOW CHECKPOINTS`: each materialized view's latest checkpoint.
     Checkpoints,
+    /// `SHOW HYDRATION`: each materialized view's state after a restart.
+    Hydration,
     /// `SHOW ARRANGEMENT_SIZES`: records and bytes of each item's arrangements.
     ArrangementSizes,
     Variable(String),

@@ -382,6 +382,14 @@ impl Storage {
     /// consolidated snapshot record (one synced batch). Call before any
     /// `commit` of this process: folding assumes no concurrent writes.
     pub fn recover(&self) -> Result<Recovered, Error> {
+        let mut recovered = self.recover_catalog()?;
+        self.recover_tables(&mut recovered, &|_| false)?;
+        Ok(recovered)
+    }
+
+    /// The catalog, the metadata and the largest committed timestamp: the
+    /// quick first part of recovery (`recovered.tables` stays empty).
+    pub fn recover_catalog(&self) -> Result<Recovered, Error> {
         let mut recovered = Recovered::default();
 
         // Catalog, in id order (keys are big-endian ids).
@@ -411,7 +419,59 @@ impl Storage {
                 recovered.meta.insert(name, value.into_vec());
             }
         }
+        Ok(recovered)
+    }
 
+    /// The consolidated contents of one table's (or materialized view's
+    /// checkpoint's) log, read from a consistent snapshot; nothing is
+    /// written.
+    pub fn read_contents(&self, id: GlobalId) -> Result<Vec<(Row, Diff)>, Error> {
+        let log = self.cf(CF_TABLE_LOG)?;
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.set_iterate_upper_bound(codec::table_end(id));
+        let start = codec::table_start(id);
+        let mut rows: Vec<(Row, Diff)> = Vec::new();
+        let mut entries = 0usize;
+        let iter = self.db.iterator_cf_opt(log, opts, IteratorMode::From(&start, rocksdb::Direction::Forward));
+        for item in iter {
+            let (key, value) = item.map_err(rocks_err("reading a checkpoint failed"))?;
+            let (_, ts, seq) = codec::decode_log_key(&key)?;
+            // Snapshot chunks together are one consolidated entry.
+            if ts != SNAPSHOT_TS || entries == 0 {
+                entries += 1;
+            }
+            let what = || format!("log entry of {id} at timestamp {ts} (sequence {seq})");
+            codec::decode_updates(&value, &what, |row, diff| {
+                rows.push((row, diff));
+                Ok(())
+            })?;
+        }
+        // One entry (a snapshot, or a whole checkpoint) is consolidated
+        // already; several are summed row by row.
+        if entries > 1 {
+            rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let mut out: Vec<(Row, Diff)> = Vec::with_capacity(rows.len());
+            for (row, diff) in rows {
+                match out.last_mut() {
+                    Some((last, d)) if *last == row => {
+                        *d = d.checked_add(diff).ok_or_else(|| codec::corrupt(format!("log of {id}: multiplicity overflows")))?;
+                    }
+                    _ => out.push((row, diff)),
+                }
+            }
+            out.retain(|(_, d)| *d != 0);
+            rows = out;
+        }
+        Ok(rows)
+    }
+
+    /// The second part of recovery: reads every table log into
+    /// `recovered.tables` and folds each into one snapshot; the logs of ids
+    /// `skip` names (materialized views' checkpoints, read on their own
+    /// with `read_contents`) are left as they are. Must not run beside
+    /// commits, folds or checkpoint writes.
+    pub fn recover_tables(&self, recovered: &mut Recovered, skip: &dyn Fn(GlobalId) -> bool) -> Result<(), Error> {
+        let meta = self.cf(CF_META)?;
         // Table logs, in (table, timestamp, sequence) order.
         let log = self.cf(CF_TABLE_LOG)?;
         // Per table: accumulated diffs, and whether anything but a snapshot
@@ -425,6 +485,9 @@ impl Storage {
             max_seq = max_seq.max(seq);
             if !is_snapshot {
                 recovered.max_timestamp = recovered.max_timestamp.max(ts);
+            }
+            if skip(table) {
+                continue;
             }
             let (acc, needs_fold) = contents.entry(table).or_default();
             *needs_fold |= !is_snapshot;
@@ -477,7 +540,7 @@ impl Storage {
             // Let RocksDB drop the deleted ranges' tombstones and data.
             self.db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
         }
-        Ok(recovered)
+        Ok(())
     }
 }
 
@@ -526,6 +589,35 @@ mod tests {
     #[test]
     fn storage_is_send_and_sync() {
         assert_send_sync::<Storage>();
+    }
+
+    #[test]
+    fn checkpoint_contents_are_read_apart_from_the_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let mut ws = WriteSet::new(100);
+        ws.table_updates = vec![(1, vec![(row(1, "t"), 1)])];
+        s.commit(ws).unwrap();
+        // View 2: a whole checkpoint, then a delta.
+        let mut ws = WriteSet::new(100);
+        ws.table_updates = vec![(2, vec![(row(1, "a"), 1), (row(2, "b"), 2)])];
+        assert!(s.write_checkpoint(&ws, true, || true).unwrap());
+        let mut ws = WriteSet::new(105);
+        ws.table_updates = vec![(2, vec![(row(2, "b"), -1), (row(1, "a"), -1), (row(3, "c"), 1)])];
+        assert!(s.write_checkpoint(&ws, false, || true).unwrap());
+        assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
+        assert_eq!(s.read_contents(1).unwrap(), vec![(row(1, "t"), 1)]);
+        assert!(s.read_contents(9).unwrap().is_empty());
+        // Recovering the tables skips the view's log and leaves it as it is.
+        let mut r = s.recover_catalog().unwrap();
+        s.recover_tables(&mut r, &|id| id == 2).unwrap();
+        assert_eq!(r.tables.keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
+        // A replacing checkpoint is one entry again.
+        let mut ws = WriteSet::new(110);
+        ws.table_updates = vec![(2, vec![(row(4, "d"), 1)])];
+        assert!(s.write_checkpoint(&ws, true, || true).unwrap());
+        assert_eq!(s.read_contents(2).unwrap(), vec![(row(4, "d"), 1)]);
     }
 
     #[test]

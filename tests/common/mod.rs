@@ -27,6 +27,8 @@ pub struct TestServer {
     data_dir: tempfile::TempDir,
     /// Holds the stderr log, outside the data directory.
     log_dir: tempfile::TempDir,
+    /// More command-line arguments for every start.
+    args: Vec<String>,
 }
 
 impl TestServer {
@@ -34,6 +36,11 @@ impl TestServer {
     /// directory. Panics (with the server's stderr) if it does not accept
     /// pgwire connections within `START_TIMEOUT`.
     pub fn start(workers: usize) -> TestServer {
+        TestServer::start_with(workers, &[])
+    }
+
+    /// `start`, with more command-line arguments (kept for restarts).
+    pub fn start_with(workers: usize, args: &[&str]) -> TestServer {
         let data_dir = tempfile::Builder::new()
             .prefix("ripple-test-data-")
             .tempdir()
@@ -48,6 +55,7 @@ impl TestServer {
             workers,
             data_dir,
             log_dir,
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         server.spawn();
         server
@@ -116,6 +124,11 @@ impl TestServer {
         }
     }
 
+    /// Replaces the extra command-line arguments for the next start.
+    pub fn set_args(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| a.to_string()).collect();
+    }
+
     /// Kills the server if it is running, then starts it again on the same
     /// data directory (on a new free port).
     pub fn restart(&mut self) {
@@ -154,6 +167,7 @@ impl TestServer {
             .arg(self.data_dir.path())
             .arg("--workers")
             .arg(self.workers.to_string())
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log handle"))
             .stderr(log)
