@@ -472,11 +472,42 @@ fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
 }
 
 /// The changes of a row arrangement in `(since, time]` (everything up to
-/// `time` if `since` is `None`), consolidated. The trace must be held at
-/// `since` so that times after it are still distinct.
+/// `time` if `since` is `None`), consolidated within each batch (callers
+/// sum them). The trace must be held at `since` so that times after it
+/// are still distinct. Only batches that can hold such times are read:
+/// a batch whose upper is at most `since + 1` holds times up to `since`
+/// only (logical compaction, held at `since`, never moves a time past
+/// it), so a checkpoint of a large view with few changes reads the recent
+/// batches, not the whole arrangement.
 fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp) -> Vec<(Row, Diff)> {
+    use differential_dataflow::trace::BatchReader;
+    use differential_dataflow::trace::cursor::Navigable;
     let Some(since) = since else { return read_rows(trace, time) };
-    keys_where!(trace, |t: &Timestamp| *t > since && *t <= time)
+    let mut out = Vec::new();
+    trace.map_batches(|batch| {
+        let upper = batch.upper().elements();
+        let lower = batch.lower().elements();
+        if batch.is_empty() || upper.first().is_some_and(|u| *u <= since.saturating_add(1)) || lower.first().is_some_and(|l| *l > time) {
+            return;
+        }
+        let mut cursor = batch.cursor();
+        while cursor.key_valid(batch) {
+            while cursor.val_valid(batch) {
+                let mut count: Diff = 0;
+                cursor.map_times(batch, |t, r| {
+                    if *t > since && *t <= time {
+                        count += *r;
+                    }
+                });
+                if count != 0 {
+                    out.push((cursor.key(batch).clone(), count));
+                }
+                cursor.step_val(batch);
+            }
+            cursor.step_key(batch);
+        }
+    });
+    out
 }
 
 /// The first error of an error arrangement at `time`, if any.
