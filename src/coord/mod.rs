@@ -184,7 +184,6 @@ impl Coordinator {
         // Every input holds at the load timestamp until the tables' contents
         // arrive: earlier times are complete, so dataflows seeded from
         // checkpoints (at earlier times) can finish them meanwhile.
-        state.recovery.loading = state.checkpoints.lineage.keys().copied().collect();
         let load_ts = state.write_ts;
         dataflow.broadcast(Command::HoldInputs { time: load_ts });
         dataflow.broadcast(Command::AllowCompaction { time: load_ts });
@@ -208,6 +207,11 @@ impl Coordinator {
         }
         state.restoring = false;
         state.early.clear();
+        // Checkpoints before the load timestamp are served on demand
+        // (`Recovery::on_disk`); the seeded ones are loaded at once below.
+        let usable: Vec<(GlobalId, Timestamp)> =
+            state.checkpoints.lineage.values().filter(|l| l.frontier < load_ts).map(|l| (l.view, l.frontier)).collect();
+        state.recovery.on_disk.extend(usable);
         let (ready_tx, ready) = tokio::sync::watch::channel(Readiness::Loading);
         let coord = Coordinator {
             state: Arc::new(Mutex::new(state)),
@@ -265,9 +269,11 @@ impl Coordinator {
         }
     }
 
-    /// The background part of `open`: loads every checkpoint (smallest
-    /// first, so most become readable soonest), feeding the dataflows they
-    /// seed, then the tables' contents at `load_ts`.
+    /// The background part of `open`: loads the checkpoints of seeded
+    /// views (smallest first) and feeds them to their dataflows, while the
+    /// tables are read; then sends the tables' contents at `load_ts`.
+    /// Other checkpoints are loaded when a read wants them
+    /// (`load_checkpoints`).
     async fn recover_contents(&self, storage: Arc<Storage>, load_ts: Timestamp) -> Result<(), Error> {
         // The tables are read beside the checkpoints.
         let reader = storage.clone();
@@ -279,27 +285,30 @@ impl Coordinator {
             let mut recovered = crate::storage::Recovered::default();
             reader.recover_tables(&mut recovered, &|id| views.contains(&id)).map(|()| recovered)
         });
-        // Seeded views first (the views that read them compute from
-        // them), then the smallest first.
-        let mut order: Vec<(bool, i64, GlobalId, Timestamp, String)> = {
-            let st = self.state.lock().await;
+        // Seeded views, smallest first (the views that read them compute
+        // from them); each is also served once loaded.
+        let mut order: Vec<(i64, GlobalId, Timestamp, String)> = {
+            let mut st = self.state.lock().await;
+            let seeded: Vec<GlobalId> = st.recovery.seeded.iter().copied().collect();
+            st.recovery.start_loading(&seeded);
             st.checkpoints
                 .lineage
                 .values()
+                .filter(|l| st.recovery.seeded.contains(&l.view))
                 .filter_map(|l| {
                     let name = st.catalog.items.get(&l.view)?.name.clone();
-                    Some((!st.recovery.seeded.contains(&l.view), l.rows, l.view, l.frontier, name))
+                    Some((l.rows, l.view, l.frontier, name))
                 })
                 .collect()
         };
         order.sort();
-        for (_, _, id, frontier, name) in order {
+        for (_, id, frontier, name) in order {
             let reader = storage.clone();
             let read = tokio::task::spawn_blocking(move || reader.read_contents(id))
                 .await
                 .map_err(|e| Error::Internal(format!("checkpoint reader: {e}")))?;
-            let (rows, usable) = match read {
-                Ok(rows) => (rows, frontier < load_ts),
+            let (rows, ok) = match read {
+                Ok(rows) => (rows, true),
                 Err(e) => {
                     // Still fed (empty) so that a seeded view is not held
                     // back; never served.
@@ -310,14 +319,8 @@ impl Coordinator {
             let mut st = self.state.lock().await;
             let n = rows.len();
             let rows = Arc::new(rows);
-            if st.recovery.seeded.contains(&id) {
-                self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows: rows.clone() });
-            }
-            st.recovery.loading.remove(&id);
-            if usable && st.recovery.pending.contains(&id) {
-                st.recovery.serving.insert(id, frontier);
-                st.recovery.contents.insert(id, rows);
-            }
+            self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows: rows.clone() });
+            st.recovery.finish_loading(id, ok.then_some(rows));
             tracing::info!(view = %name, rows = n, elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "checkpoint loaded");
         }
         let recovered = tables.await.map_err(|e| Error::Internal(format!("table reader: {e}")))??;
@@ -329,6 +332,34 @@ impl Coordinator {
         st.recovery.tables_loaded = Some(st.recovery.started.elapsed());
         tracing::info!(elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "tables loaded");
         Ok(())
+    }
+
+    /// Reads the checkpoints `ids` (each with its frontier, already marked
+    /// as loading) in the background and serves them while their views are
+    /// rebuilt (`Recovery::finish_loading`).
+    fn load_checkpoints(&self, storage: Arc<Storage>, ids: Vec<(GlobalId, Timestamp)>) {
+        let coord = self.clone();
+        tokio::spawn(async move {
+            for (id, _) in ids {
+                let reader = storage.clone();
+                let read = tokio::task::spawn_blocking(move || reader.read_contents(id)).await;
+                let rows = match read {
+                    Ok(Ok(rows)) => Some(Arc::new(rows)),
+                    Ok(Err(e)) => {
+                        tracing::warn!(view = id, error = %e, "reading a checkpoint failed; the view is read once rebuilt");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(view = id, error = %e, "checkpoint reader stopped");
+                        None
+                    }
+                };
+                let mut st = coord.state.lock().await;
+                let n = rows.as_ref().map(|r| r.len()).unwrap_or(0);
+                st.recovery.finish_loading(id, rows);
+                tracing::info!(view = id, rows = n, elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "checkpoint loaded");
+            }
+        });
     }
 
     /// Polls the workers' frontiers until every view that existed at
@@ -389,6 +420,12 @@ impl Coordinator {
             let (t, inputs, prev, full, storage, dropped, rx) = {
                 let st = self.state.lock().await;
                 let Some(item) = st.catalog.items.get(&id).filter(|i| i.kind == ItemKind::MaterializedView) else { continue };
+                // Not while the view is rebuilt after a restart: its read
+                // would wait for that, and its old checkpoint may still be
+                // being read for serving.
+                if st.recovery.pending.contains(&id) || st.recovery.loading.contains_key(&id) {
+                    continue;
+                }
                 let t = self.commits.durable_ts();
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                 self.dataflow.broadcast(Command::Checkpoint { id, time: t, reply: tx });
@@ -921,6 +958,10 @@ impl Coordinator {
                         drop(state);
                         return Ok(finish(self.collect(rx).await?, finishing));
                     }
+                    CheckpointRead::Load(ids) => {
+                        let ids = state.recovery.start_loading(&ids);
+                        self.load_checkpoints(state.storage.clone(), ids);
+                    }
                     CheckpointRead::Wait => {
                         if let Readiness::Failed(e) = &*self.ready.borrow() {
                             return Err(Error::Storage(format!("recovery failed: {e}")));
@@ -1016,7 +1057,9 @@ impl Coordinator {
             let lineage = st.checkpoints.lineage.get(&item.id);
             let state = st.recovery.state_of(item.id, lineage.is_some());
             let readable = match state {
-                recovery::Hydration::ServingCheckpoint => st.recovery.serving.get(&item.id).copied(),
+                recovery::Hydration::ServingCheckpoint => {
+                    st.recovery.serving.get(&item.id).or_else(|| st.recovery.on_disk.get(&item.id)).copied()
+                }
                 recovery::Hydration::Hydrated => uppers.get(&item.id).map(|u| u.saturating_sub(1)),
                 _ => None,
             };

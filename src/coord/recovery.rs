@@ -2,12 +2,14 @@
 //! materialized view is hydrated (see docs/architecture.md, "Restart").
 //!
 //! `Coordinator::open` recovers only the catalog and the checkpoint lineage
-//! before it accepts connections; then, in the background, it loads each
-//! view's checkpoint (readable at once at the checkpoint's timestamp by
-//! sessions that accept it, and seeding the dataflows that read the view),
-//! then the tables' contents at the load timestamp. Writes wait for the
-//! tables; strict-serializable reads wait for the arrangements they read
-//! to be complete through the load timestamp, i.e. for hydration.
+//! before it accepts connections; then, in the background, it loads the
+//! checkpoints of seeded views (which feed the dataflows that read them)
+//! and the tables' contents at the load timestamp. Every other checkpoint
+//! stays on disk until a session that accepts a past timestamp reads its
+//! view: then it is loaded once and served at the checkpoint's timestamp
+//! until the view is hydrated. Writes wait for the tables;
+//! strict-serializable reads wait for the arrangements they read to be
+//! complete through the load timestamp, i.e. for hydration.
 //!
 //! Owns: the restart state (load timestamp, loaded checkpoints, hydration
 //! times) and the rule that picks a checkpoint read.
@@ -52,10 +54,13 @@ impl Isolation {
 }
 
 /// How a serializable read is served while views are rebuilt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckpointRead {
     /// From the loaded checkpoints, at this timestamp.
     At(Timestamp),
+    /// These checkpoints it needs are still on disk: load them, then ask
+    /// again.
+    Load(Vec<GlobalId>),
     /// A checkpoint it needs is being loaded: ask again shortly.
     Wait,
     /// From the live arrangements.
@@ -67,7 +72,8 @@ pub enum CheckpointRead {
 pub enum Hydration {
     /// Its checkpoint is being read from storage.
     LoadingCheckpoint,
-    /// Being rebuilt; its checkpoint is readable at its frontier.
+    /// Being rebuilt; its checkpoint is readable at its frontier (loaded,
+    /// or on disk until the first read that wants it).
     ServingCheckpoint,
     /// Being rebuilt, with no checkpoint to serve.
     Rebuilding,
@@ -98,8 +104,11 @@ pub struct Recovery {
     /// Views whose output is seeded with their checkpoint
     /// (`DataflowDesc::seed`).
     pub seeded: BTreeSet<GlobalId>,
-    /// Views whose checkpoint is still to be loaded.
-    pub loading: BTreeSet<GlobalId>,
+    /// Pending views whose checkpoint is usable (before the load
+    /// timestamp) and still on disk (view → frontier).
+    pub on_disk: BTreeMap<GlobalId, Timestamp>,
+    /// Views whose checkpoint is being read (view → frontier).
+    pub loading: BTreeMap<GlobalId, Timestamp>,
     /// Loaded checkpoints still served (view → frontier, contents).
     pub serving: BTreeMap<GlobalId, Timestamp>,
     pub contents: BTreeMap<GlobalId, Arc<Vec<(Row, Diff)>>>,
@@ -116,7 +125,8 @@ impl Recovery {
             load_ts,
             pending: BTreeSet::new(),
             seeded: BTreeSet::new(),
-            loading: BTreeSet::new(),
+            on_disk: BTreeMap::new(),
+            loading: BTreeMap::new(),
             serving: BTreeMap::new(),
             contents: BTreeMap::new(),
             hydrated: BTreeMap::new(),
@@ -124,21 +134,56 @@ impl Recovery {
         }
     }
 
+    /// The frontier of `id`'s usable checkpoint, wherever it is.
+    fn checkpoint_frontier(&self, id: GlobalId) -> Option<Timestamp> {
+        self.serving.get(&id).or_else(|| self.loading.get(&id)).or_else(|| self.on_disk.get(&id)).copied()
+    }
+
     /// How a serializable query over `deps` reads: from checkpoints, at
     /// one timestamp, if some of them is still being rebuilt and every one
-    /// has a checkpoint at that one frontier (loaded or about to be);
-    /// otherwise live, waiting for hydration.
+    /// has a checkpoint at that one frontier (loaded, being loaded, or to
+    /// be loaded first); otherwise live, waiting for hydration.
     pub fn checkpoint_read(&self, deps: &BTreeSet<GlobalId>) -> CheckpointRead {
         if deps.is_empty() || !deps.iter().any(|d| self.pending.contains(d)) {
             return CheckpointRead::Live;
         }
-        if deps.iter().any(|d| self.loading.contains(d)) {
-            return CheckpointRead::Wait;
+        let mut frontiers = deps.iter().map(|d| self.checkpoint_frontier(*d));
+        let at = match frontiers.next().flatten() {
+            Some(first) if frontiers.all(|f| f == Some(first)) => first,
+            _ => return CheckpointRead::Live,
+        };
+        let to_load: Vec<GlobalId> = deps.iter().filter(|d| self.on_disk.contains_key(d)).copied().collect();
+        if !to_load.is_empty() {
+            CheckpointRead::Load(to_load)
+        } else if deps.iter().any(|d| self.loading.contains_key(d)) {
+            CheckpointRead::Wait
+        } else {
+            CheckpointRead::At(at)
         }
-        let mut frontiers = deps.iter().map(|d| self.serving.get(d).copied());
-        match frontiers.next().flatten() {
-            Some(first) if frontiers.all(|f| f == Some(first)) => CheckpointRead::At(first),
-            _ => CheckpointRead::Live,
+    }
+
+    /// Marks `ids` as being loaded (from `on_disk`); returns each one
+    /// with its frontier, for the reader.
+    pub fn start_loading(&mut self, ids: &[GlobalId]) -> Vec<(GlobalId, Timestamp)> {
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(f) = self.on_disk.remove(id) {
+                self.loading.insert(*id, f);
+                out.push((*id, f));
+            }
+        }
+        out
+    }
+
+    /// A checkpoint read finished: serve its contents if the view is still
+    /// being rebuilt (`None`: the read failed, and the view is read live).
+    pub fn finish_loading(&mut self, id: GlobalId, rows: Option<Arc<Vec<(Row, Diff)>>>) {
+        let Some(frontier) = self.loading.remove(&id) else { return };
+        if let Some(rows) = rows {
+            if self.pending.contains(&id) {
+                self.serving.insert(id, frontier);
+                self.contents.insert(id, rows);
+            }
         }
     }
 
@@ -146,9 +191,9 @@ impl Recovery {
     pub fn state_of(&self, id: GlobalId, has_checkpoint: bool) -> Hydration {
         if self.hydrated.contains_key(&id) || !self.pending.contains(&id) {
             Hydration::Hydrated
-        } else if self.serving.contains_key(&id) {
+        } else if self.serving.contains_key(&id) || self.on_disk.contains_key(&id) {
             Hydration::ServingCheckpoint
-        } else if has_checkpoint && self.loading.contains(&id) {
+        } else if has_checkpoint && self.loading.contains_key(&id) {
             Hydration::LoadingCheckpoint
         } else {
             Hydration::Rebuilding
@@ -158,6 +203,7 @@ impl Recovery {
     /// Records that `id` is complete through the load timestamp (its
     /// checkpoint is no longer served); returns whether it was pending.
     pub fn mark_hydrated(&mut self, id: GlobalId) -> bool {
+        self.on_disk.remove(&id);
         self.serving.remove(&id);
         self.contents.remove(&id);
         let was = self.pending.remove(&id);
@@ -170,6 +216,7 @@ impl Recovery {
     /// Forgets a dropped item.
     pub fn forget(&mut self, id: GlobalId) {
         self.pending.remove(&id);
+        self.on_disk.remove(&id);
         self.loading.remove(&id);
         self.serving.remove(&id);
         self.contents.remove(&id);
@@ -207,7 +254,7 @@ mod tests {
         r.serving.insert(1, 50);
         r.serving.insert(2, 50);
         r.serving.insert(3, 60);
-        r.loading.insert(4);
+        r.loading.insert(4, 50);
         assert_eq!(r.checkpoint_read(&set(&[1])), CheckpointRead::At(50));
         assert_eq!(r.checkpoint_read(&set(&[1, 2])), CheckpointRead::At(50));
         // Two frontiers: no single timestamp to read at.
@@ -223,6 +270,36 @@ mod tests {
         assert_eq!(r.state_of(2, true), Hydration::ServingCheckpoint);
         assert_eq!(r.state_of(4, true), Hydration::LoadingCheckpoint);
         assert!(!r.mark_hydrated(9));
+    }
+
+    #[test]
+    fn checkpoints_on_disk_are_loaded_on_the_first_read_that_wants_them() {
+        let mut r = Recovery::new(Instant::now(), 100);
+        r.pending.extend([1, 2, 3]);
+        r.on_disk.insert(1, 50);
+        r.on_disk.insert(2, 50);
+        r.on_disk.insert(3, 70);
+        assert_eq!(r.state_of(1, true), Hydration::ServingCheckpoint);
+        // Different frontiers: read live, load nothing.
+        assert_eq!(r.checkpoint_read(&set(&[1, 3])), CheckpointRead::Live);
+        assert_eq!(r.checkpoint_read(&set(&[1, 2])), CheckpointRead::Load(vec![1, 2]));
+        assert_eq!(r.start_loading(&[1, 2]), vec![(1, 50), (2, 50)]);
+        // Asked again while loading: nothing more to load.
+        assert!(r.start_loading(&[1]).is_empty());
+        assert_eq!(r.checkpoint_read(&set(&[1, 2])), CheckpointRead::Wait);
+        assert_eq!(r.state_of(1, true), Hydration::LoadingCheckpoint);
+        r.finish_loading(1, Some(Arc::new(vec![])));
+        assert_eq!(r.checkpoint_read(&set(&[1, 2])), CheckpointRead::Wait);
+        // A failed read: that view is read live from now on.
+        r.finish_loading(2, None);
+        assert_eq!(r.checkpoint_read(&set(&[1, 2])), CheckpointRead::Live);
+        assert_eq!(r.checkpoint_read(&set(&[1])), CheckpointRead::At(50));
+        // Hydrated while its read was in flight: not served.
+        assert_eq!(r.start_loading(&[3]), vec![(3, 70)]);
+        assert!(r.mark_hydrated(3));
+        r.finish_loading(3, Some(Arc::new(vec![])));
+        assert!(!r.serving.contains_key(&3));
+        assert_eq!(r.checkpoint_read(&set(&[3])), CheckpointRead::Live);
     }
 
     #[test]
