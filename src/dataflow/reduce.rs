@@ -109,8 +109,17 @@ pub fn render_reduce<'s, T: RenderTime>(
     // (group key, aggregate inputs) per row; evaluation errors split off.
     let aggs = aggregates.clone();
     let key = group_key.clone();
+    // Only the key columns and the aggregates' inputs are decoded.
+    let mut needed = Vec::new();
+    let support = aggregates.iter().flat_map(|a| a.inputs().into_iter().flat_map(|e| e.support()).collect::<Vec<_>>());
+    for c in group_key.iter().copied().chain(support) {
+        if needed.len() <= c {
+            needed.resize(c + 1, false);
+        }
+        needed[c] = true;
+    }
     let prepared = ok.map(move |row| {
-        let datums = row.unpack();
+        let datums = row.unpack_needed(&needed);
         let key_row = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
         let mut vals = Vec::new();
         for a in &aggs {

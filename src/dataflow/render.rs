@@ -252,8 +252,9 @@ fn render_uncached<'s, T: RenderTime>(
                 }
             }
             ops.reverse();
+            let needed = columns_read(&ops, cur.arity());
             let (ok, err) = render(scope, cur, ctx, locals);
-            let results = ok.flat_map(move |row| apply_ops(&ops, row));
+            let results = ok.flat_map(move |row| apply_ops(&ops, &needed, row));
             let (ok2, err2) = split(results);
             (ok2, err.concat(err2))
         }
@@ -314,8 +315,47 @@ enum RowOp {
     Project(Vec<usize>),
 }
 
-fn apply_ops(ops: &[RowOp], row: Row) -> Option<Result<Row, EvalError>> {
-    let mut datums = row.unpack();
+/// Which of the `arity` input columns a fused stack of row operations
+/// reads: referenced by a Map or Filter, or carried to the output.
+fn columns_read(ops: &[RowOp], arity: usize) -> Vec<bool> {
+    let mut needed = vec![false; arity];
+    // For each current column, the input column it is (None: computed).
+    let mut origin: Vec<Option<usize>> = (0..arity).map(Some).collect();
+    let mark = |origin: &[Option<usize>], c: usize, needed: &mut Vec<bool>| {
+        if let Some(Some(o)) = origin.get(c) {
+            needed[*o] = true;
+        }
+    };
+    for op in ops {
+        match op {
+            RowOp::Map(scalars) => {
+                for s in scalars {
+                    for c in s.support() {
+                        mark(&origin, c, &mut needed);
+                    }
+                    origin.push(None);
+                }
+            }
+            RowOp::Filter(preds) => {
+                for p in preds {
+                    for c in p.support() {
+                        mark(&origin, c, &mut needed);
+                    }
+                }
+            }
+            RowOp::Project(outputs) => {
+                origin = outputs.iter().map(|c| origin.get(*c).copied().flatten()).collect();
+            }
+        }
+    }
+    for c in 0..origin.len() {
+        mark(&origin, c, &mut needed);
+    }
+    needed
+}
+
+fn apply_ops(ops: &[RowOp], needed: &[bool], row: Row) -> Option<Result<Row, EvalError>> {
+    let mut datums = row.unpack_needed(needed);
     for op in ops {
         match op {
             RowOp::Map(scalars) => {
@@ -406,8 +446,15 @@ fn render_join<'s, T: RenderTime>(
 /// Pairs each row with its join key; rows with a NULL key component are
 /// dropped (they never join), key evaluation errors are split off.
 fn keyed_by<'s, T: RenderTime>(rows: Coll<'s, T>, key: Vec<ScalarExpr>) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
+    let mut needed = Vec::new();
+    for c in key.iter().flat_map(|k| k.support()) {
+        if needed.len() <= c {
+            needed.resize(c + 1, false);
+        }
+        needed[c] = true;
+    }
     let keyed = rows.flat_map(move |row| {
-        let datums = row.unpack();
+        let datums = row.unpack_needed(&needed);
         match eval_key(&key, &datums) {
             Ok(Some(k)) => Some(Ok((k, row))),
             Ok(None) => None,
@@ -497,4 +544,30 @@ pub fn export_index(
         })
         .arrange_by_key_named(&format!("index {name}"));
     Some(TraceBundle { ok: arranged.trace, err: bundle.err.clone(), index_of: None })
+}
+
+#[cfg(test)]
+mod column_tests {
+    use super::*;
+
+    #[test]
+    fn columns_read_follows_maps_filters_and_projections() {
+        let col = ScalarExpr::Column;
+        // Input of 5 columns: map c5 = f(c1), filter on c3, keep c0 and c5.
+        let ops = vec![
+            RowOp::Map(vec![col(1).call_unary(crate::expr::func::UnaryFunc::Not)]),
+            RowOp::Filter(vec![col(3)]),
+            RowOp::Project(vec![0, 5]),
+        ];
+        assert_eq!(columns_read(&ops, 5), vec![true, true, false, true, false]);
+        // A filter after a projection reads through it.
+        let ops = vec![RowOp::Project(vec![4, 2]), RowOp::Filter(vec![col(1)])];
+        assert_eq!(columns_read(&ops, 5), vec![false, false, true, false, true]);
+        // Unneeded columns decode as NULL and do not change the result.
+        let row = Row::from_datums(vec![Datum::Int32(1), Datum::Text("x".into()), Datum::Bool(true), Datum::Int32(4), Datum::Int32(5)]);
+        let ops = vec![RowOp::Filter(vec![col(2)]), RowOp::Project(vec![4, 0])];
+        let needed = columns_read(&ops, 5);
+        let out = apply_ops(&ops, &needed, row).unwrap().unwrap();
+        assert_eq!(out.unpack(), vec![Datum::Int32(5), Datum::Int32(1)]);
+    }
 }
