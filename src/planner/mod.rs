@@ -49,6 +49,18 @@ fn fold_constants(expr: RelationExpr) -> RelationExpr {
             }
             RelationExpr::Map { input, scalars }
         }
+        // Aggregates' arguments are evaluated per input row too
+        // (`sum(price * (1 - discount))` casts its 1 once, not per row).
+        RelationExpr::Reduce { input, group_key, mut aggregates } => {
+            let types = input.typ();
+            let typ = |e: &ScalarExpr| scalar_type(e, &types).scalar;
+            for a in aggregates.iter_mut() {
+                a.expr.reduce(&typ);
+                a.args.iter_mut().for_each(|x| x.reduce(&typ));
+                a.order_by.iter_mut().for_each(|o| o.expr.reduce(&typ));
+            }
+            RelationExpr::Reduce { input, group_key, aggregates }
+        }
         RelationExpr::Filter { input, mut predicates } => {
             let types = input.typ();
             for p in predicates.iter_mut() {
@@ -516,6 +528,23 @@ mod tests {
         let RelationExpr::Filter { predicates, .. } = input.as_ref() else { panic!("{input:?}") };
         assert_eq!(predicates.len(), 1);
         assert!(predicates[0].to_string().contains("(#0 > 1)"), "{}", predicates[0]);
+    }
+
+    #[test]
+    fn aggregate_arguments_fold() {
+        use crate::expr::{AggregateExpr, AggregateFunc, UnaryFunc};
+        use crate::repr::Datum;
+        let one = ScalarExpr::Literal(Datum::Int32(1), ScalarType::Int32);
+        let cast = one.call_unary(UnaryFunc::Cast { to: ScalarType::Int64, explicit: false });
+        let arg = ScalarExpr::Column(0).call_binary(cast, BinaryFunc::Sub);
+        let plan = RelationExpr::Reduce {
+            input: Box::new(get(1, 1)),
+            group_key: vec![],
+            aggregates: vec![AggregateExpr::new(AggregateFunc::SumInt, arg, false)],
+        };
+        let out = optimize(plan, &NoIndexes);
+        let RelationExpr::Reduce { aggregates, .. } = &out else { panic!("{out:?}") };
+        assert_eq!(aggregates[0].expr.to_string(), "(#0 - 1)");
     }
 }
 
