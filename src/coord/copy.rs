@@ -10,13 +10,14 @@
 //! `State::write` (one durable batch, unique keys checked as for any
 //! statement), so nothing of a failed or abandoned COPY is ever visible.
 //!
-//! For now the chunks are held in memory until the commit. Owns only this
+//! For now the chunks are held in memory (as packed rows) until the
+//! commit. Owns only this
 //! narrow API: must not change `State::write`, storage or transaction
 //! handling (the staging of chunks is to become durable with the write
 //! path's rewrite, behind the same calls).
 
 use super::{assign, Coordinator, Session};
-use crate::repr::{Datum, Error, EvalError, GlobalId, RelationDesc, ScalarType};
+use crate::repr::{Datum, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
 use crate::sql::{CopyOptions, ItemKind};
 
 /// A COPY FROM STDIN in progress.
@@ -29,8 +30,10 @@ pub struct CopyTarget {
     /// The table columns the data holds, in the data's order.
     columns: Vec<usize>,
     options: CopyOptions,
-    /// Rows received so far, as table rows (checked).
-    rows: Vec<Vec<Datum>>,
+    /// Rows received so far, as packed table rows (checked): a fraction of
+    /// the memory of their datums (a text value is a byte run, not a
+    /// `String`), which is what a large COPY holds until its commit.
+    rows: Vec<Row>,
 }
 
 impl std::fmt::Debug for CopyTarget {
@@ -126,11 +129,7 @@ impl Coordinator {
     /// Adds a chunk of table rows (from `CopyTarget::table_row`) to a COPY
     /// in progress. Nothing is visible before `copy_in_commit`.
     pub async fn copy_in_rows(&self, target: &mut CopyTarget, rows: Vec<Vec<Datum>>) -> Result<(), Error> {
-        if target.rows.is_empty() {
-            target.rows = rows;
-        } else {
-            target.rows.extend(rows);
-        }
+        target.rows.extend(rows.into_iter().map(Row::from_datums));
         Ok(())
     }
 
@@ -160,7 +159,7 @@ impl Coordinator {
             }
             let n = target.rows.len() as u64;
             let updates = target.rows.into_iter().map(|r| (r, 1)).collect();
-            state.write(session, vec![(target.table, updates)])?;
+            state.write_rows(session, vec![(target.table, updates)])?;
             Ok(n)
         }
         .await;

@@ -1173,8 +1173,13 @@ impl State {
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates
             .into_iter()
             .map(|(id, rows)| (id, rows.into_iter().map(|(d, r)| (Row::from_datums(d), r)).collect::<Vec<_>>()))
-            .filter(|(_, rows)| !rows.is_empty())
             .collect();
+        self.write_rows(session, updates)
+    }
+
+    /// `write`, of rows already packed (COPY holds its rows packed).
+    fn write_rows(&mut self, session: &mut Session, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>) -> Result<(), Error> {
+        let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates.into_iter().filter(|(_, rows)| !rows.is_empty()).collect();
         if updates.is_empty() {
             return Ok(());
         }
