@@ -1189,11 +1189,15 @@ impl State {
             return Ok(());
         }
         self.unique.apply(&updates)?;
-        if let Err(e) = self.commit_updates(updates.clone()) {
-            // Undo the key changes (removing what was just added cannot
-            // conflict).
-            let undo: Vec<(GlobalId, Vec<(Row, Diff)>)> =
-                updates.iter().map(|(id, rows)| (*id, rows.iter().map(|(r, d)| (r.clone(), -d)).collect())).collect();
+        // What to undo if the commit fails: only tables with unique keys
+        // (a bulk load into a table without keys is not copied again).
+        let undo: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates
+            .iter()
+            .filter(|(id, _)| self.unique.has_keys(*id))
+            .map(|(id, rows)| (*id, rows.iter().map(|(r, d)| (r.clone(), -d)).collect()))
+            .collect();
+        if let Err(e) = self.commit_updates(updates) {
+            // Removing what was just added cannot conflict.
             let _ = self.unique.apply(&undo);
             return Err(e);
         }

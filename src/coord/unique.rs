@@ -95,6 +95,11 @@ impl UniqueKeys {
         }
     }
 
+    /// Whether `table` has any unique key.
+    pub fn has_keys(&self, table: GlobalId) -> bool {
+        self.by_table.get(&table).is_some_and(|keys| !keys.is_empty())
+    }
+
     /// Forgets the keys owned by `owner` (a dropped table or index).
     pub fn drop_owner(&mut self, owner: GlobalId) {
         self.by_table.remove(&owner);
