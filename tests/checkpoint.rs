@@ -141,10 +141,16 @@ async fn checkpoints_are_served_while_views_rebuild(seed: &str) {
     let ckpt_groups = lineage.iter().find(|l| l.0 == "groups").unwrap().2;
     eprintln!("hydration before {before:?} after {after:?}; served {served} total {total}; checkpoint rows {ckpt_groups}");
     assert_eq!(before, "serving checkpoint", "the rebuild of 400,000 rows was already done\n{}", server.stderr_tail());
+    // Either both reads came from the checkpoints, which agree with each
+    // other (the 101st group may or may not be in them), or the views were
+    // hydrated in between and both are fresh.
+    let fresh = "101".to_string();
     if after == "serving checkpoint" {
-        // Read from the checkpoints, which agree with each other.
         assert_eq!(served, ckpt_groups.to_string());
         assert_eq!(total, ckpt_groups.to_string());
+    } else {
+        assert!(served == ckpt_groups.to_string() || served == fresh, "served {served}");
+        assert!(total == ckpt_groups.to_string() || total == fresh, "total {total}");
     }
     assert_eq!(evens, "500");
     // Strict serializable: fresh, with the last write.

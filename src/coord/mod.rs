@@ -100,11 +100,34 @@ struct State {
     unique: unique::UniqueKeys,
     /// Restart state: loaded checkpoints and hydration.
     recovery: Recovery,
-    /// During `open` only (`restoring`): the materialized views whose
-    /// outputs hold rows before the load timestamp (seeded with their
-    /// checkpoints, or reading such a view).
+    /// True only while `open` rebuilds the catalog with seeding on: new
+    /// materialized views may then be seeded from their checkpoints.
     restoring: bool,
+    /// During `open` only: the materialized views whose outputs hold rows
+    /// before the load timestamp (seeded, or reading a seeded view); a
+    /// view that reads one is not seeded itself.
     early: std::collections::BTreeSet<GlobalId>,
+}
+
+/// Reads one view's checkpoint on a blocking thread; `None` (logged) if it
+/// cannot be read, in which case the view is read once it is rebuilt.
+async fn read_checkpoint(storage: &Arc<Storage>, id: GlobalId, name: &str) -> Option<Arc<Vec<(Row, Diff)>>> {
+    let reader = storage.clone();
+    let started = std::time::Instant::now();
+    match tokio::task::spawn_blocking(move || reader.read_contents(id)).await {
+        Ok(Ok(rows)) => {
+            tracing::info!(view = %name, rows = rows.len(), elapsed_ms = started.elapsed().as_millis() as u64, "checkpoint loaded");
+            Some(Arc::new(rows))
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(view = %name, error = %e, "reading a checkpoint failed; the view is read once rebuilt");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(view = %name, error = %e, "checkpoint reader stopped");
+            None
+        }
+    }
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a
@@ -303,25 +326,12 @@ impl Coordinator {
         };
         order.sort();
         for (_, id, frontier, name) in order {
-            let reader = storage.clone();
-            let read = tokio::task::spawn_blocking(move || reader.read_contents(id))
-                .await
-                .map_err(|e| Error::Internal(format!("checkpoint reader: {e}")))?;
-            let (rows, ok) = match read {
-                Ok(rows) => (rows, true),
-                Err(e) => {
-                    // Still fed (empty) so that a seeded view is not held
-                    // back; never served.
-                    tracing::warn!(view = %name, error = %e, "reading a checkpoint failed; the view is rebuilt without it");
-                    (Vec::new(), false)
-                }
-            };
-            let mut st = self.state.lock().await;
-            let n = rows.len();
-            let rows = Arc::new(rows);
-            self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows: rows.clone() });
-            st.recovery.finish_loading(id, ok.then_some(rows));
-            tracing::info!(view = %name, rows = n, elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "checkpoint loaded");
+            let read = read_checkpoint(&storage, id, &name).await;
+            // A checkpoint that cannot be read is still fed (empty) so that
+            // its view is not held back; it is never served.
+            let rows = read.clone().unwrap_or_default();
+            self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows });
+            self.state.lock().await.recovery.finish_loading(id, read);
         }
         let recovered = tables.await.map_err(|e| Error::Internal(format!("table reader: {e}")))??;
         let mut st = self.state.lock().await;
@@ -329,7 +339,6 @@ impl Coordinator {
             st.unique.load(*id, rows);
         }
         st.load_tables(recovered.tables, load_ts);
-        st.recovery.tables_loaded = Some(st.recovery.started.elapsed());
         tracing::info!(elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "tables loaded");
         Ok(())
     }
@@ -341,23 +350,8 @@ impl Coordinator {
         let coord = self.clone();
         tokio::spawn(async move {
             for (id, _) in ids {
-                let reader = storage.clone();
-                let read = tokio::task::spawn_blocking(move || reader.read_contents(id)).await;
-                let rows = match read {
-                    Ok(Ok(rows)) => Some(Arc::new(rows)),
-                    Ok(Err(e)) => {
-                        tracing::warn!(view = id, error = %e, "reading a checkpoint failed; the view is read once rebuilt");
-                        None
-                    }
-                    Err(e) => {
-                        tracing::warn!(view = id, error = %e, "checkpoint reader stopped");
-                        None
-                    }
-                };
-                let mut st = coord.state.lock().await;
-                let n = rows.as_ref().map(|r| r.len()).unwrap_or(0);
-                st.recovery.finish_loading(id, rows);
-                tracing::info!(view = id, rows = n, elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "checkpoint loaded");
+                let read = read_checkpoint(&storage, id, &id.to_string()).await;
+                coord.state.lock().await.recovery.finish_loading(id, read);
             }
         });
     }

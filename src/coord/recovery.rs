@@ -114,8 +114,6 @@ pub struct Recovery {
     pub contents: BTreeMap<GlobalId, Arc<Vec<(Row, Diff)>>>,
     /// Time from `started` to each view's hydration.
     pub hydrated: BTreeMap<GlobalId, Duration>,
-    /// Time from `started` until the tables were loaded.
-    pub tables_loaded: Option<Duration>,
 }
 
 impl Recovery {
@@ -130,7 +128,6 @@ impl Recovery {
             serving: BTreeMap::new(),
             contents: BTreeMap::new(),
             hydrated: BTreeMap::new(),
-            tables_loaded: None,
         }
     }
 

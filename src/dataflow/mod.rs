@@ -52,7 +52,7 @@ pub struct DataflowDesc {
     /// On restart, for a materialized view whose inputs hold nothing before
     /// the load timestamp: its output is seeded with its checkpoint, at the
     /// checkpoint's frontier, retracted again at the load timestamp
-    /// (`Command::LoadCheckpoint`). Dataflows that read it then compute
+    /// (`Command::SeedCheckpoint`). Dataflows that read it then compute
     /// from the checkpoint before the view is rebuilt, and at the load
     /// timestamp see only what changed since: the exported arrangement
     /// consolidates the rebuilt contents against the retracted checkpoint.

@@ -42,9 +42,9 @@ pub struct WorkerState {
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
     checkpoints: BTreeMap<GlobalId, (RowTrace, Timestamp)>,
-    /// On restart: seed inputs waiting for a view's checkpoint, as (view
-    /// whose checkpoint feeds it, dataflow it belongs to, input).
-    seeds: Vec<(GlobalId, GlobalId, InputSession<Timestamp, Row, Diff>)>,
+    /// On restart: seed inputs of seeded views, waiting for the view's
+    /// checkpoint.
+    seeds: Vec<(GlobalId, InputSession<Timestamp, Row, Diff>)>,
     /// Seed inputs fed with their checkpoint, to be retracted at the given
     /// time (the load timestamp) when the tables' contents arrive, so the
     /// checkpoint is arranged on its own first (then closed).
@@ -104,7 +104,6 @@ fn shutdown(worker: &mut Worker, state: &mut WorkerState) {
     state.seeds.clear();
     state.retracting.clear();
     state.peeks.clear();
-
     for (_, df) in std::mem::take(&mut state.dataflows) {
         worker.drop_dataflow(df);
     }
@@ -158,7 +157,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
         Command::Drop { id } => {
             state.checkpoints.remove(&id);
-            state.seeds.retain(|(_, owner, _)| *owner != id);
+            state.seeds.retain(|(owner, _)| *owner != id);
             state.retracting.retain(|(owner, _, _, _)| *owner != id);
             state.inputs.remove(&id);
             state.traces.remove(&id);
@@ -297,7 +296,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
                 let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built);
                 if desc.seed {
                     let (input, seed) = scope.new_collection::<Row, Diff>();
-                    seed_inputs.push((desc.id, desc.id, input));
+                    seed_inputs.push((desc.id, input));
                     built.push(format!("seed from the checkpoint of {}", desc.name));
                     ok = ok.concat(seed);
                 }
@@ -327,21 +326,24 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
 /// share) to its seed input (`DataflowDesc::seed`), to be retracted at
 /// `retract_at` when the tables' contents arrive (`retract_seeds`).
 fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, retract_at: Timestamp, rows: Arc<Vec<(Row, Diff)>>) {
-    let (index, peers) = (state.index, state.peers);
-    let (fed, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut state.seeds).into_iter().partition(|(up, _, _)| *up == id);
-    state.seeds = rest;
-    for (_, owner, mut seed) in fed {
-        // A checkpoint not before the load timestamp seeds nothing (the
-        // input just closes).
-        if frontier < retract_at {
-            seed.advance_to(frontier);
-            for (row, diff) in rows.iter().enumerate().filter(|(i, _)| i % peers == index).map(|(_, r)| r) {
-                seed.update(row.clone(), *diff);
-            }
-            seed.advance_to(frontier + 1);
-            seed.flush();
-            state.retracting.push((owner, seed, retract_at, rows.clone()));
-        }
+    let Some(at) = state.seeds.iter().position(|(owner, _)| *owner == id) else { return };
+    let (owner, mut seed) = state.seeds.swap_remove(at);
+    // A checkpoint not before the load timestamp seeds nothing (the input
+    // just closes).
+    if frontier < retract_at {
+        seed.advance_to(frontier);
+        feed_share(state, &mut seed, &rows, 1);
+        seed.advance_to(frontier + 1);
+        seed.flush();
+        state.retracting.push((owner, seed, retract_at, rows));
+    }
+}
+
+/// This worker's share of `rows` (every `peers`-th, from `index`), each
+/// multiplicity times `sign`, into `input` at its current time.
+fn feed_share(state: &WorkerState, input: &mut InputSession<Timestamp, Row, Diff>, rows: &[(Row, Diff)], sign: Diff) {
+    for (row, diff) in rows.iter().skip(state.index).step_by(state.peers.max(1)) {
+        input.update(row.clone(), sign * *diff);
     }
 }
 
@@ -349,14 +351,11 @@ fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, r
 /// come (`time`: the timestamp of the updates about to be applied), and
 /// closes those inputs.
 fn retract_seeds(state: &mut WorkerState, time: Timestamp) {
-    let (index, peers) = (state.index, state.peers);
     let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut state.retracting).into_iter().partition(|(_, _, at, _)| *at <= time);
     state.retracting = rest;
     for (_, mut seed, at, rows) in due {
         seed.advance_to(at);
-        for (row, diff) in rows.iter().enumerate().filter(|(i, _)| i % peers == index).map(|(_, r)| r) {
-            seed.update(row.clone(), -*diff);
-        }
+        feed_share(state, &mut seed, &rows, -1);
     }
 }
 
@@ -444,25 +443,33 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
 /// the row and error traces have different cursor types.
 macro_rules! keys_where {
     ($trace:expr, $keep:expr) => {{
-        let keep = $keep;
         let mut out = Vec::new();
         let (mut cursor, storage) = $trace.cursor();
-        while cursor.key_valid(&storage) {
-            while cursor.val_valid(&storage) {
+        keys_into!(cursor, &storage, $keep, out);
+        out
+    }};
+}
+
+/// `keys_where` over one cursor and its storage (a trace's or a batch's),
+/// appending to `$out`.
+macro_rules! keys_into {
+    ($cursor:expr, $storage:expr, $keep:expr, $out:expr) => {{
+        let keep = $keep;
+        while $cursor.key_valid($storage) {
+            while $cursor.val_valid($storage) {
                 let mut count: Diff = 0;
-                cursor.map_times(&storage, |t, r| {
+                $cursor.map_times($storage, |t, r| {
                     if keep(t) {
                         count += *r;
                     }
                 });
                 if count != 0 {
-                    out.push((cursor.key(&storage).clone(), count));
+                    $out.push(($cursor.key($storage).clone(), count));
                 }
-                cursor.step_val(&storage);
+                $cursor.step_val($storage);
             }
-            cursor.step_key(&storage);
+            $cursor.step_key($storage);
         }
-        out
     }};
 }
 
@@ -491,21 +498,7 @@ fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp)
             return;
         }
         let mut cursor = batch.cursor();
-        while cursor.key_valid(batch) {
-            while cursor.val_valid(batch) {
-                let mut count: Diff = 0;
-                cursor.map_times(batch, |t, r| {
-                    if *t > since && *t <= time {
-                        count += *r;
-                    }
-                });
-                if count != 0 {
-                    out.push((cursor.key(batch).clone(), count));
-                }
-                cursor.step_val(batch);
-            }
-            cursor.step_key(batch);
-        }
+        keys_into!(cursor, batch, |t: &Timestamp| *t > since && *t <= time, out);
     });
     out
 }

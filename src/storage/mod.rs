@@ -380,7 +380,10 @@ impl Storage {
 
     /// Reads back everything committed, and folds each table's log into one
     /// consolidated snapshot record (one synced batch). Call before any
-    /// `commit` of this process: folding assumes no concurrent writes.
+    /// `commit` of this process: folding assumes no concurrent writes. The
+    /// server recovers in two parts instead (`recover_catalog`, then
+    /// `recover_tables` in the background); this is both at once, for tests.
+    #[cfg(test)]
     pub fn recover(&self) -> Result<Recovered, Error> {
         let mut recovered = self.recover_catalog()?;
         self.recover_tables(&mut recovered, &|_| false)?;
