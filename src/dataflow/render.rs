@@ -390,6 +390,7 @@ fn default_plan(n: usize) -> JoinPlan {
         steps: (1..n)
             .map(|i| crate::expr::JoinStep { input: i, stream_key: vec![], lookup_key: vec![], index: None })
             .collect(),
+        demand: None,
     }
 }
 
@@ -400,6 +401,8 @@ fn render_join<'s, T: RenderTime>(
     ctx: &mut Ctx<'_, '_>,
     locals: &Locals<'s, T>,
 ) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
+    let keep = JoinKeep::new(plan, &arities);
     // The start input is read through an existing index when the plan
     // names one; otherwise it is rendered and arranged by the first key.
     let start_arr = plan.start_index.as_ref().and_then(|ix| T::import_arranged(scope, ix.id, ctx));
@@ -409,25 +412,24 @@ fn render_join<'s, T: RenderTime>(
     };
     let mut start_arr = start_arr;
     let mut order = vec![plan.start];
-    for step in &plan.steps {
+    for (s, step) in plan.steps.iter().enumerate() {
         if let Some(arr) = start_arr.take() {
-            let lookup_arr = lookup_side(scope, inputs, step, ctx, locals, &mut errs);
+            let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
             acc = arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
             order.push(step.input);
             continue;
         }
         // The stream side: the rows joined so far, keyed by `stream_key`.
-        let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone());
+        let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
         errs = errs.concat(key_errs);
         ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
         let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
 
-        let lookup_arr = lookup_side(scope, inputs, step, ctx, locals, &mut errs);
+        let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
         acc = stream_arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
         order.push(step.input);
     }
     // Restore the inputs' original column order.
-    let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
     let mut offsets = vec![0; inputs.len()];
     let mut pos = 0;
     for &i in &order {
@@ -443,9 +445,77 @@ fn render_join<'s, T: RenderTime>(
     (acc, errs)
 }
 
+/// Which columns each arrangement a join builds keeps (the others are
+/// NULL in it): those read above the join (`JoinPlan::demand`) and those
+/// that the keys of this and later steps read.
+struct JoinKeep {
+    /// Per step: the stream side's columns (in the accumulated layout), and
+    /// the lookup input's own columns. `None`: every column.
+    stream: Vec<Option<Vec<bool>>>,
+    lookup: Vec<Option<Vec<bool>>>,
+}
+
+impl JoinKeep {
+    fn new(plan: &JoinPlan, arities: &[usize]) -> JoinKeep {
+        let n = plan.steps.len();
+        let Some(demand) = &plan.demand else {
+            return JoinKeep { stream: vec![None; n], lookup: vec![None; n] };
+        };
+        let mut orig_off = vec![0; arities.len()];
+        for i in 1..arities.len() {
+            orig_off[i] = orig_off[i - 1] + arities[i - 1];
+        }
+        // The accumulated layout: inputs in join order, each column's
+        // position in the original layout.
+        let mut acc_orig: Vec<usize> = (0..arities[plan.start]).map(|c| orig_off[plan.start] + c).collect();
+        let mut stream = Vec::with_capacity(n);
+        let mut lookup = Vec::with_capacity(n);
+        for (s, step) in plan.steps.iter().enumerate() {
+            // The accumulated layout only grows, so a later step's stream
+            // key names the same columns at the same positions.
+            let read_from = |first: usize, acc_orig: &[usize]| {
+                let mut read = vec![false; arities.iter().sum()];
+                for c in plan.steps[first..].iter().flat_map(|t| t.stream_key.iter().flat_map(|k| k.support())) {
+                    if let Some(&o) = acc_orig.get(c) {
+                        read[o] = true;
+                    }
+                }
+                read
+            };
+            let later = read_from(s, &acc_orig);
+            let keep_stream: Vec<bool> = acc_orig.iter().map(|&o| demand.get(o).copied().unwrap_or(true) || later[o]).collect();
+            stream.push((!keep_stream.iter().all(|k| *k)).then_some(keep_stream));
+            let j = step.input;
+            acc_orig.extend((0..arities[j]).map(|c| orig_off[j] + c));
+            let after = read_from(s + 1, &acc_orig);
+            let keep_lookup: Vec<bool> = (0..arities[j])
+                .map(|c| {
+                    let o = orig_off[j] + c;
+                    demand.get(o).copied().unwrap_or(true) || after[o]
+                })
+                .collect();
+            lookup.push((!keep_lookup.iter().all(|k| *k)).then_some(keep_lookup));
+        }
+        JoinKeep { stream, lookup }
+    }
+
+    fn stream(&self, step: usize) -> Option<Vec<bool>> {
+        self.stream.get(step).cloned().flatten()
+    }
+
+    fn lookup(&self, step: usize) -> Option<Vec<bool>> {
+        self.lookup.get(step).cloned().flatten()
+    }
+}
+
 /// Pairs each row with its join key; rows with a NULL key component are
-/// dropped (they never join), key evaluation errors are split off.
-fn keyed_by<'s, T: RenderTime>(rows: Coll<'s, T>, key: Vec<ScalarExpr>) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
+/// dropped (they never join), key evaluation errors are split off. With
+/// `keep`, the row is masked to those columns (`Row::mask`).
+fn keyed_by<'s, T: RenderTime>(
+    rows: Coll<'s, T>,
+    key: Vec<ScalarExpr>,
+    keep: Option<Vec<bool>>,
+) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
     let mut needed = Vec::new();
     for c in key.iter().flat_map(|k| k.support()) {
         if needed.len() <= c {
@@ -456,7 +526,10 @@ fn keyed_by<'s, T: RenderTime>(rows: Coll<'s, T>, key: Vec<ScalarExpr>) -> (VecC
     let keyed = rows.flat_map(move |row| {
         let datums = row.unpack_needed(&needed);
         match eval_key(&key, &datums) {
-            Ok(Some(k)) => Some(Ok((k, row))),
+            Ok(Some(k)) => Some(Ok((k, match &keep {
+                Some(m) => row.mask(m),
+                None => row,
+            }))),
             Ok(None) => None,
             Err(e) => Some(Err(e)),
         }
@@ -470,6 +543,7 @@ fn lookup_side<'s, T: RenderTime>(
     scope: Scope<'s, T>,
     inputs: &[RelationExpr],
     step: &crate::expr::JoinStep,
+    keep: Option<Vec<bool>>,
     ctx: &mut Ctx<'_, '_>,
     locals: &Locals<'s, T>,
     errs: &mut ErrColl<'s, T>,
@@ -478,7 +552,7 @@ fn lookup_side<'s, T: RenderTime>(
         return arr;
     }
     let (ok, err) = render(scope, &inputs[step.input], ctx, locals);
-    let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone());
+    let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
     *errs = errs.clone().concat(err).concat(key_errs);
     ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
     keyed.arrange_by_key_named("JoinLookup")
@@ -569,5 +643,35 @@ mod column_tests {
         let needed = columns_read(&ops, 5);
         let out = apply_ops(&ops, &needed, row).unwrap().unwrap();
         assert_eq!(out.unpack(), vec![Datum::Int32(5), Datum::Int32(1)]);
+    }
+
+    #[test]
+    fn join_arrangements_keep_what_is_read_above_and_by_later_keys() {
+        use crate::expr::JoinStep;
+        let col = ScalarExpr::Column;
+        // Inputs of 3, 2 and 2 columns, joined in order 1, 0, 2: input 0 is
+        // looked up by its #0 = input 1's #0; input 2 by its #0 = input 0's
+        // #2 (accumulated position 4). Above the join only input 2's #1 (#6)
+        // and input 1's #1 (#4) are read.
+        let plan = JoinPlan {
+            start: 1,
+            start_index: None,
+            steps: vec![
+                JoinStep { input: 0, stream_key: vec![col(0)], lookup_key: vec![col(0)], index: None },
+                JoinStep { input: 2, stream_key: vec![col(4)], lookup_key: vec![col(0)], index: None },
+            ],
+            demand: Some(vec![false, false, false, false, true, false, true]),
+        };
+        let keep = JoinKeep::new(&plan, &[3, 2, 2]);
+        // Step 0 streams input 1 (its key #0 and the read #1).
+        assert_eq!(keep.stream(0), None);
+        // Input 0 keeps only #2, which step 1's key reads.
+        assert_eq!(keep.lookup(0), Some(vec![false, false, true]));
+        // Step 1 streams (input 1, input 0): the key's column and input 1's #1.
+        assert_eq!(keep.stream(1), Some(vec![false, true, false, false, true]));
+        assert_eq!(keep.lookup(1), Some(vec![false, true]));
+        // Without a demand, everything is kept.
+        let all = JoinKeep::new(&JoinPlan { demand: None, ..plan }, &[3, 2, 2]);
+        assert!(all.stream(1).is_none() && all.lookup(0).is_none());
     }
 }

@@ -104,6 +104,11 @@ pub struct JoinPlan {
     /// stream key: the first step imports it instead of arranging.
     pub start_index: Option<IndexRef>,
     pub steps: Vec<JoinStep>,
+    /// Which columns of the join's output (its inputs' columns in their
+    /// original order) anything above the join reads; `None`: all of them.
+    /// The arrangements the join builds keep only these and the columns
+    /// that later steps' keys read; every other column is NULL in them.
+    pub demand: Option<Vec<bool>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -424,6 +429,10 @@ impl RelationExpr {
                         None => {
                             let _ = writeln!(out, "{pad}  starting from input {}", plan.start);
                         }
+                    }
+                    if let Some(demand) = &plan.demand {
+                        let cols: Vec<String> = demand.iter().enumerate().filter(|(_, d)| **d).map(|(c, _)| format!("#{c}")).collect();
+                        let _ = writeln!(out, "{pad}  arrangements carry ({}) and later keys", cols.join(", "));
                     }
                     for s in &plan.steps {
                         match &s.index {

@@ -3,9 +3,13 @@
 //! Passes: flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
 //! join's inputs, and plan each join as a chain of lookups, choosing
-//! existing indexes (shared arrangements) where their key matches.
+//! existing indexes (shared arrangements) where their key matches; then
+//! record in each join's plan which of its columns are read above it
+//! (`demand.rs`), so its arrangements carry nothing else.
 //!
 //! Must not: do I/O or read the catalog other than through `IndexCatalog`.
+
+mod demand;
 
 use crate::expr::relation::IndexRef;
 use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr, VariadicFunc};
@@ -30,7 +34,8 @@ impl IndexCatalog for NoIndexes {
 pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
     let expr = fold_constants(expr);
     let expr = fuse_filters(expr);
-    plan_joins(expr, indexes)
+    let expr = plan_joins(expr, indexes);
+    demand::annotate_join_demand(expr)
 }
 
 /// Evaluates constant subexpressions of maps and filters once, at plan
@@ -452,7 +457,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
         steps.push(JoinStep { input: j, stream_key, lookup_key, index });
         joined.push(j);
     }
-    let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, start_index, steps }) };
+    let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, start_index, steps, demand: None }) };
     if lifted.is_empty() {
         join
     } else {
