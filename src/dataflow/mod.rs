@@ -14,6 +14,7 @@ mod hierarchy;
 mod recursive;
 mod reduce;
 mod render;
+mod row_spine;
 mod sizes;
 #[cfg(test)]
 mod tests;

@@ -51,7 +51,7 @@
 
 use crate::dataflow::render::{render, Coll, Ctx, ErrColl, Locals, RenderTime, RowArranged};
 use crate::expr::{LocalId, RelationExpr};
-use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use crate::repr::{Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::{AsCollection, VecCollection};
 use timely::dataflow::Scope;
@@ -232,8 +232,8 @@ impl RenderTime for Round {
         let arranged = Timestamp::import_arranged(top, id, ctx)?;
         ctx.built.push("index entered into a recursive query's loop".into());
         let rows: VecCollection<'s, Self, (Row, Row), Diff> =
-            arranged.enter(scope).as_collection(|k: &Row, v: &Row| (k.clone(), v.clone()));
-        Some(rows.arrange_by_key_named("Entered index"))
+            arranged.enter(scope).as_collection(|k: RowRef, v: RowRef| (k.to_row(), v.to_row()));
+        Some(crate::dataflow::row_spine::arrange_rows(rows, "Entered index"))
     }
 
     fn render_recursive<'s>(scope: Scope<'s, Self>, _expr: &RelationExpr, ctx: &mut Ctx<'_, '_>) -> (Coll<'s, Self>, ErrColl<'s, Self>) {

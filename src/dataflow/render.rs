@@ -19,22 +19,22 @@
 
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
-use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, Timestamp};
+use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
+use crate::dataflow::row_spine::{arrange_rows, RowArrangement, RowSpine};
+use differential_dataflow::trace::implementations::KeySpine;
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use timely::dataflow::Scope;
 
-pub type RowTrace = TraceAgent<ValSpine<Row, Row, Timestamp, Diff>>;
+pub type RowTrace = TraceAgent<RowSpine<Timestamp>>;
 pub type ErrTrace = TraceAgent<KeySpine<EvalError, Timestamp, Diff>>;
 pub type Coll<'s, T = Timestamp> = VecCollection<'s, T, Row, Diff>;
 pub type ErrColl<'s, T = Timestamp> = VecCollection<'s, T, EvalError, Diff>;
 /// Rows arranged by a key (the value is the row).
-pub type RowArranged<'s, T = Timestamp> =
-    differential_dataflow::operators::arrange::Arranged<'s, TraceAgent<ValSpine<Row, Row, T, Diff>>>;
+pub type RowArranged<'s, T = Timestamp> = RowArrangement<'s, T>;
 /// What rendering in one scope knows: the collections of the recursive
 /// relations in scope (inside the loop of a `Recursive` node: the relation
 /// it defines), and every subexpression rendered so far.
@@ -415,7 +415,7 @@ fn render_join<'s, T: RenderTime>(
     for (s, step) in plan.steps.iter().enumerate() {
         if let Some(arr) = start_arr.take() {
             let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-            acc = arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
+            acc = arr.join_core(lookup_arr, |k: RowRef, a: RowRef, b: RowRef| (!k.has_null()).then(|| a.concat(b)));
             order.push(step.input);
             continue;
         }
@@ -423,10 +423,10 @@ fn render_join<'s, T: RenderTime>(
         let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
         errs = errs.concat(key_errs);
         ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
-        let stream_arr = stream_ok.arrange_by_key_named("JoinStream");
+        let stream_arr = arrange_rows(stream_ok, "JoinStream");
 
         let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-        acc = stream_arr.join_core(lookup_arr, |k: &Row, a: &Row, b: &Row| (!k.has_null()).then(|| a.concat(b)));
+        acc = stream_arr.join_core(lookup_arr, |k: RowRef, a: RowRef, b: RowRef| (!k.has_null()).then(|| a.concat(b)));
         order.push(step.input);
     }
     // Restore the inputs' original column order.
@@ -555,7 +555,7 @@ fn lookup_side<'s, T: RenderTime>(
     let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
     *errs = errs.clone().concat(err).concat(key_errs);
     ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-    keyed.arrange_by_key_named("JoinLookup")
+    arrange_rows(keyed, "JoinLookup")
 }
 
 fn fmt_key(key: &[ScalarExpr]) -> String {
@@ -565,7 +565,7 @@ fn fmt_key(key: &[ScalarExpr]) -> String {
 
 /// Arranges the rows and errors of a maintained collection for export.
 pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBundle> {
-    let ok = ok.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("export {name}"));
+    let ok = arrange_rows(ok.map(|r| (r, Row::empty())), &format!("export {name}"));
     let err = err.arrange_by_self_named(&format!("errors {name}"));
     Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
 }
@@ -583,7 +583,7 @@ impl RenderTime for Timestamp {
 
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
         let bundle = ctx.traces.get_mut(&id)?;
-        let ok = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
+        let ok = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
         let err = match bundle.err.as_mut() {
             Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
             None => empty(scope),
@@ -609,14 +609,13 @@ pub fn export_index(
     name: &str,
 ) -> Option<TraceBundle> {
     let bundle = traces.get_mut(&on)?;
-    let rows = bundle.ok.import(scope).as_collection(|k: &Row, _v: &Row| k.clone());
-    let arranged = rows
-        .map(move |row| {
-            let datums = row.unpack();
-            let k = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
-            (k, row)
-        })
-        .arrange_by_key_named(&format!("index {name}"));
+    let rows = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
+    let keyed = rows.map(move |row| {
+        let datums = row.unpack();
+        let k = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
+        (k, row)
+    });
+    let arranged = arrange_rows(keyed, &format!("index {name}"));
     Some(TraceBundle { ok: arranged.trace, err: bundle.err.clone(), index_of: None })
 }
 

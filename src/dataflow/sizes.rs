@@ -6,8 +6,8 @@
 //!
 //! - Exported arrangements (a table's rows, a materialized view's rows and
 //!   errors, an index), whose trace handles the worker holds, are measured
-//!   exactly: every batch's vectors (by capacity) plus the heap bytes of
-//!   every packed `Row` they hold ([`row_trace_size`]).
+//!   exactly: every batch's vectors and row bytes, by capacity
+//!   ([`row_trace_size`]).
 //! - Every arrangement a dataflow builds, including the ones internal to
 //!   joins, reductions and top-k, is counted in records from differential's
 //!   `differential/arrange` log (batches created, merged and dropped, per
@@ -18,7 +18,6 @@
 //!   records (see `coord`).
 
 use crate::dataflow::render::{ErrTrace, RowTrace};
-use crate::repr::Row;
 use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::{BatchReader, TraceReader};
@@ -102,10 +101,6 @@ fn vec_bytes<T>(v: &Vec<T>) -> usize {
     v.capacity() * std::mem::size_of::<T>()
 }
 
-fn rows_bytes(v: &Vec<Row>) -> usize {
-    vec_bytes(v) + v.iter().map(Row::byte_len).sum::<usize>()
-}
-
 fn offsets_bytes(o: &OffsetList) -> usize {
     vec_bytes(&o.smol) + vec_bytes(&o.chonk)
 }
@@ -117,9 +112,9 @@ pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
     trace.map_batches(|batch| {
         let s = &batch.storage;
         size.records += batch.len();
-        size.bytes += rows_bytes(&s.keys)
+        size.bytes += s.keys.heap_bytes()
             + offsets_bytes(&s.vals.offs)
-            + rows_bytes(&s.vals.vals)
+            + s.vals.vals.heap_bytes()
             + offsets_bytes(&s.upds.offs)
             + vec_bytes(&s.upds.times)
             + vec_bytes(&s.upds.diffs);

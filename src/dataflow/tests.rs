@@ -69,7 +69,7 @@ fn check_maintained(plan: RelationExpr, reference: Reference, groups: u64, round
         let (s2, e2, p2) = (sink.clone(), errors.clone(), plan.clone());
         let (mut input, probe) = worker.dataflow::<Timestamp, _, _>(move |scope| {
             let (input, rows) = scope.new_collection::<Row, Diff>();
-            let arranged = rows.map(|r| (r, Row::empty())).arrange_by_key();
+            let arranged = crate::dataflow::row_spine::arrange_rows(rows.map(|r| (r, Row::empty())), "table");
             let mut traces = BTreeMap::new();
             traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
             let mut built = Vec::new();

@@ -2,10 +2,11 @@
 //! (trace handles by catalog id), pending peeks, and the command loop.
 
 use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
+use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult};
 use crate::expr::RelationExpr;
-use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use crate::repr::{Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
@@ -116,7 +117,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             let first_operator = worker.peek_identifier();
             let (mut input, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
                 let (input, rows) = scope.new_collection::<Row, Diff>();
-                let arranged = rows.map(|r| (r, Row::empty())).arrange_by_key_named(&format!("table {name}"));
+                let arranged = arrange_rows(rows.map(|r| (r, Row::empty())), &format!("table {name}"));
                 (input, arranged.trace)
             });
             input.advance_to(state.input_time);
@@ -438,14 +439,14 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
     }
 }
 
-/// Every key of an arrangement (cloned) whose accumulated count over the
+/// Every key of an arrangement (owned by `$own`) whose accumulated count over the
 /// times that satisfy `$keep` is not zero, with that count. A macro because
 /// the row and error traces have different cursor types.
 macro_rules! keys_where {
-    ($trace:expr, $keep:expr) => {{
+    ($trace:expr, $keep:expr, $own:expr) => {{
         let mut out = Vec::new();
         let (mut cursor, storage) = $trace.cursor();
-        keys_into!(cursor, &storage, $keep, out);
+        keys_into!(cursor, &storage, $keep, $own, out);
         out
     }};
 }
@@ -453,7 +454,7 @@ macro_rules! keys_where {
 /// `keys_where` over one cursor and its storage (a trace's or a batch's),
 /// appending to `$out`.
 macro_rules! keys_into {
-    ($cursor:expr, $storage:expr, $keep:expr, $out:expr) => {{
+    ($cursor:expr, $storage:expr, $keep:expr, $own:expr, $out:expr) => {{
         let keep = $keep;
         while $cursor.key_valid($storage) {
             while $cursor.val_valid($storage) {
@@ -464,7 +465,7 @@ macro_rules! keys_into {
                     }
                 });
                 if count != 0 {
-                    $out.push(($cursor.key($storage).clone(), count));
+                    $out.push((($own)($cursor.key($storage)), count));
                 }
                 $cursor.step_val($storage);
             }
@@ -475,7 +476,7 @@ macro_rules! keys_into {
 
 /// Contents of a row arrangement (rows are keys) at `time`.
 fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
-    keys_where!(trace, |t: &Timestamp| *t <= time)
+    keys_where!(trace, |t: &Timestamp| *t <= time, RowRef::to_row)
 }
 
 /// The changes of a row arrangement in `(since, time]` (everything up to
@@ -498,7 +499,7 @@ fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp)
             return;
         }
         let mut cursor = batch.cursor();
-        keys_into!(cursor, batch, |t: &Timestamp| *t > since && *t <= time, out);
+        keys_into!(cursor, batch, |t: &Timestamp| *t > since && *t <= time, RowRef::to_row, out);
     });
     out
 }
@@ -506,7 +507,7 @@ fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp)
 /// The first error of an error arrangement at `time`, if any.
 fn read_errors(trace: Option<&mut ErrTrace>, time: Timestamp) -> Result<(), EvalError> {
     let Some(trace) = trace else { return Ok(()) };
-    let keys: Vec<(EvalError, Diff)> = keys_where!(trace, |t: &Timestamp| *t <= time);
+    let keys: Vec<(EvalError, Diff)> = keys_where!(trace, |t: &Timestamp| *t <= time, |e: &EvalError| e.clone());
     match keys.into_iter().find(|(_, n)| *n > 0) {
         Some((e, _)) => Err(e),
         None => Ok(()),

@@ -112,11 +112,86 @@ impl Row {
         self.data.len()
     }
 
+    /// The row's bytes, borrowed (what arrangements hand to operators).
+    pub fn as_ref(&self) -> RowRef<'_> {
+        RowRef(&self.data)
+    }
+
     /// Decodes every datum.
     pub fn unpack(&self) -> Vec<Datum> {
+        self.as_ref().unpack()
+    }
+
+    /// See [`RowRef::unpack_needed`].
+    pub fn unpack_needed(&self, needed: &[bool]) -> Vec<Datum> {
+        self.as_ref().unpack_needed(needed)
+    }
+
+    /// Iterates the datums of the row.
+    pub fn iter(&self) -> RowIter<'_> {
+        self.as_ref().iter()
+    }
+
+    /// Number of datums.
+    pub fn arity(&self) -> usize {
+        self.as_ref().arity()
+    }
+
+    /// A new row of the given columns, copied as bytes without decoding.
+    pub fn project(&self, columns: &[usize]) -> Row {
+        self.as_ref().project(columns)
+    }
+
+    /// See [`RowRef::mask`].
+    pub fn mask(&self, keep: &[bool]) -> Row {
+        self.as_ref().mask(keep)
+    }
+
+    /// Whether any datum is NULL (without decoding the others).
+    pub fn has_null(&self) -> bool {
+        self.as_ref().has_null()
+    }
+
+    /// Concatenation of two rows.
+    pub fn concat(&self, other: &Row) -> Row {
+        self.as_ref().concat(other.as_ref())
+    }
+}
+
+/// A packed row borrowed from where it is stored: a `Row`, or the flat
+/// byte storage of an arrangement (`dataflow/row_spine.rs`), which keeps
+/// rows without an allocation each. Orders, compares and hashes exactly
+/// as the `Row` with the same bytes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowRef<'a>(&'a [u8]);
+
+impl<'a> RowRef<'a> {
+    /// A row from bytes of a packed row (as `Row::as_bytes` gives them).
+    /// Malformed bytes decode as a shorter row; they never panic.
+    pub fn from_packed(bytes: &'a [u8]) -> RowRef<'a> {
+        RowRef(bytes)
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+
+    /// The owned row.
+    pub fn to_row(self) -> Row {
+        Row { data: self.0.into() }
+    }
+
+    /// Number of bytes of the encoding.
+    pub fn byte_len(self) -> usize {
+        self.0.len()
+    }
+
+    /// Decodes every datum.
+    pub fn unpack(self) -> Vec<Datum> {
         // Most rows have fewer columns than this; it saves the vector's
         // regrowth on every row (a hot path of every operator).
-        let mut out = Vec::with_capacity(self.data.len().min(16));
+        let mut out = Vec::with_capacity(self.0.len().min(16));
         out.extend(self.iter());
         out
     }
@@ -126,18 +201,18 @@ impl Row {
     /// skipped without decoding it (no allocation for its text). Column
     /// positions are kept, so expressions over the needed columns
     /// evaluate as over `unpack()`.
-    pub fn unpack_needed(&self, needed: &[bool]) -> Vec<Datum> {
-        let mut out = Vec::with_capacity(needed.len().max(self.data.len().min(16)));
+    pub fn unpack_needed(self, needed: &[bool]) -> Vec<Datum> {
+        let mut out = Vec::with_capacity(needed.len().max(self.0.len().min(16)));
         let mut it = self.iter();
         let mut column = 0;
-        while it.pos < self.data.len() {
+        while it.pos < self.0.len() {
             if needed.get(column).copied().unwrap_or(false) {
                 match it.next() {
                     Some(d) => out.push(d),
                     None => break,
                 }
             } else {
-                it.pos = datum_end(&self.data, it.pos).unwrap_or(self.data.len());
+                it.pos = datum_end(self.0, it.pos).unwrap_or(self.0.len());
                 out.push(Datum::Null);
             }
             column += 1;
@@ -146,27 +221,27 @@ impl Row {
     }
 
     /// Iterates the datums of the row.
-    pub fn iter(&self) -> RowIter<'_> {
-        RowIter { data: &self.data, pos: 0 }
+    pub fn iter(self) -> RowIter<'a> {
+        RowIter { data: self.0, pos: 0 }
     }
 
     /// Number of datums.
-    pub fn arity(&self) -> usize {
+    pub fn arity(self) -> usize {
         let mut pos = 0;
         let mut n = 0;
-        while pos < self.data.len() {
-            pos = datum_end(&self.data, pos).unwrap_or(self.data.len());
+        while pos < self.0.len() {
+            pos = datum_end(self.0, pos).unwrap_or(self.0.len());
             n += 1;
         }
         n
     }
 
     /// Byte ranges of each datum, for projection without decoding.
-    fn offsets(&self) -> Vec<(usize, usize)> {
+    fn offsets(self) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         let mut pos = 0;
-        while pos < self.data.len() {
-            let end = datum_end(&self.data, pos).unwrap_or(self.data.len());
+        while pos < self.0.len() {
+            let end = datum_end(self.0, pos).unwrap_or(self.0.len());
             out.push((pos, end));
             pos = end;
         }
@@ -174,12 +249,12 @@ impl Row {
     }
 
     /// A new row of the given columns, copied as bytes without decoding.
-    pub fn project(&self, columns: &[usize]) -> Row {
+    pub fn project(self, columns: &[usize]) -> Row {
         let offsets = self.offsets();
-        let mut data = Vec::with_capacity(self.data.len());
+        let mut data = Vec::with_capacity(self.0.len());
         for &c in columns {
             let (s, e) = offsets[c];
-            data.extend_from_slice(&self.data[s..e]);
+            data.extend_from_slice(&self.0[s..e]);
         }
         Row { data: data.into_boxed_slice() }
     }
@@ -187,14 +262,14 @@ impl Row {
     /// The row with every column where `keep` is false (or past its end)
     /// replaced by NULL, copied as bytes without decoding. Arrangements
     /// hold rows masked so: a column nobody reads costs one byte.
-    pub fn mask(&self, keep: &[bool]) -> Row {
-        let mut data = Vec::with_capacity(self.data.len());
+    pub fn mask(self, keep: &[bool]) -> Row {
+        let mut data = Vec::with_capacity(self.0.len());
         let mut pos = 0;
         let mut column = 0;
-        while pos < self.data.len() {
-            let end = datum_end(&self.data, pos).unwrap_or(self.data.len());
+        while pos < self.0.len() {
+            let end = datum_end(self.0, pos).unwrap_or(self.0.len());
             if keep.get(column).copied().unwrap_or(false) {
-                data.extend_from_slice(&self.data[pos..end]);
+                data.extend_from_slice(&self.0[pos..end]);
             } else {
                 data.push(TAG_NULL);
             }
@@ -205,23 +280,35 @@ impl Row {
     }
 
     /// Whether any datum is NULL (without decoding the others).
-    pub fn has_null(&self) -> bool {
+    pub fn has_null(self) -> bool {
         let mut pos = 0;
-        while pos < self.data.len() {
-            if self.data[pos] == TAG_NULL {
+        while pos < self.0.len() {
+            if self.0[pos] == TAG_NULL {
                 return true;
             }
-            pos = datum_end(&self.data, pos).unwrap_or(self.data.len());
+            pos = datum_end(self.0, pos).unwrap_or(self.0.len());
         }
         false
     }
 
     /// Concatenation of two rows.
-    pub fn concat(&self, other: &Row) -> Row {
-        let mut data = Vec::with_capacity(self.data.len() + other.data.len());
-        data.extend_from_slice(&self.data);
-        data.extend_from_slice(&other.data);
+    pub fn concat(self, other: RowRef<'_>) -> Row {
+        let mut data = Vec::with_capacity(self.0.len() + other.0.len());
+        data.extend_from_slice(self.0);
+        data.extend_from_slice(other.0);
         Row { data: data.into_boxed_slice() }
+    }
+}
+
+impl PartialEq<&Row> for RowRef<'_> {
+    fn eq(&self, other: &&Row) -> bool {
+        self.0 == &*other.data
+    }
+}
+
+impl fmt::Debug for RowRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
