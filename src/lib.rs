@@ -10,6 +10,7 @@
 pub mod coord;
 pub mod dataflow;
 pub mod expr;
+pub mod heap;
 pub mod planner;
 pub mod repr;
 pub mod server;

@@ -42,6 +42,14 @@ impl RowContainer {
     }
 
     fn push_bytes(&mut self, bytes: &[u8]) {
+        // A builder does not know a batch's bytes in advance (merges do:
+        // `merge_capacity`). Grow by a quarter, not by doubling, so that a
+        // large batch (a bulk load is one) holds at most 25% slack for the
+        // rest of its life; large blocks are remapped, not copied.
+        if self.bytes.capacity() - self.bytes.len() < bytes.len() {
+            let grow = (self.bytes.capacity() / 4).max(bytes.len()).max(4096);
+            self.bytes.reserve_exact(grow);
+        }
         self.bytes.extend_from_slice(bytes);
         self.ends.push(self.bytes.len());
     }
