@@ -14,7 +14,7 @@ mod hierarchy;
 mod recursive;
 mod reduce;
 mod render;
-mod row_spine;
+pub mod row_spine;
 mod sizes;
 #[cfg(test)]
 mod tests;
