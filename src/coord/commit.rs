@@ -159,7 +159,7 @@ fn commit_loop(gc: std::sync::Weak<GroupCommit>, storage: Arc<Storage>) {
                     let mut appended: std::collections::BTreeMap<u64, u64> = Default::default();
                     let mut dropped = Vec::new();
                     for ws in &sets {
-                        for (table, rows) in &ws.table_updates {
+                        for (table, rows) in ws.table_updates.iter() {
                             let bytes: usize = rows.iter().map(|(r, _)| r.byte_len() + 2).sum();
                             *appended.entry(*table).or_insert(0) += bytes as u64;
                         }
@@ -192,7 +192,7 @@ mod tests {
             let gc = GroupCommit::start(storage, 0).unwrap();
             for ts in 1..=100u64 {
                 let mut ws = WriteSet::new(ts);
-                ws.table_updates = vec![(1, vec![(Row::pack(&[Datum::Int64(ts as i64)]), 1)])];
+                ws.table_updates = std::sync::Arc::new(vec![(1, vec![(Row::pack(&[Datum::Int64(ts as i64)]), 1)])]);
                 gc.submit(ws).unwrap();
             }
             gc.wait(100).await.unwrap();

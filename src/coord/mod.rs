@@ -446,7 +446,7 @@ impl Coordinator {
                 bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes,
             };
             let mut ws = WriteSet::new(t);
-            ws.table_updates = vec![(id, changes)];
+            ws.table_updates = Arc::new(vec![(id, changes)]);
             ws.meta_puts = vec![(
                 checkpoint::meta_key(id),
                 serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
@@ -1207,10 +1207,11 @@ impl State {
             return Ok(());
         }
         let ts = self.next_ts();
+        let updates = Arc::new(updates);
         let mut ws = WriteSet::new(ts);
-        ws.table_updates = updates.clone();
+        ws.table_updates = Arc::clone(&updates);
         self.commits.submit(ws)?;
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
+        self.dataflow.broadcast(Command::Advance { time: ts, updates });
         self.allow_compaction();
         Ok(())
     }

@@ -61,13 +61,34 @@ impl Row {
         Row::default()
     }
 
-    /// Packs datums into a row.
+    /// Packs datums into a row: encoded into this thread's scratch buffer,
+    /// then copied into one allocation of the exact size (a fresh packer
+    /// would grow and then shrink its vector, several reallocations for a
+    /// wide row, and this is every operator's per-row path).
     pub fn pack<'a, I: IntoIterator<Item = &'a Datum>>(datums: I) -> Row {
-        let mut packer = RowPacker::new();
-        for d in datums {
-            packer.push(d);
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<RowPacker> = std::cell::RefCell::new(RowPacker { data: Vec::with_capacity(256) });
         }
-        packer.finish()
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut packer) => {
+                for d in datums {
+                    packer.push(d);
+                }
+                let row = packer.finish_and_reuse();
+                // Do not keep a huge row's buffer for the thread's life.
+                if packer.data.capacity() > 1 << 16 {
+                    packer.data = Vec::with_capacity(256);
+                }
+                row
+            }
+            Err(_) => {
+                let mut packer = RowPacker::new();
+                for d in datums {
+                    packer.push(d);
+                }
+                packer.finish()
+            }
+        })
     }
 
     /// Packs owned datums into a row.

@@ -107,14 +107,14 @@ mod tests {
         let mut ts = 1;
         for k in 0..100 {
             let mut ws = WriteSet::new(ts);
-            ws.table_updates = vec![(7, vec![(row(k, 0), 1)])];
+            ws.table_updates = std::sync::Arc::new(vec![(7, vec![(row(k, 0), 1)])]);
             storage.commit(ws).unwrap();
             ts += 1;
         }
         for v in 0..2000 {
             let mut ws = WriteSet::new(ts);
             let updates: Vec<(Row, i64)> = (0..100).flat_map(|k| [(row(k, v), -1), (row(k, v + 1), 1)]).collect();
-            ws.table_updates = vec![(7, updates)];
+            ws.table_updates = std::sync::Arc::new(vec![(7, updates)]);
             storage.commit_group(&[ws]).unwrap();
             ts += 1;
             if v % 500 == 499 {

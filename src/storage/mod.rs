@@ -39,6 +39,7 @@ use rocksdb::{
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 const CF_CATALOG: &str = "catalog";
 const CF_TABLE_LOG: &str = "table_log";
@@ -72,8 +73,10 @@ pub struct WriteSet {
     pub catalog_puts: Vec<(GlobalId, Vec<u8>)>,
     /// Catalog records to delete; applied after `catalog_puts`.
     pub catalog_deletes: Vec<GlobalId>,
-    /// Updates to append to each table's log at `timestamp`.
-    pub table_updates: Vec<(GlobalId, Vec<(Row, Diff)>)>,
+    /// Updates to append to each table's log at `timestamp`. Shared
+    /// (`Arc`) with the dataflow command that applies the same write, so a
+    /// bulk load's rows are not copied for storage.
+    pub table_updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>,
     /// Tables whose data is deleted entirely; applied after `table_updates`.
     pub dropped_tables: Vec<GlobalId>,
     /// Small metadata values to set.
@@ -244,7 +247,7 @@ impl Storage {
             for id in &ws.catalog_deletes {
                 batch.delete_cf(catalog, codec::catalog_key(*id));
             }
-            for (table, updates) in &ws.table_updates {
+            for (table, updates) in ws.table_updates.iter() {
                 if updates.is_empty() {
                     continue;
                 }
@@ -290,11 +293,11 @@ impl Storage {
         let meta = self.cf(CF_META)?;
         let mut batch = WriteBatch::default();
         if replace {
-            for (id, _) in &ws.table_updates {
+            for (id, _) in ws.table_updates.iter() {
                 batch.delete_range_cf(log, codec::table_start(*id), codec::table_end(*id));
             }
         }
-        for (id, updates) in &ws.table_updates {
+        for (id, updates) in ws.table_updates.iter() {
             if updates.is_empty() {
                 continue;
             }
@@ -599,14 +602,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path()).unwrap();
         let mut ws = WriteSet::new(100);
-        ws.table_updates = vec![(1, vec![(row(1, "t"), 1)])];
+        ws.table_updates = Arc::new(vec![(1, vec![(row(1, "t"), 1)])]);
         s.commit(ws).unwrap();
         // View 2: a whole checkpoint, then a delta.
         let mut ws = WriteSet::new(100);
-        ws.table_updates = vec![(2, vec![(row(1, "a"), 1), (row(2, "b"), 2)])];
+        ws.table_updates = Arc::new(vec![(2, vec![(row(1, "a"), 1), (row(2, "b"), 2)])]);
         assert!(s.write_checkpoint(&ws, true, || true).unwrap());
         let mut ws = WriteSet::new(105);
-        ws.table_updates = vec![(2, vec![(row(2, "b"), -1), (row(1, "a"), -1), (row(3, "c"), 1)])];
+        ws.table_updates = Arc::new(vec![(2, vec![(row(2, "b"), -1), (row(1, "a"), -1), (row(3, "c"), 1)])]);
         assert!(s.write_checkpoint(&ws, false, || true).unwrap());
         assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
         assert_eq!(s.read_contents(1).unwrap(), vec![(row(1, "t"), 1)]);
@@ -618,7 +621,7 @@ mod tests {
         assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
         // A replacing checkpoint is one entry again.
         let mut ws = WriteSet::new(110);
-        ws.table_updates = vec![(2, vec![(row(4, "d"), 1)])];
+        ws.table_updates = Arc::new(vec![(2, vec![(row(4, "d"), 1)])]);
         assert!(s.write_checkpoint(&ws, true, || true).unwrap());
         assert_eq!(s.read_contents(2).unwrap(), vec![(row(4, "d"), 1)]);
     }
@@ -640,14 +643,14 @@ mod tests {
             s.commit(ws).unwrap();
 
             let mut ws = WriteSet::new(101);
-            ws.table_updates = vec![
+            ws.table_updates = Arc::new(vec![
                 (7, vec![(row(1, "a"), 1), (row(2, "b"), 2)]),
                 (3, vec![(Row::pack(&[Datum::Null]), 1)]),
-            ];
+            ]);
             s.commit(ws).unwrap();
             // Two writes at one timestamp never collide.
             let mut ws = WriteSet::new(101);
-            ws.table_updates = vec![(7, vec![(row(3, "c"), 1)])];
+            ws.table_updates = Arc::new(vec![(7, vec![(row(3, "c"), 1)])]);
             s.commit(ws).unwrap();
         }
         let s = Storage::open(dir.path()).unwrap();
@@ -677,7 +680,7 @@ mod tests {
         {
             let s = Storage::open(dir.path()).unwrap();
             let mut ws = WriteSet::new(500);
-            ws.table_updates = vec![(1, vec![(row(1, "x"), 1)])];
+            ws.table_updates = Arc::new(vec![(1, vec![(row(1, "x"), 1)])]);
             s.commit(ws).unwrap();
             let mut ws = WriteSet::new(900);
             ws.catalog_puts = vec![(1, vec![1])];
@@ -699,20 +702,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path()).unwrap();
         let mut ws = WriteSet::new(1);
-        ws.table_updates = vec![(5, vec![(row(1, "a"), 1), (row(2, "b"), 1)])];
+        ws.table_updates = Arc::new(vec![(5, vec![(row(1, "a"), 1), (row(2, "b"), 1)])]);
         s.commit(ws).unwrap();
         let mut ws = WriteSet::new(2);
-        ws.table_updates = vec![(5, vec![(row(1, "a"), -1)])];
+        ws.table_updates = Arc::new(vec![(5, vec![(row(1, "a"), -1)])]);
         s.commit(ws).unwrap();
         let mut ws = WriteSet::new(3);
         // An UPDATE: retract the old row, insert the new one.
-        ws.table_updates = vec![(5, vec![(row(2, "b"), -1), (row(2, "B"), 1)])];
+        ws.table_updates = Arc::new(vec![(5, vec![(row(2, "b"), -1), (row(2, "B"), 1)])]);
         s.commit(ws).unwrap();
         let r = s.recover().unwrap();
         assert_eq!(r.tables[&5], vec![(row(2, "B"), 1)]);
 
         let mut ws = WriteSet::new(4);
-        ws.table_updates = vec![(5, vec![(row(2, "B"), -1)])];
+        ws.table_updates = Arc::new(vec![(5, vec![(row(2, "B"), -1)])]);
         s.commit(ws).unwrap();
         let r = s.recover().unwrap();
         assert!(!r.tables.contains_key(&5), "{:?}", r.tables);
@@ -732,17 +735,17 @@ mod tests {
             (2, b"t2".to_vec()),
             (u64::MAX, b"tmax".to_vec()),
         ];
-        ws.table_updates = vec![
+        ws.table_updates = Arc::new(vec![
             (1, vec![(row(1, "one"), 1)]),
             (2, vec![(row(2, "two"), 1)]),
             (u64::MAX, vec![(row(3, "max"), 1)]),
-        ];
+        ]);
         s.commit(ws).unwrap();
         // Fold table 1 into a snapshot first, then add a log entry on top, so
         // the drop must remove both kinds of record.
         s.recover().unwrap();
         let mut ws = WriteSet::new(11);
-        ws.table_updates = vec![(1, vec![(row(4, "four"), 1)])];
+        ws.table_updates = Arc::new(vec![(1, vec![(row(4, "four"), 1)])]);
         s.commit(ws).unwrap();
 
         let mut ws = WriteSet::new(12);
@@ -765,14 +768,14 @@ mod tests {
         let s = Storage::open(dir.path()).unwrap();
         let mut ws = WriteSet::new(1);
         ws.catalog_puts = vec![(1, b"t".to_vec())];
-        ws.table_updates = vec![(1, vec![(row(1, "kept"), 1)])];
+        ws.table_updates = Arc::new(vec![(1, vec![(row(1, "kept"), 1)])]);
         s.commit(ws).unwrap();
 
         // A batch that fails (reserved metadata key) writes none of its parts.
         let mut ws = WriteSet::new(2);
         ws.catalog_puts = vec![(2, b"u".to_vec())];
         ws.catalog_deletes = vec![1];
-        ws.table_updates = vec![(1, vec![(row(2, "lost"), 1)])];
+        ws.table_updates = Arc::new(vec![(1, vec![(row(2, "lost"), 1)])]);
         ws.dropped_tables = vec![1];
         ws.meta_puts = vec![("ok".into(), vec![1]), ("\0bad".into(), vec![2])];
         assert!(matches!(s.commit(ws), Err(Error::Storage(_))));
@@ -781,7 +784,7 @@ mod tests {
         let mut ws = WriteSet::new(3);
         ws.catalog_puts = vec![(2, b"u".to_vec()), (3, b"gone".to_vec())];
         ws.catalog_deletes = vec![3];
-        ws.table_updates = vec![(2, vec![(row(5, "x"), 1)]), (3, vec![(row(6, "y"), 1)])];
+        ws.table_updates = Arc::new(vec![(2, vec![(row(5, "x"), 1)]), (3, vec![(row(6, "y"), 1)])]);
         ws.dropped_tables = vec![3];
         ws.meta_puts = vec![("k".into(), b"v".to_vec())];
         s.commit(ws).unwrap();
@@ -810,7 +813,7 @@ mod tests {
                 if ts % 3 == 0 {
                     updates.push((row(i - 1, "v"), -1));
                 }
-                ws.table_updates = vec![(1, updates), (2, vec![(row(0, "dup"), 1)])];
+                ws.table_updates = Arc::new(vec![(1, updates), (2, vec![(row(0, "dup"), 1)])]);
                 s.commit(ws).unwrap();
             }
             let r = s.recover().unwrap();
@@ -829,7 +832,7 @@ mod tests {
 
         // Writes after a fold land on top of the snapshot.
         let mut ws = WriteSet::new(51);
-        ws.table_updates = vec![(2, vec![(row(0, "dup"), -50), (row(9, "new"), 1)])];
+        ws.table_updates = Arc::new(vec![(2, vec![(row(0, "dup"), -50), (row(9, "new"), 1)])]);
         s.commit(ws).unwrap();
         drop(s);
         let s = Storage::open(dir.path()).unwrap();
