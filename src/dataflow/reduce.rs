@@ -130,8 +130,8 @@ pub fn render_reduce<'s, T: RenderTime>(
         Ok((key_row, Row::from_datums(vals)))
     });
     let (prepared, mut err) = {
-        let e = prepared.clone().flat_map(|r: Result<(Row, Row), EvalError>| r.err());
-        (prepared.flat_map(|r| r.ok()), err.concat(e))
+        let (ok, e) = crate::dataflow::render::split_results(prepared);
+        (ok, err.concat(e))
     };
 
     let parts = plan_parts(&aggregates);

@@ -144,9 +144,25 @@ pub(crate) fn constant<'s, T: timely::progress::Timestamp, D: differential_dataf
 
 /// Splits a collection of results into rows and errors.
 pub(crate) fn split<'s, T: RenderTime>(results: VecCollection<'s, T, Result<Row, EvalError>, Diff>) -> (Coll<'s, T>, ErrColl<'s, T>) {
-    let ok = results.clone().flat_map(|r| r.ok());
-    let err = results.flat_map(|r| r.err());
-    (ok, err)
+    split_results(results)
+}
+
+/// Splits results into values and errors in one operator. Reading one
+/// collection twice (`clone` and two `flat_map`s) would copy every record
+/// for the second reader, and these are every operator's rows.
+pub(crate) fn split_results<'s, T, D>(
+    results: VecCollection<'s, T, Result<D, EvalError>, Diff>,
+) -> (VecCollection<'s, T, D, Diff>, ErrColl<'s, T>)
+where
+    T: timely::progress::Timestamp,
+    D: Clone + 'static,
+{
+    use timely::dataflow::operators::core::OkErr;
+    let (ok, err) = results.inner.ok_err::<Vec<(D, T, Diff)>, _, Vec<(EvalError, T, Diff)>, _, _>(|(r, t, d)| match r {
+        Ok(x) => Ok((x, t, d)),
+        Err(e) => Err((e, t, d)),
+    });
+    (ok.as_collection(), err.as_collection())
 }
 
 /// Evaluates a list of key expressions on a row into a packed key. A NULL
@@ -252,9 +268,29 @@ fn render_uncached<'s, T: RenderTime>(
                 }
             }
             ops.reverse();
-            let needed = columns_read(&ops, cur.arity());
             let (ok, err) = render(scope, cur, ctx, locals);
-            let results = ok.flat_map(move |row| apply_ops(&ops, &needed, row));
+            let results = match filter_then_project(&ops, cur.arity()) {
+                // Filters (and a projection): decode only what the
+                // predicates read, and pass the packed row through.
+                Some((preds, project, needed)) => ok.flat_map(move |row| {
+                    let datums = row.unpack_needed(&needed);
+                    for p in &preds {
+                        match p.eval_predicate(&datums) {
+                            Ok(true) => {}
+                            Ok(false) => return None,
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                    Some(Ok(match &project {
+                        Some(cols) => row.project(cols),
+                        None => row,
+                    }))
+                }),
+                None => {
+                    let needed = columns_read(&ops, cur.arity());
+                    ok.flat_map(move |row| apply_ops(&ops, &needed, row))
+                }
+            };
             let (ok2, err2) = split(results);
             (ok2, err.concat(err2))
         }
@@ -352,6 +388,29 @@ fn columns_read(ops: &[RowOp], arity: usize) -> Vec<bool> {
         mark(&origin, c, &mut needed);
     }
     needed
+}
+
+/// For a stack of filters optionally ending in a projection: the
+/// predicates, the projection, and the columns the predicates read.
+fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, Option<Vec<usize>>, Vec<bool>)> {
+    let (project, filters) = match ops.split_last() {
+        Some((RowOp::Project(cols), rest)) => (Some(cols.clone()), rest),
+        _ => (None, ops),
+    };
+    let mut preds = Vec::new();
+    for op in filters {
+        match op {
+            RowOp::Filter(p) => preds.extend(p.iter().cloned()),
+            _ => return None,
+        }
+    }
+    let mut needed = vec![false; arity];
+    for c in preds.iter().flat_map(|p| p.support()) {
+        if let Some(n) = needed.get_mut(c) {
+            *n = true;
+        }
+    }
+    Some((preds, project, needed))
 }
 
 fn apply_ops(ops: &[RowOp], needed: &[bool], row: Row) -> Option<Result<Row, EvalError>> {
@@ -534,7 +593,7 @@ fn keyed_by<'s, T: RenderTime>(
             Err(e) => Some(Err(e)),
         }
     });
-    (keyed.clone().flat_map(|r| r.ok()), keyed.flat_map(|r| r.err()))
+    split_results(keyed)
 }
 
 /// The lookup side of a join step: an imported index, or the input
@@ -642,6 +701,21 @@ mod column_tests {
         let needed = columns_read(&ops, 5);
         let out = apply_ops(&ops, &needed, row).unwrap().unwrap();
         assert_eq!(out.unpack(), vec![Datum::Int32(5), Datum::Int32(1)]);
+    }
+
+    #[test]
+    fn filters_and_a_final_projection_pass_the_packed_row_through() {
+        let col = ScalarExpr::Column;
+        let ops = vec![RowOp::Filter(vec![col(3)]), RowOp::Filter(vec![col(1)]), RowOp::Project(vec![2, 0])];
+        let (preds, project, needed) = filter_then_project(&ops, 5).unwrap();
+        assert_eq!(preds.len(), 2);
+        assert_eq!(project, Some(vec![2, 0]));
+        // Only the predicates' columns are decoded.
+        assert_eq!(needed, vec![false, true, false, true, false]);
+        assert!(filter_then_project(&[RowOp::Filter(vec![col(0)])], 2).unwrap().1.is_none());
+        // A map, or a filter after a projection, takes the general path.
+        assert!(filter_then_project(&[RowOp::Map(vec![col(0)])], 2).is_none());
+        assert!(filter_then_project(&[RowOp::Project(vec![1]), RowOp::Filter(vec![col(0)])], 2).is_none());
     }
 
     #[test]
