@@ -211,8 +211,7 @@ fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs
                     },
                 )
                 .as_collection(|key, finished| (key.clone(), finished.clone()));
-            let e = results.clone().flat_map(|(_key, r)| r.err());
-            (results.flat_map(|(key, r)| r.ok().map(|vals| (key, vals))), e)
+            crate::dataflow::render::split_results(results.map(|(key, r)| r.map(|vals| (key, vals))))
         }
         AggregateKind::Hierarchical => {
             let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
@@ -245,8 +244,7 @@ fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs
                 }
                 out.push((Ok(Row::from_datums(results)), 1));
             });
-            let e = results.clone().flat_map(|(_k, r)| r.err());
-            (results.flat_map(|(k, r)| r.ok().map(|v| (k, v))), e)
+            crate::dataflow::render::split_results(results.map(|(k, r)| r.map(|v| (k, v))))
         }
     }
 }

@@ -103,6 +103,21 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
     ) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)>;
     /// The rows and errors of the registered item `id`.
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)>;
+    /// The rows of the registered item `id`, each passed borrowed to
+    /// `logic` as it is read (only what `logic` returns is copied), and its
+    /// errors.
+    fn import_rows_through<'s, F>(
+        scope: Scope<'s, Self>,
+        id: GlobalId,
+        ctx: &mut Ctx<'_, '_>,
+        logic: F,
+    ) -> Option<(VecCollection<'s, Self, Result<Row, EvalError>, Diff>, ErrColl<'s, Self>)>
+    where
+        F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
+    {
+        let (ok, err) = Self::import_rows(scope, id, ctx)?;
+        Some((ok.flat_map(move |row| logic(row.as_ref())), err))
+    }
     /// The arrangement of the registered item `id` (an index: by its key).
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s, Self>>;
     /// A `Recursive` node.
@@ -268,29 +283,18 @@ fn render_uncached<'s, T: RenderTime>(
                 }
             }
             ops.reverse();
-            let (ok, err) = render(scope, cur, ctx, locals);
-            let results = match filter_then_project(&ops, cur.arity()) {
-                // Filters (and a projection): decode only what the
-                // predicates read, and pass the packed row through.
-                Some((preds, project, needed)) => ok.flat_map(move |row| {
-                    let datums = row.unpack_needed(&needed);
-                    for p in &preds {
-                        match p.eval_predicate(&datums) {
-                            Ok(true) => {}
-                            Ok(false) => return None,
-                            Err(e) => return Some(Err(e)),
-                        }
-                    }
-                    Some(Ok(match &project {
-                        Some(cols) => row.project(cols),
-                        None => row,
-                    }))
-                }),
-                None => {
-                    let needed = columns_read(&ops, cur.arity());
-                    ok.flat_map(move |row| apply_ops(&ops, &needed, row))
+            let stack = RowStack::new(ops, cur.arity());
+            // Over a table or view, the stack reads each row borrowed from
+            // its arrangement, and copies out only the rows it keeps.
+            if let RelationExpr::Get { id, name, .. } = cur {
+                if let Some((results, err)) = T::import_rows_through(scope, *id, ctx, move |row| stack.eval_ref(row)) {
+                    let (ok2, err2) = split(results);
+                    return (ok2, err.concat(err2));
                 }
-            };
+                return internal_error(scope, format!("relation {name} is not available"), ctx);
+            }
+            let (ok, err) = render(scope, cur, ctx, locals);
+            let results = ok.flat_map(move |row| stack.eval_owned(row));
             let (ok2, err2) = split(results);
             (ok2, err.concat(err2))
         }
@@ -390,6 +394,64 @@ fn columns_read(ops: &[RowOp], arity: usize) -> Vec<bool> {
     needed
 }
 
+/// A fused stack of Map/Filter/Project, ready to run on rows.
+enum RowStack {
+    /// Filters, then maybe a projection: only the predicates' columns are
+    /// decoded and the packed row is passed on (projected as bytes).
+    FilterProject { preds: Vec<ScalarExpr>, project: Option<Vec<usize>>, needed: Vec<bool> },
+    /// Anything else: the columns read are decoded and the result packed.
+    General { ops: Vec<RowOp>, needed: Vec<bool> },
+}
+
+impl RowStack {
+    fn new(ops: Vec<RowOp>, arity: usize) -> RowStack {
+        match filter_then_project(&ops, arity) {
+            Some((preds, project, needed)) => RowStack::FilterProject { preds, project, needed },
+            None => {
+                let needed = columns_read(&ops, arity);
+                RowStack::General { ops, needed }
+            }
+        }
+    }
+
+    /// Whether the filters keep the row (for `FilterProject`).
+    fn passes(preds: &[ScalarExpr], needed: &[bool], row: RowRef<'_>) -> Result<bool, EvalError> {
+        let datums = row.unpack_needed(needed);
+        for p in preds {
+            if !p.eval_predicate(&datums)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn eval_ref(&self, row: RowRef<'_>) -> Option<Result<Row, EvalError>> {
+        match self {
+            RowStack::FilterProject { preds, project, needed } => match Self::passes(preds, needed, row) {
+                Ok(true) => Some(Ok(match project {
+                    Some(cols) => row.project(cols),
+                    None => row.to_row(),
+                })),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            },
+            RowStack::General { ops, needed } => apply_ops(ops, needed, row),
+        }
+    }
+
+    /// As `eval_ref`, moving the row through when it is kept whole.
+    fn eval_owned(&self, row: Row) -> Option<Result<Row, EvalError>> {
+        match self {
+            RowStack::FilterProject { preds, project: None, needed } => match Self::passes(preds, needed, row.as_ref()) {
+                Ok(true) => Some(Ok(row)),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            },
+            _ => self.eval_ref(row.as_ref()),
+        }
+    }
+}
+
 /// For a stack of filters optionally ending in a projection: the
 /// predicates, the projection, and the columns the predicates read.
 fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, Option<Vec<usize>>, Vec<bool>)> {
@@ -413,7 +475,7 @@ fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, 
     Some((preds, project, needed))
 }
 
-fn apply_ops(ops: &[RowOp], needed: &[bool], row: Row) -> Option<Result<Row, EvalError>> {
+fn apply_ops(ops: &[RowOp], needed: &[bool], row: RowRef<'_>) -> Option<Result<Row, EvalError>> {
     let mut datums = row.unpack_needed(needed);
     for op in ops {
         match op {
@@ -650,6 +712,24 @@ impl RenderTime for Timestamp {
         Some((ok, err))
     }
 
+    fn import_rows_through<'s, F>(
+        scope: Scope<'s, Self>,
+        id: GlobalId,
+        ctx: &mut Ctx<'_, '_>,
+        logic: F,
+    ) -> Option<(VecCollection<'s, Self, Result<Row, EvalError>, Diff>, ErrColl<'s>)>
+    where
+        F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
+    {
+        let bundle = ctx.traces.get_mut(&id)?;
+        let ok = bundle.ok.import(scope).flat_map_ref(move |k: RowRef, _v: RowRef| logic(k));
+        let err = match bundle.err.as_mut() {
+            Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
+            None => empty(scope),
+        };
+        Some((ok, err))
+    }
+
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s>> {
         ctx.traces.get_mut(&id).map(|b| b.ok.import(scope))
     }
@@ -699,7 +779,7 @@ mod column_tests {
         let row = Row::from_datums(vec![Datum::Int32(1), Datum::Text("x".into()), Datum::Bool(true), Datum::Int32(4), Datum::Int32(5)]);
         let ops = vec![RowOp::Filter(vec![col(2)]), RowOp::Project(vec![4, 0])];
         let needed = columns_read(&ops, 5);
-        let out = apply_ops(&ops, &needed, row).unwrap().unwrap();
+        let out = apply_ops(&ops, &needed, row.as_ref()).unwrap().unwrap();
         assert_eq!(out.unpack(), vec![Datum::Int32(5), Datum::Int32(1)]);
     }
 

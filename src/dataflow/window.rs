@@ -52,7 +52,6 @@ pub fn render_window<'s, T: RenderTime>(
             Err(e) => out.push((Err(e), 1)),
         }
     });
-    let rows = results.clone().flat_map(|(_k, r)| r.ok());
-    let errs = results.flat_map(|(_k, r)| r.err());
+    let (rows, errs) = crate::dataflow::render::split_results(results.map(|(_k, r)| r));
     (rows, err.concat(errs))
 }
