@@ -110,9 +110,8 @@ pub fn render_reduce<'s, T: RenderTime>(
     let aggs = aggregates.clone();
     let key = group_key.clone();
     // Only the key columns and the aggregates' inputs are decoded.
-    let mut needed = Vec::new();
-    let support = aggregates.iter().flat_map(|a| a.inputs().into_iter().flat_map(|e| e.support()).collect::<Vec<_>>());
-    for c in group_key.iter().copied().chain(support) {
+    let mut needed = crate::dataflow::render::support_mask(aggregates.iter().flat_map(|a| a.inputs()));
+    for c in group_key.iter().copied() {
         if needed.len() <= c {
             needed.resize(c + 1, false);
         }

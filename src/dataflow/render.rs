@@ -157,11 +157,6 @@ pub(crate) fn constant<'s, T: timely::progress::Timestamp, D: differential_dataf
     items.to_stream(scope).as_collection()
 }
 
-/// Splits a collection of results into rows and errors.
-pub(crate) fn split<'s, T: RenderTime>(results: VecCollection<'s, T, Result<Row, EvalError>, Diff>) -> (Coll<'s, T>, ErrColl<'s, T>) {
-    split_results(results)
-}
-
 /// Splits results into values and errors in one operator. Reading one
 /// collection twice (`clone` and two `flat_map`s) would copy every record
 /// for the second reader, and these are every operator's rows.
@@ -178,6 +173,18 @@ where
         Err(e) => Err((e, t, d)),
     });
     (ok.as_collection(), err.as_collection())
+}
+
+/// The columns `exprs` read, as a mask (as long as the highest one).
+pub(crate) fn support_mask<'a>(exprs: impl IntoIterator<Item = &'a ScalarExpr>) -> Vec<bool> {
+    let mut mask = Vec::new();
+    for c in exprs.into_iter().flat_map(|e| e.support()) {
+        if mask.len() <= c {
+            mask.resize(c + 1, false);
+        }
+        mask[c] = true;
+    }
+    mask
 }
 
 /// Evaluates a list of key expressions on a row into a packed key. A NULL
@@ -288,14 +295,14 @@ fn render_uncached<'s, T: RenderTime>(
             // its arrangement, and copies out only the rows it keeps.
             if let RelationExpr::Get { id, name, .. } = cur {
                 if let Some((results, err)) = T::import_rows_through(scope, *id, ctx, move |row| stack.eval_ref(row)) {
-                    let (ok2, err2) = split(results);
+                    let (ok2, err2) = split_results(results);
                     return (ok2, err.concat(err2));
                 }
                 return internal_error(scope, format!("relation {name} is not available"), ctx);
             }
             let (ok, err) = render(scope, cur, ctx, locals);
             let results = ok.flat_map(move |row| stack.eval_owned(row));
-            let (ok2, err2) = split(results);
+            let (ok2, err2) = split_results(results);
             (ok2, err.concat(err2))
         }
         RelationExpr::Join { inputs, plan, .. } => {
@@ -466,12 +473,8 @@ fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, 
             _ => return None,
         }
     }
-    let mut needed = vec![false; arity];
-    for c in preds.iter().flat_map(|p| p.support()) {
-        if let Some(n) = needed.get_mut(c) {
-            *n = true;
-        }
-    }
+    let mut needed = support_mask(&preds);
+    needed.resize(arity, false);
     Some((preds, project, needed))
 }
 
@@ -637,13 +640,7 @@ fn keyed_by<'s, T: RenderTime>(
     key: Vec<ScalarExpr>,
     keep: Option<Vec<bool>>,
 ) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
-    let mut needed = Vec::new();
-    for c in key.iter().flat_map(|k| k.support()) {
-        if needed.len() <= c {
-            needed.resize(c + 1, false);
-        }
-        needed[c] = true;
-    }
+    let needed = support_mask(&key);
     let keyed = rows.flat_map(move |row| {
         let datums = row.unpack_needed(&needed);
         match eval_key(&key, &datums) {
@@ -691,6 +688,14 @@ pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBu
     Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
 }
 
+/// The errors of a registered item (none for a table).
+fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle) -> ErrColl<'s> {
+    match bundle.err.as_mut() {
+        Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
+        None => empty(scope),
+    }
+}
+
 /// The top scope's own imports: registered arrangements as they are.
 impl RenderTime for Timestamp {
     fn hoist<'s>(
@@ -705,10 +710,7 @@ impl RenderTime for Timestamp {
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
-        let err = match bundle.err.as_mut() {
-            Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
-            None => empty(scope),
-        };
+        let err = import_errors(scope, bundle);
         Some((ok, err))
     }
 
@@ -723,10 +725,7 @@ impl RenderTime for Timestamp {
     {
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = bundle.ok.import(scope).flat_map_ref(move |k: RowRef, _v: RowRef| logic(k));
-        let err = match bundle.err.as_mut() {
-            Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
-            None => empty(scope),
-        };
+        let err = import_errors(scope, bundle);
         Some((ok, err))
     }
 

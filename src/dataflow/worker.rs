@@ -12,16 +12,15 @@ use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// A write of at least this many rows schedules a heap trim...
-const TRIM_AFTER_ROWS: usize = 100_000;
-/// ...this long after it (pushed back by further bulk writes), by when
-/// the write has usually been arranged.
-const TRIM_DELAY: Duration = Duration::from_secs(2);
+use std::time::Duration;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 use tokio::sync::mpsc::UnboundedSender;
+
+/// A write of at least this many rows returns the freed heap to the OS
+/// once every table's arrangement has taken it in (its sorting buffers
+/// and the COPY's staged rows are freed by then).
+const TRIM_AFTER_ROWS: usize = 100_000;
 
 /// The state of one worker.
 pub struct WorkerState {
@@ -56,8 +55,9 @@ pub struct WorkerState {
     /// time (the load timestamp) when the tables' contents arrive, so the
     /// checkpoint is arranged on its own first (then closed).
     retracting: Vec<(GlobalId, InputSession<Timestamp, Row, Diff>, Timestamp, Arc<Vec<(Row, Diff)>>)>,
-    /// When to return freed heap to the OS (set by a bulk write).
-    trim_at: Option<Instant>,
+    /// The time of a bulk write after whose arrangement freed heap is
+    /// returned to the OS.
+    trim_after: Option<Timestamp>,
 }
 
 struct PendingPeek {
@@ -88,7 +88,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         checkpoints: BTreeMap::new(),
         seeds: Vec::new(),
         retracting: Vec::new(),
-        trim_at: None,
+        trim_after: None,
     };
     loop {
         loop {
@@ -104,9 +104,13 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         let park = if state.peeks.is_empty() { Duration::from_millis(50) } else { Duration::from_millis(1) };
         worker.step_or_park(Some(park));
         serve_peeks(worker, &mut state);
-        if state.trim_at.is_some_and(|at| at <= Instant::now()) {
-            state.trim_at = None;
-            crate::heap::release_free();
+        if let Some(time) = state.trim_after {
+            let ids: Vec<GlobalId> = state.inputs.keys().copied().collect();
+            let arranged = ids.iter().all(|id| state.traces.get_mut(id).is_none_or(|b| complete_through(&mut b.ok, time)));
+            if arranged {
+                state.trim_after = None;
+                crate::heap::release_free();
+            }
         }
     }
 }
@@ -157,10 +161,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                     }
                 }
             }
-            // After a bulk write the worker's sorting buffers are freed;
-            // return them to the OS once the write has been arranged.
             if updates.iter().map(|(_, rows)| rows.len()).sum::<usize>() >= TRIM_AFTER_ROWS {
-                state.trim_at = Some(Instant::now() + TRIM_DELAY);
+                state.trim_after = Some(time);
             }
             let next = time + 1;
             if next > state.input_time {

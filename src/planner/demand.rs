@@ -77,7 +77,7 @@ fn mark<'a>(out: &mut [bool], exprs: impl IntoIterator<Item = &'a ScalarExpr>) {
 
 /// The columns of each child (in `children()` order) that `expr` reads
 /// when `demand` of its own output columns are read.
-pub(crate) fn input_demands(expr: &RelationExpr, demand: &[bool]) -> Vec<Vec<bool>> {
+fn input_demands(expr: &RelationExpr, demand: &[bool]) -> Vec<Vec<bool>> {
     use RelationExpr::*;
     let all = |e: &RelationExpr| vec![true; e.arity()];
     match expr {

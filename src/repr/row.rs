@@ -69,25 +69,24 @@ impl Row {
         thread_local! {
             static SCRATCH: std::cell::RefCell<RowPacker> = std::cell::RefCell::new(RowPacker { data: Vec::with_capacity(256) });
         }
-        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut packer) => {
-                for d in datums {
-                    packer.push(d);
-                }
-                let row = packer.finish_and_reuse();
-                // Do not keep a huge row's buffer for the thread's life.
-                if packer.data.capacity() > 1 << 16 {
-                    packer.data = Vec::with_capacity(256);
-                }
-                row
+        SCRATCH.with(|scratch| {
+            // Packing never packs another row, so the buffer is free; a
+            // fresh packer stands in if that ever changes.
+            let mut fresh = None;
+            let mut borrowed = scratch.try_borrow_mut().ok();
+            let packer = match borrowed.as_deref_mut() {
+                Some(p) => p,
+                None => fresh.insert(RowPacker::new()),
+            };
+            for d in datums {
+                packer.push(d);
             }
-            Err(_) => {
-                let mut packer = RowPacker::new();
-                for d in datums {
-                    packer.push(d);
-                }
-                packer.finish()
+            let row = packer.finish_and_reuse();
+            // Do not keep a huge row's buffer for the thread's life.
+            if packer.data.capacity() > 1 << 16 {
+                packer.data = Vec::with_capacity(256);
             }
+            row
         })
     }
 
@@ -201,11 +200,6 @@ impl<'a> RowRef<'a> {
     /// The owned row.
     pub fn to_row(self) -> Row {
         Row { data: self.0.into() }
-    }
-
-    /// Number of bytes of the encoding.
-    pub fn byte_len(self) -> usize {
-        self.0.len()
     }
 
     /// Decodes every datum.

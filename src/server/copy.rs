@@ -117,9 +117,6 @@ impl CopyIn {
         let rows = self.rows;
         let n = coord.copy_in_commit(session, self.target).await?;
         debug_assert_eq!(n, rows);
-        if n >= TRIM_AFTER_ROWS {
-            crate::heap::release_free();
-        }
         Ok(n)
     }
 
@@ -387,6 +384,3 @@ mod tests {
         );
     }
 }
-
-/// A COPY of at least this many rows returns the heap it freed to the OS.
-const TRIM_AFTER_ROWS: u64 = 100_000;
