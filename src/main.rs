@@ -41,6 +41,13 @@ struct Args {
     /// tables load (docs/recovery.md has the measurements).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     seed_from_checkpoints: bool,
+
+    /// On restart, resume each materialized view whose query is linear
+    /// (filters, maps, projections, unions over tables and views) from its
+    /// checkpoint: it starts as the checkpoint and processes only what
+    /// changed since, instead of being rebuilt (docs/recovery.md).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    resume_from_checkpoints: bool,
 }
 
 fn main() -> ExitCode {
@@ -83,6 +90,7 @@ async fn run(args: Args) -> Result<(), String> {
         workers,
         checkpoints: !args.no_checkpoints,
         seed_from_checkpoints: args.seed_from_checkpoints,
+        resume_from_checkpoints: args.resume_from_checkpoints,
     };
     let coord = Coordinator::open(config).await.map_err(|e| {
         format!(

@@ -7,7 +7,7 @@
 //!   serializable session reads it fresh; and the same without checkpoints.
 //! - `chain_restart_to_fresh`: chains of 5 materialized views, each reading
 //!   the one before, over 1,000,000 rows: restart-to-fresh of the whole
-//!   chain with checkpoints (seeded and not) and without, beside the
+//!   chain with checkpoints (resumed, seeded, neither) and without, beside the
 //!   rebuild time of each view alone (a server holding only that view, its
 //!   inputs as tables with the same contents).
 //!
@@ -229,8 +229,13 @@ async fn measure_chain(label: &str, chain: &Chain) {
         contents.push(copy_out(&c, name).await);
     }
     wait_checkpointed(&c, &names).await;
-    for seed in ["true", "false"] {
-        server.set_args(&["--seed-from-checkpoints", seed]);
+    let configs = [
+        ("chain, checkpoints, resumed (default)", "true", "true"),
+        ("chain, checkpoints, seeded, not resumed", "false", "true"),
+        ("chain, checkpoints, neither", "false", "false"),
+    ];
+    for (what, resume, seed) in configs {
+        server.set_args(&["--resume-from-checkpoints", resume, "--seed-from-checkpoints", seed]);
         let (mut readable, mut fresh, mut hydrated) = (vec![], vec![], vec![]);
         for _ in 0..repeat() {
             let (r, f, h) = restart_fresh(&mut server, last, &want).await;
@@ -241,7 +246,7 @@ async fn measure_chain(label: &str, chain: &Chain) {
             wait_checkpointed(&c, &names).await;
         }
         report.push((
-            format!("chain, checkpoints{}", if seed == "true" { ", seeded" } else { ", not seeded" }),
+            what.to_string(),
             Some(median(readable)),
             median(fresh),
             median(hydrated),

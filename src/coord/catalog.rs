@@ -47,6 +47,25 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The tables `id` reads, directly or through views and indexes.
+    pub fn tables_read_by(&self, id: GlobalId) -> std::collections::BTreeSet<GlobalId> {
+        let mut tables = std::collections::BTreeSet::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![id];
+        while let Some(next) = todo.pop() {
+            if !seen.insert(next) {
+                continue;
+            }
+            if let Some(item) = self.items.get(&next) {
+                if item.kind == ItemKind::Table {
+                    tables.insert(next);
+                }
+                todo.extend(item.depends_on.iter().copied());
+            }
+        }
+        tables
+    }
+
     pub fn by_name(&self, name: &str) -> Option<&Item> {
         self.items.values().find(|i| i.name == name)
     }

@@ -51,9 +51,20 @@ pub struct Checkpoints {
     pub lineage: BTreeMap<GlobalId, Lineage>,
     /// Reads of each view since start (a peek or a query that reads it).
     pub reads: HashMap<GlobalId, u64>,
+    /// Materialized views with linear queries: a restart can resume them
+    /// from their checkpoints (`recovery::ResumePlan`).
+    pub linear: std::collections::BTreeSet<GlobalId>,
 }
 
 impl Checkpoints {
+    /// How far the table log may be folded (`Storage::hold_folds_at`): to
+    /// the oldest checkpoint of a view a restart could resume from, so its
+    /// inputs' changes since are still in the log (Tachyon's lineage: what
+    /// recomputing from a checkpoint needs is kept).
+    pub fn fold_hold(&self) -> Timestamp {
+        self.linear.iter().filter_map(|v| self.lineage.get(v)).map(|l| l.frontier).min().unwrap_or(Timestamp::MAX)
+    }
+
     /// The views to checkpoint at `t`, in Edge order: leaves of the view
     /// graph first, then by reads (most first), then by id.
     pub fn order(&self, catalog: &Catalog, t: Timestamp) -> Vec<GlobalId> {

@@ -56,6 +56,10 @@ pub struct CoordConfig {
     /// (`DataflowDesc::seed`). A seeded view is still rebuilt in full
     /// from the tables (docs/recovery.md has the measurements).
     pub seed_from_checkpoints: bool,
+    /// On restart, resume materialized views with linear queries from
+    /// their checkpoints instead of rebuilding them
+    /// (`recovery::ResumePlan`).
+    pub resume_from_checkpoints: bool,
 }
 
 /// A handle to the coordinator; cheap to clone, shared by all sessions.
@@ -76,7 +80,6 @@ pub struct Coordinator {
 
 struct State {
     /// Kept for the life of the coordinator (the commit thread shares it).
-    #[allow(dead_code)]
     storage: Arc<Storage>,
     commits: Arc<GroupCommit>,
     /// The timestamps open transactions read at.
@@ -107,6 +110,8 @@ struct State {
     /// before the load timestamp (seeded, or reading a seeded view); a
     /// view that reads one is not seeded itself.
     early: std::collections::BTreeSet<GlobalId>,
+    /// During `open` only, with resuming on: which views resume.
+    resume: Option<recovery::ResumePlan>,
 }
 
 /// Reads one view's checkpoint on a blocking thread; `None` (logged) if it
@@ -182,6 +187,7 @@ impl Coordinator {
             recovery: Recovery::new(started, write_ts),
             restoring: config.seed_from_checkpoints,
             early: Default::default(),
+            resume: config.resume_from_checkpoints.then(|| recovery::ResumePlan::new(recovered.folded_through.clone())),
         };
         if let Some(bytes) = recovered.meta.get(META_NEXT_ID) {
             if let Ok(arr) = <[u8; 8]>::try_from(bytes.as_slice()) {
@@ -204,12 +210,7 @@ impl Coordinator {
                 }
             }
         }
-        // Every input holds at the load timestamp until the tables' contents
-        // arrive: earlier times are complete, so dataflows seeded from
-        // checkpoints (at earlier times) can finish them meanwhile.
         let load_ts = state.write_ts;
-        dataflow.broadcast(Command::HoldInputs { time: load_ts });
-        dataflow.broadcast(Command::AllowCompaction { time: load_ts });
         // Rebuild items in id order (dependencies always have smaller ids),
         // over no rows yet.
         records.sort_by_key(|r| r.id);
@@ -230,6 +231,28 @@ impl Coordinator {
         }
         state.restoring = false;
         state.early.clear();
+        // Where the tables' contents are split for resumed views; every
+        // input holds at the first split (or the load timestamp) until the
+        // contents arrive: earlier times are complete, so dataflows seeded
+        // from checkpoints (at earlier times) can finish them meanwhile.
+        // Nothing compacts past it until then, so resumed views see their
+        // inputs' changes at their own times.
+        let cuts = match state.resume.take() {
+            Some(plan) => {
+                let cuts = plan.cuts(|v| state.catalog.tables_read_by(v));
+                for (v, at) in &plan.resumed {
+                    state.incremental.insert(*v);
+                    tracing::info!(view = v, from = at, "resuming from checkpoint");
+                }
+                state.recovery.resumed = plan.resumed;
+                cuts
+            }
+            None => HashMap::new(),
+        };
+        let hold = cuts.values().flatten().copied().min().unwrap_or(load_ts).min(load_ts);
+        dataflow.broadcast(Command::HoldInputs { time: hold });
+        dataflow.broadcast(Command::AllowCompaction { time: hold });
+        storage.hold_folds_at(state.checkpoints.fold_hold());
         // Checkpoints before the load timestamp are served on demand
         // (`Recovery::on_disk`); the seeded ones are loaded at once below.
         let usable: Vec<(GlobalId, Timestamp)> =
@@ -246,7 +269,7 @@ impl Coordinator {
         };
         let background = coord.clone();
         tokio::spawn(async move {
-            let loaded = background.recover_contents(storage, load_ts).await;
+            let loaded = background.recover_contents(storage, load_ts, cuts).await;
             match loaded {
                 Ok(()) => {
                     let _ = ready_tx.send(Readiness::Ready);
@@ -297,7 +320,12 @@ impl Coordinator {
     /// tables are read; then sends the tables' contents at `load_ts`.
     /// Other checkpoints are loaded when a read wants them
     /// (`load_checkpoints`).
-    async fn recover_contents(&self, storage: Arc<Storage>, load_ts: Timestamp) -> Result<(), Error> {
+    async fn recover_contents(
+        &self,
+        storage: Arc<Storage>,
+        load_ts: Timestamp,
+        cuts: HashMap<GlobalId, Vec<Timestamp>>,
+    ) -> Result<(), Error> {
         // The tables are read beside the checkpoints.
         let reader = storage.clone();
         let views: std::collections::BTreeSet<GlobalId> = {
@@ -306,31 +334,40 @@ impl Coordinator {
         };
         let tables = tokio::task::spawn_blocking(move || {
             let mut recovered = crate::storage::Recovered::default();
-            reader.recover_tables(&mut recovered, &|id| views.contains(&id)).map(|()| recovered)
+            reader.recover_tables(&mut recovered, &|id| views.contains(&id), &cuts).map(|()| recovered)
         });
-        // Seeded views, smallest first (the views that read them compute
-        // from them); each is also served once loaded.
-        let mut order: Vec<(i64, GlobalId, Timestamp, String)> = {
+        // Seeded and resumed views, smallest first (the views that read
+        // them compute from them); each is also served once loaded.
+        let mut order: Vec<(i64, GlobalId, Timestamp, String, bool)> = {
             let mut st = self.state.lock().await;
-            let seeded: Vec<GlobalId> = st.recovery.seeded.iter().copied().collect();
-            st.recovery.start_loading(&seeded);
+            let fed: Vec<GlobalId> = st.recovery.seeded.iter().chain(st.recovery.resumed.keys()).copied().collect();
+            st.recovery.start_loading(&fed);
             st.checkpoints
                 .lineage
                 .values()
-                .filter(|l| st.recovery.seeded.contains(&l.view))
+                .filter(|l| fed.contains(&l.view))
                 .filter_map(|l| {
                     let name = st.catalog.items.get(&l.view)?.name.clone();
-                    Some((l.rows, l.view, l.frontier, name))
+                    Some((l.rows, l.view, l.frontier, name, st.recovery.resumed.contains_key(&l.view)))
                 })
                 .collect()
         };
         order.sort();
-        for (_, id, frontier, name) in order {
+        for (_, id, frontier, name, resumed) in order {
             let read = read_checkpoint(&storage, id, &name).await;
-            // A checkpoint that cannot be read is still fed (empty) so that
-            // its view is not held back; it is never served.
+            if resumed && read.is_none() {
+                // A resumed view is its checkpoint plus what changed since:
+                // without the checkpoint it would be wrong.
+                return Err(Error::Storage(format!(
+                    "the checkpoint of materialized view {name} cannot be read; \
+                     restart with --resume-from-checkpoints false to rebuild it"
+                )));
+            }
+            // A seed that cannot be read is still fed (empty) so that its
+            // view is not held back; it is never served.
             let rows = read.clone().unwrap_or_default();
-            self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at: load_ts, rows });
+            let retract_at = (!resumed).then_some(load_ts);
+            self.dataflow.broadcast(Command::SeedCheckpoint { id, frontier, retract_at, rows });
             self.state.lock().await.recovery.finish_loading(id, read);
         }
         let recovered = tables.await.map_err(|e| Error::Internal(format!("table reader: {e}")))??;
@@ -338,7 +375,12 @@ impl Coordinator {
         for (id, rows) in &recovered.tables {
             st.unique.load(*id, rows);
         }
-        st.load_tables(recovered.tables, load_ts);
+        for (id, parts) in &recovered.table_parts {
+            for (_, rows) in parts {
+                st.unique.load(*id, rows);
+            }
+        }
+        st.load_tables(recovered.tables, recovered.table_parts, load_ts);
         tracing::info!(elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "tables loaded");
         Ok(())
     }
@@ -404,9 +446,15 @@ impl Coordinator {
     /// One round of the checkpointer (`coord/checkpoint.rs`): every
     /// materialized view with changes not yet checkpointed, in Edge order.
     pub async fn checkpoint_round(&self) -> Result<(), Error> {
-        let order = {
+        // One timestamp for the whole round, held against compaction until
+        // the round ends: the views' checkpoints agree with each other, so
+        // after a restart a view can resume from its own checkpoint over
+        // its inputs' (`recovery::ResumePlan` needs an input's checkpoint
+        // to be no later than its reader's).
+        let (t, order, _hold) = {
             let st = self.state.lock().await;
-            st.checkpoints.order(&st.catalog, self.commits.durable_ts())
+            let t = self.commits.durable_ts();
+            (t, st.checkpoints.order(&st.catalog, t), st.holds.hold(t))
         };
         for id in order {
             // Under the lock (as reads do): the view still exists, and the
@@ -420,7 +468,6 @@ impl Coordinator {
                 if st.recovery.pending.contains(&id) || st.recovery.loading.contains_key(&id) {
                     continue;
                 }
-                let t = self.commits.durable_ts();
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                 self.dataflow.broadcast(Command::Checkpoint { id, time: t, reply: tx });
                 let full = !st.incremental.contains(&id);
@@ -460,6 +507,9 @@ impl Coordinator {
             if written && st.catalog.items.contains_key(&id) {
                 st.checkpoints.lineage.insert(id, lineage);
                 st.incremental.insert(id);
+                // The lineage write is in RocksDB's log before any fold
+                // the new hold allows.
+                st.storage.hold_folds_at(st.checkpoints.fold_hold());
             }
         }
         Ok(())
@@ -1051,7 +1101,7 @@ impl Coordinator {
             let lineage = st.checkpoints.lineage.get(&item.id);
             let state = st.recovery.state_of(item.id, lineage.is_some());
             let readable = match state {
-                recovery::Hydration::ServingCheckpoint => {
+                recovery::Hydration::ServingCheckpoint | recovery::Hydration::Resuming => {
                     st.recovery.serving.get(&item.id).or_else(|| st.recovery.on_disk.get(&item.id)).copied()
                 }
                 recovery::Hydration::Hydrated => uppers.get(&item.id).map(|u| u.saturating_sub(1)),
@@ -1228,13 +1278,26 @@ impl State {
         self.dataflow.broadcast(Command::AllowCompaction { time });
     }
 
-    fn load_tables(&mut self, tables: HashMap<GlobalId, Vec<(Row, Diff)>>, ts: Timestamp) {
+    /// Sends the recovered tables to the workers: whole at `ts`, or split
+    /// (`parts`, for resumed views) at each cut, the rest at `ts`.
+    fn load_tables(
+        &mut self,
+        tables: HashMap<GlobalId, Vec<(Row, Diff)>>,
+        parts: HashMap<GlobalId, Vec<(Timestamp, Vec<(Row, Diff)>)>>,
+        ts: Timestamp,
+    ) {
         // Only tables: materialized views' checkpoints are loaded apart.
-        let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = tables
-            .into_iter()
-            .filter(|(id, _)| self.catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::Table))
-            .collect();
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(updates) });
+        let is_table = |id: &GlobalId| self.catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::Table);
+        let mut by_time: BTreeMap<Timestamp, Vec<(GlobalId, Vec<(Row, Diff)>)>> = BTreeMap::new();
+        for (id, split) in parts.into_iter().filter(|(id, _)| is_table(id)) {
+            for (cut, rows) in split {
+                by_time.entry(cut.min(ts)).or_default().push((id, rows));
+            }
+        }
+        by_time.entry(ts).or_default().extend(tables.into_iter().filter(|(id, _)| is_table(id)));
+        for (time, updates) in by_time {
+            self.dataflow.broadcast(Command::Advance { time, updates: Arc::new(updates) });
+        }
     }
 
     /// Creates a new item: durable catalog record first, then dataflows.
@@ -1313,6 +1376,9 @@ impl State {
         let item = match plan {
             Plan::CreateTable { desc, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
+                if let Some(plan) = self.resume.as_mut() {
+                    plan.table(id);
+                }
                 Item { id, name: name.into(), kind: ItemKind::Table, desc, create_sql, depends_on: deps, plan: None, index: None, imports: vec![] }
             }
             Plan::CreateView { query, desc, materialized, .. } => {
@@ -1323,13 +1389,27 @@ impl State {
                     // On restart: seeded with its own checkpoint if nothing
                     // it reads holds rows before the load timestamp; a view
                     // that reads a seeded (or early) view computes from it.
-                    let reads_early = optimized.depends_on().iter().any(|d| self.early.contains(d));
-                    let seed = !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
-                    if seed || reads_early {
+                    // Resumed instead, if its query is linear and its
+                    // inputs allow it (`recovery::ResumePlan`).
+                    let reads = optimized.depends_on();
+                    let linear = optimized.is_linear() && imports.is_empty();
+                    if linear {
+                        self.checkpoints.linear.insert(id);
+                    }
+                    let checkpoint =
+                        self.checkpoints.lineage.get(&id).map(|l| l.frontier).filter(|f| *f < self.recovery.load_ts);
+                    let resume = self.resume.as_ref().and_then(|p| p.resume_at(&reads, linear, checkpoint));
+                    let reads_early = reads.iter().any(|d| self.early.contains(d));
+                    let seed =
+                        resume.is_none() && !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
+                    if seed || reads_early || resume.is_some() {
                         self.early.insert(id);
                     }
                     if seed {
                         self.recovery.seeded.insert(id);
+                    }
+                    if let Some(plan) = self.resume.as_mut() {
+                        plan.view(id, &reads, resume, seed);
                     }
                     self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
                         id,
@@ -1337,6 +1417,7 @@ impl State {
                         plan: Arc::new(optimized),
                         export: Export::MaterializedView,
                         seed,
+                        resume,
                     })));
                 }
                 let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
@@ -1350,7 +1431,11 @@ impl State {
                     plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
                     export: Export::Index { on, key: key.clone() },
                     seed: false,
+                    resume: None,
                 })));
+                if let Some(plan) = self.resume.as_mut() {
+                    plan.index(id, on);
+                }
                 Item {
                     id,
                     name: name.into(),
@@ -1438,6 +1523,8 @@ impl State {
             self.catalog.items.remove(id);
             self.unique.drop_owner(*id);
             self.checkpoints.lineage.remove(id);
+            self.checkpoints.linear.remove(id);
+            self.storage.hold_folds_at(self.checkpoints.fold_hold());
             self.recovery.forget(*id);
             self.incremental.remove(id);
         }

@@ -11,13 +11,24 @@
 //! strict-serializable reads wait for the arrangements they read to be
 //! complete through the load timestamp, i.e. for hydration.
 //!
+//! A materialized view whose query is linear is not rebuilt at all if its
+//! inputs allow it: it is resumed (`ResumePlan`). Its output starts as its
+//! checkpoint at `F`, and its dataflow reads only its inputs' changes after
+//! `F`. For that, every input must, once loaded, hold its contents through
+//! `F` at times at or before `F` and its later changes at their own times:
+//! a table whose snapshot reflects no more than `F` (its log keeps the
+//! rest; the checkpointer holds folds back for this), split by recovery at
+//! `F` (a cut); a view resumed from `F` or earlier; or a view rebuilt from
+//! such inputs. Seeded views are not: their seed is retracted at the load
+//! timestamp.
+//!
 //! Owns: the restart state (load timestamp, loaded checkpoints, hydration
-//! times) and the rule that picks a checkpoint read.
+//! times), the rule that picks a checkpoint read, and which views resume.
 //! Must not: talk to storage or the workers itself.
 
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, GlobalId, Row, Timestamp};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,6 +88,9 @@ pub enum Hydration {
     ServingCheckpoint,
     /// Being rebuilt, with no checkpoint to serve.
     Rebuilding,
+    /// Resumed from its checkpoint, catching up with what changed since
+    /// (`ResumePlan`); its checkpoint is readable meanwhile.
+    Resuming,
     /// Complete through the load timestamp.
     Hydrated,
 }
@@ -87,6 +101,7 @@ impl Hydration {
             Hydration::LoadingCheckpoint => "loading checkpoint",
             Hydration::ServingCheckpoint => "serving checkpoint",
             Hydration::Rebuilding => "rebuilding",
+            Hydration::Resuming => "resuming",
             Hydration::Hydrated => "hydrated",
         }
     }
@@ -104,6 +119,9 @@ pub struct Recovery {
     /// Views whose output is seeded with their checkpoint
     /// (`DataflowDesc::seed`).
     pub seeded: BTreeSet<GlobalId>,
+    /// Views resumed from their checkpoint, and its frontier
+    /// (`DataflowDesc::resume`).
+    pub resumed: BTreeMap<GlobalId, Timestamp>,
     /// Pending views whose checkpoint is usable (before the load
     /// timestamp) and still on disk (view → frontier).
     pub on_disk: BTreeMap<GlobalId, Timestamp>,
@@ -123,6 +141,7 @@ impl Recovery {
             load_ts,
             pending: BTreeSet::new(),
             seeded: BTreeSet::new(),
+            resumed: BTreeMap::new(),
             on_disk: BTreeMap::new(),
             loading: BTreeMap::new(),
             serving: BTreeMap::new(),
@@ -188,6 +207,8 @@ impl Recovery {
     pub fn state_of(&self, id: GlobalId, has_checkpoint: bool) -> Hydration {
         if self.hydrated.contains_key(&id) || !self.pending.contains(&id) {
             Hydration::Hydrated
+        } else if self.resumed.contains_key(&id) {
+            Hydration::Resuming
         } else if self.serving.contains_key(&id) || self.on_disk.contains_key(&id) {
             Hydration::ServingCheckpoint
         } else if has_checkpoint && self.loading.contains_key(&id) {
@@ -213,6 +234,7 @@ impl Recovery {
     /// Forgets a dropped item.
     pub fn forget(&mut self, id: GlobalId) {
         self.pending.remove(&id);
+        self.resumed.remove(&id);
         self.on_disk.remove(&id);
         self.loading.remove(&id);
         self.serving.remove(&id);
@@ -236,9 +258,115 @@ impl Recovery {
     }
 }
 
+/// During `open`: which materialized views resume from their checkpoints,
+/// decided item by item in dependency order, and from that where recovery
+/// splits the tables' contents (see the module comment).
+#[derive(Debug, Default)]
+pub struct ResumePlan {
+    /// The timestamp each table's snapshot reflects (absent: 0).
+    folded_through: HashMap<GlobalId, Timestamp>,
+    /// Items whose arrangement will be faithful after any cut at or after
+    /// this timestamp: contents through the cut at or before it, later
+    /// changes at their own times.
+    faithful_from: HashMap<GlobalId, Timestamp>,
+    /// Resumed views and the timestamp each resumes from.
+    pub resumed: BTreeMap<GlobalId, Timestamp>,
+}
+
+impl ResumePlan {
+    pub fn new(folded_through: HashMap<GlobalId, Timestamp>) -> ResumePlan {
+        ResumePlan { folded_through, ..Default::default() }
+    }
+
+    /// A table: faithful after what its snapshot reflects.
+    pub fn table(&mut self, id: GlobalId) {
+        let from = self.folded_through.get(&id).copied().unwrap_or(0);
+        self.faithful_from.insert(id, from);
+    }
+
+    /// An index arranges its relation as it changes: as faithful as it.
+    pub fn index(&mut self, id: GlobalId, on: GlobalId) {
+        if let Some(from) = self.faithful_from.get(&on).copied() {
+            self.faithful_from.insert(id, from);
+        }
+    }
+
+    /// Whether the materialized view with these inputs resumes from its
+    /// `checkpoint` (a frontier before the load timestamp): its query is
+    /// `linear` and every input is faithful after the checkpoint.
+    pub fn resume_at(&self, deps: &[GlobalId], linear: bool, checkpoint: Option<Timestamp>) -> Option<Timestamp> {
+        let at = checkpoint.filter(|_| linear && !deps.is_empty())?;
+        deps.iter().all(|d| self.faithful_from.get(d).is_some_and(|from| *from <= at)).then_some(at)
+    }
+
+    /// Records how the view was built: resumed from `resumed`, seeded, or
+    /// rebuilt (faithful where all its inputs are).
+    pub fn view(&mut self, id: GlobalId, deps: &[GlobalId], resumed: Option<Timestamp>, seeded: bool) {
+        if let Some(at) = resumed {
+            self.resumed.insert(id, at);
+            self.faithful_from.insert(id, at);
+        } else if !seeded {
+            let froms: Option<Vec<Timestamp>> = deps.iter().map(|d| self.faithful_from.get(d).copied()).collect();
+            if let Some(froms) = froms {
+                self.faithful_from.insert(id, froms.into_iter().max().unwrap_or(0));
+            }
+        }
+    }
+
+    /// Where recovery splits each table: at the frontier of every resumed
+    /// view that reads it, directly or through other items (`tables_of`).
+    pub fn cuts(&self, tables_of: impl Fn(GlobalId) -> BTreeSet<GlobalId>) -> HashMap<GlobalId, Vec<Timestamp>> {
+        let mut cuts: HashMap<GlobalId, Vec<Timestamp>> = HashMap::new();
+        for (view, at) in &self.resumed {
+            for table in tables_of(*view) {
+                cuts.entry(table).or_default().push(*at);
+            }
+        }
+        for times in cuts.values_mut() {
+            times.sort_unstable();
+            times.dedup();
+        }
+        cuts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_resume_only_from_inputs_that_hold_their_history() {
+        // Table 1 folded through 50, table 2 through 200.
+        let mut p = ResumePlan::new(HashMap::from([(1, 50), (2, 200)]));
+        p.table(1);
+        p.table(2);
+        // A linear view over table 1 with a checkpoint at 100 resumes.
+        assert_eq!(p.resume_at(&[1], true, Some(100)), Some(100));
+        p.view(10, &[1], Some(100), false);
+        // Over table 2, whose snapshot is past its checkpoint: rebuilt.
+        assert_eq!(p.resume_at(&[2], true, Some(100)), None);
+        p.view(11, &[2], None, false);
+        // Not linear, or no checkpoint: rebuilt (and faithful after 50).
+        assert_eq!(p.resume_at(&[1], false, Some(100)), None);
+        assert_eq!(p.resume_at(&[1], true, None), None);
+        p.view(12, &[1], None, false);
+        // Over the resumed view: only from a checkpoint at or after 100.
+        assert_eq!(p.resume_at(&[10], true, Some(90)), None);
+        assert_eq!(p.resume_at(&[10, 12], true, Some(120)), Some(120));
+        p.view(13, &[10, 12], Some(120), false);
+        // A seeded view is not faithful: its readers are rebuilt.
+        p.view(14, &[1], None, true);
+        assert_eq!(p.resume_at(&[14], true, Some(300)), None);
+        // Through an index of table 1.
+        p.index(15, 1);
+        assert_eq!(p.resume_at(&[15], true, Some(60)), Some(60));
+        let tables = |v: GlobalId| match v {
+            10 => BTreeSet::from([1]),
+            13 => BTreeSet::from([1]),
+            _ => BTreeSet::new(),
+        };
+        assert_eq!(p.cuts(tables), HashMap::from([(1, vec![100, 120])]));
+    }
 
     fn set(ids: &[GlobalId]) -> BTreeSet<GlobalId> {
         ids.iter().copied().collect()

@@ -58,6 +58,15 @@ pub struct DataflowDesc {
     /// timestamp see only what changed since: the exported arrangement
     /// consolidates the rebuilt contents against the retracted checkpoint.
     pub seed: bool,
+    /// On restart, for a materialized view whose plan is linear
+    /// (`RelationExpr::is_linear`) and whose checkpoint at this time every
+    /// input can continue from: the view is resumed, not rebuilt. Its
+    /// output starts as its checkpoint (fed like a seed, never retracted)
+    /// and its dataflow reads only its inputs' changes after this time.
+    /// Its inputs must hold their contents through this time at or before
+    /// it and their changes after it at their own times (the coordinator
+    /// checks; `coord/recovery.rs`).
+    pub resume: Option<Timestamp>,
 }
 
 /// One arrangement held by the engine.
@@ -127,8 +136,10 @@ pub enum Command {
     HoldInputs { time: Timestamp },
     /// On restart: a seeded view's checkpoint (`DataflowDesc::seed`), `rows`
     /// at `frontier` (each worker takes its share), retracted again at
-    /// `retract_at` (the load timestamp) when updates at that time arrive.
-    SeedCheckpoint { id: GlobalId, frontier: Timestamp, retract_at: Timestamp, rows: Arc<Vec<(Row, Diff)>> },
+    /// `retract_at` (the load timestamp) when updates at that time arrive;
+    /// or a resumed view's (`DataflowDesc::resume`), never retracted
+    /// (`retract_at` is `None`).
+    SeedCheckpoint { id: GlobalId, frontier: Timestamp, retract_at: Option<Timestamp>, rows: Arc<Vec<(Row, Diff)>> },
     /// Each exported arrangement's upper frontier (its first element;
     /// `None` if empty, i.e. complete forever).
     Frontiers { reply: UnboundedSender<Vec<(GlobalId, Option<Timestamp>)>> },

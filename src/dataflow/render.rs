@@ -22,7 +22,7 @@ use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
-use crate::dataflow::row_spine::{arrange_rows, RowArrangement, RowSpine};
+use crate::dataflow::row_spine::{arrange_rows, flat_map_after, RowArrangement, RowSpine};
 use differential_dataflow::trace::implementations::KeySpine;
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cell::RefCell;
@@ -84,6 +84,9 @@ pub struct Ctx<'a, 'o> {
     pub traces: &'a mut BTreeMap<GlobalId, TraceBundle>,
     pub worker_index: usize,
     pub built: &'a mut Vec<String>,
+    /// A dataflow resumed from a checkpoint at this time reads only its
+    /// inputs' changes after it (`DataflowDesc::resume`).
+    pub resume_after: Option<Timestamp>,
 }
 
 /// A timestamp that MIR renders at: the top scope's, or an iterative
@@ -214,8 +217,9 @@ pub fn render_top<'s>(
     traces: &mut BTreeMap<GlobalId, TraceBundle>,
     worker_index: usize,
     built: &mut Vec<String>,
+    resume_after: Option<Timestamp>,
 ) -> (Coll<'s>, ErrColl<'s>) {
-    let mut ctx = Ctx { top: scope, traces, worker_index, built };
+    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after };
     render(scope, expr, &mut ctx, &Locals::new())
 }
 
@@ -688,11 +692,16 @@ pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBu
     Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
 }
 
-/// The errors of a registered item (none for a table).
-fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle) -> ErrColl<'s> {
-    match bundle.err.as_mut() {
-        Some(e) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
-        None => empty(scope),
+/// The errors of a registered item (none for a table); after `after`
+/// only, for a resumed dataflow.
+fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle, after: Option<Timestamp>) -> ErrColl<'s> {
+    match (bundle.err.as_mut(), after) {
+        (Some(e), None) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
+        (Some(e), Some(after)) => {
+            use timely::dataflow::operators::vec::Filter;
+            e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()).inner.filter(move |(_, t, _): &(EvalError, Timestamp, Diff)| *t > after).as_collection()
+        }
+        (None, _) => empty(scope),
     }
 }
 
@@ -709,8 +718,11 @@ impl RenderTime for Timestamp {
 
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
         let bundle = ctx.traces.get_mut(&id)?;
-        let ok = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
-        let err = import_errors(scope, bundle);
+        let ok = match ctx.resume_after {
+            None => bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row()),
+            Some(after) => flat_map_after(bundle.ok.import(scope), after, |k: RowRef| Some(k.to_row())),
+        };
+        let err = import_errors(scope, bundle, ctx.resume_after);
         Some((ok, err))
     }
 
@@ -724,12 +736,17 @@ impl RenderTime for Timestamp {
         F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
     {
         let bundle = ctx.traces.get_mut(&id)?;
-        let ok = bundle.ok.import(scope).flat_map_ref(move |k: RowRef, _v: RowRef| logic(k));
-        let err = import_errors(scope, bundle);
+        let ok = match ctx.resume_after {
+            None => bundle.ok.import(scope).flat_map_ref(move |k: RowRef, _v: RowRef| logic(k)),
+            Some(after) => flat_map_after(bundle.ok.import(scope), after, move |k: RowRef| logic(k)),
+        };
+        let err = import_errors(scope, bundle, ctx.resume_after);
         Some((ok, err))
     }
 
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s>> {
+        // A resumed dataflow is linear and reads rows, never arrangements.
+        debug_assert!(ctx.resume_after.is_none(), "a resumed dataflow imports an arrangement");
         ctx.traces.get_mut(&id).map(|b| b.ok.import(scope))
     }
 

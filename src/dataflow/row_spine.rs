@@ -140,6 +140,56 @@ where
     coll.arrange_named::<RowBatcher<T>, RowBuilder<T>, RowSpine<T>>(name)
 }
 
+/// The updates of `arranged` at times after `after`, each key passed
+/// borrowed to `logic` (only what it returns is copied). Batches wholly at
+/// or before `after` are skipped without being read. A dataflow resumed
+/// from a checkpoint at `after` reads its inputs this way: it sees only
+/// what changed since (`DataflowDesc::resume`).
+pub fn flat_map_after<'s, D, L>(arranged: RowArrangement<'s, u64>, after: u64, mut logic: L) -> VecCollection<'s, u64, D, Diff>
+where
+    D: differential_dataflow::Data,
+    L: FnMut(RowRef<'_>) -> Option<D> + 'static,
+{
+    use differential_dataflow::trace::{BatchReader, Cursor, Navigable};
+    use differential_dataflow::AsCollection;
+    use timely::dataflow::channels::pact::Pipeline;
+    use timely::dataflow::operators::Operator;
+    let first_kept = after.saturating_add(1);
+    arranged
+        .stream
+        .unary(Pipeline, "ResumeAfter", move |_, _| {
+            move |input, output| {
+                input.for_each(|time, data| {
+                    let mut session = output.session(&time);
+                    for batch in data.iter() {
+                        if batch.description().upper().elements().first().is_some_and(|u| *u <= first_kept) {
+                            continue;
+                        }
+                        let mut cursor = batch.cursor();
+                        while let Some(key) = cursor.get_key(batch) {
+                            while cursor.get_val(batch).is_some() {
+                                let mut later = false;
+                                cursor.map_times(batch, |t, _| later |= *t > after);
+                                if later {
+                                    if let Some(out) = logic(key) {
+                                        cursor.map_times(batch, |t, d| {
+                                            if *t > after {
+                                                session.give((out.clone(), *t, *d));
+                                            }
+                                        });
+                                    }
+                                }
+                                cursor.step_val(batch);
+                            }
+                            cursor.step_key(batch);
+                        }
+                    }
+                });
+            }
+        })
+        .as_collection()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

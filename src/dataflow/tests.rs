@@ -73,7 +73,7 @@ fn check_maintained(plan: RelationExpr, reference: Reference, groups: u64, round
             let mut traces = BTreeMap::new();
             traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
             let mut built = Vec::new();
-            let (ok, err) = render::render_top(scope, &p2, &mut traces, index, &mut built);
+            let (ok, err) = render::render_top(scope, &p2, &mut traces, index, &mut built, None);
             err.inspect(move |(e, _t, _d)| e2.lock().unwrap().push(e.to_string()));
             let (probe, _) = ok.inspect(move |(r, t, d)| s2.lock().unwrap().push((r.clone(), *t, *d))).probe();
             (input, probe)

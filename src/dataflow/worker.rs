@@ -314,11 +314,14 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
         let index = state.index;
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
-                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built);
-                if desc.seed {
+                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume);
+                if desc.seed || desc.resume.is_some() {
                     let (input, seed) = scope.new_collection::<Row, Diff>();
                     seed_inputs.push((desc.id, input));
-                    built.push(format!("seed from the checkpoint of {}", desc.name));
+                    built.push(match desc.resume {
+                        Some(at) => format!("resumed from the checkpoint of {} at {at}", desc.name),
+                        None => format!("seed from the checkpoint of {}", desc.name),
+                    });
                     ok = ok.concat(seed);
                 }
                 built.push(format!("materialized view {} (by row)", desc.name));
@@ -335,6 +338,13 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
             bundle.index_of = Some((*on, key.clone()));
         }
         compact(&mut bundle, state.since);
+        // A resumed view's next checkpoint is its changes since the one it
+        // resumed from.
+        if let Some(at) = desc.resume {
+            let mut handle = bundle.ok.clone();
+            compact_trace(&mut handle, at);
+            state.checkpoints.insert(desc.id, (handle, at));
+        }
         state.traces.insert(desc.id, bundle);
     }
     state.seeds.extend(seed_inputs);
@@ -343,20 +353,29 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     state.operators.insert(desc.id, first_operator..worker.peek_identifier());
 }
 
-/// Feeds a seeded view's checkpoint (`rows` at `frontier`, this worker's
-/// share) to its seed input (`DataflowDesc::seed`), to be retracted at
-/// `retract_at` when the tables' contents arrive (`retract_seeds`).
-fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, retract_at: Timestamp, rows: Arc<Vec<(Row, Diff)>>) {
+/// Feeds a seeded or resumed view's checkpoint (`rows` at `frontier`, this
+/// worker's share) to its seed input (`DataflowDesc::seed`, `resume`). A
+/// seed is retracted at `retract_at` when the tables' contents arrive
+/// (`retract_seeds`); a resumed view's checkpoint stays, and its input
+/// closes.
+fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, retract_at: Option<Timestamp>, rows: Arc<Vec<(Row, Diff)>>) {
     let Some(at) = state.seeds.iter().position(|(owner, _)| *owner == id) else { return };
     let (owner, mut seed) = state.seeds.swap_remove(at);
-    // A checkpoint not before the load timestamp seeds nothing (the input
-    // just closes).
-    if frontier < retract_at {
-        seed.advance_to(frontier);
-        feed_share(state, &mut seed, &rows, 1);
-        seed.advance_to(frontier + 1);
-        seed.flush();
-        state.retracting.push((owner, seed, retract_at, rows));
+    match retract_at {
+        None => {
+            seed.advance_to(frontier);
+            feed_share(state, &mut seed, &rows, 1);
+        }
+        // A checkpoint not before the load timestamp seeds nothing (the
+        // input just closes).
+        Some(retract_at) if frontier < retract_at => {
+            seed.advance_to(frontier);
+            feed_share(state, &mut seed, &rows, 1);
+            seed.advance_to(frontier + 1);
+            seed.flush();
+            state.retracting.push((owner, seed, retract_at, rows));
+        }
+        Some(_) => {}
     }
 }
 
@@ -393,7 +412,7 @@ fn query(
         let traces = &mut state.traces;
         let index = state.index;
         worker.dataflow_named("query", |scope| {
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built);
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None);
             render::export_rows(ok, err, "query")
         })
     };

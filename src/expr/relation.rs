@@ -329,6 +329,24 @@ impl RelationExpr {
         }
     }
 
+    /// Whether the expression is linear in the relations it reads: built
+    /// only from reads, maps, filters, projections, unions and negations
+    /// (no constants, no statement-time functions), so that it maps the
+    /// change of its inputs to its own change row by row, holding no state.
+    /// Such a view's contents at a later time are its contents at an
+    /// earlier one plus the expression applied to the inputs' changes in
+    /// between; that is how a restart resumes it from its checkpoint.
+    pub fn is_linear(&self) -> bool {
+        let own = match self {
+            RelationExpr::Get { .. } | RelationExpr::Project { .. } | RelationExpr::Union { .. } | RelationExpr::Negate { .. } => true,
+            RelationExpr::Map { scalars: exprs, .. } | RelationExpr::Filter { predicates: exprs, .. } => {
+                exprs.iter().all(|e| e.statement_time_func().is_none())
+            }
+            _ => false,
+        };
+        own && self.children().into_iter().all(RelationExpr::is_linear)
+    }
+
     /// Ids of every `Get` in the expression.
     pub fn depends_on(&self) -> Vec<GlobalId> {
         let mut out = Vec::new();
@@ -657,5 +675,31 @@ mod tests {
         assert_eq!(rows, vec![(Row::from_datums(vec![Datum::Null]), 1)]);
         let distinct = RelationExpr::Distinct { input: Box::new(constant(&[(1, 1, 3), (2, 2, 1), (3, 3, -1)])) };
         assert_eq!(distinct.eval_constant().unwrap().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn linear_expressions_hold_no_state() {
+        let get = |id| RelationExpr::Get { id, name: format!("t{id}"), types: vec![ColumnType::new(ScalarType::Int32, false)] };
+        let filtered = RelationExpr::Filter {
+            input: Box::new(RelationExpr::Map { input: Box::new(get(1)), scalars: vec![ScalarExpr::Column(0)] }),
+            predicates: vec![ScalarExpr::Column(1)],
+        };
+        let union = RelationExpr::Union {
+            inputs: vec![filtered.clone(), RelationExpr::Negate { input: Box::new(RelationExpr::Project { input: Box::new(get(2)), outputs: vec![0, 0] }) }],
+        };
+        assert!(union.is_linear());
+        // A constant is not a change of any input; state-holding operators
+        // are not linear, nor is anything above them.
+        assert!(!constant(&[(1, 1, 1)]).is_linear());
+        assert!(!RelationExpr::Union { inputs: vec![get(1), constant(&[])] }.is_linear());
+        assert!(!RelationExpr::Distinct { input: Box::new(get(1)) }.is_linear());
+        let reduce = RelationExpr::Reduce { input: Box::new(get(1)), group_key: vec![0], aggregates: vec![] };
+        assert!(!RelationExpr::Project { input: Box::new(reduce), outputs: vec![0] }.is_linear());
+        // A statement-time function would evaluate differently after a restart.
+        let now = ScalarExpr::CallVariadic {
+            func: crate::expr::func::VariadicFunc::StatementTime(crate::expr::func::StatementTimeFunc::Now),
+            exprs: vec![],
+        };
+        assert!(!RelationExpr::Map { input: Box::new(get(1)), scalars: vec![now] }.is_linear());
     }
 }

@@ -26,6 +26,12 @@
 //! diffs per row, drops zeros), and writes each table back as a single
 //! snapshot record in one synced batch that also deletes the folded entries,
 //! so restart cost tracks live data rather than history.
+//!
+//! A table's snapshot reflects its log through a timestamp, kept under the
+//! reserved key `\0folded/<table>`. The coordinator may hold folding back
+//! (`hold_folds_at`) so that the log keeps every change after the oldest
+//! checkpoint a view could resume from; recovery then hands those changes
+//! over split at the timestamps it asks for (`recover_tables`'s cuts).
 
 mod codec;
 mod compact;
@@ -50,6 +56,16 @@ const META_MAX_TIMESTAMP: &[u8] = b"\0max_timestamp";
 /// Prefix of metadata keys reserved for storage.
 const RESERVED_META_PREFIX: u8 = 0;
 
+/// Prefix of the reserved metadata key holding the timestamp a table's
+/// snapshot reflects (followed by the table id, big-endian).
+const META_FOLDED_PREFIX: &[u8] = b"\0folded/";
+
+fn folded_key(table: GlobalId) -> Vec<u8> {
+    let mut key = META_FOLDED_PREFIX.to_vec();
+    key.extend_from_slice(&table.to_be_bytes());
+    key
+}
+
 /// Sequence number of a table's snapshot record; log entries use 1 and up.
 const SNAPSHOT_SEQ: u64 = 0;
 const SNAPSHOT_TS: Timestamp = 0;
@@ -62,6 +78,8 @@ pub struct Storage {
     drop_lock: std::sync::Mutex<()>,
     /// Next per-process sequence number of a table-log key.
     next_seq: AtomicU64,
+    /// Folds never go past this timestamp (`hold_folds_at`).
+    fold_hold: AtomicU64,
 }
 
 /// Everything one atomic, durable write consists of.
@@ -121,6 +139,15 @@ pub struct Recovered {
     pub max_timestamp: Timestamp,
     /// The metadata set through `WriteSet::meta_puts`.
     pub meta: HashMap<String, Vec<u8>>,
+    /// The timestamp each folded table's snapshot reflects (tables never
+    /// folded have no entry: their whole history is in the log).
+    pub folded_through: HashMap<GlobalId, Timestamp>,
+    /// The contents of the tables recovery was asked to split
+    /// (`recover_tables`'s cuts), as consolidated parts in time order: the
+    /// part at cut `c` holds the changes after the previous cut through
+    /// `c`; the last part, at `Timestamp::MAX`, the changes after the last
+    /// cut. These tables have no entry in `tables`.
+    pub table_parts: HashMap<GlobalId, Vec<(Timestamp, Vec<(Row, Diff)>)>>,
 }
 
 fn rocks_err(context: &str) -> impl Fn(rocksdb::Error) -> Error + '_ {
@@ -202,6 +229,7 @@ impl Storage {
             db,
             drop_lock: std::sync::Mutex::new(()),
             next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1),
+            fold_hold: AtomicU64::new(Timestamp::MAX),
         })
     }
 
@@ -257,6 +285,7 @@ impl Storage {
             }
             for table in &ws.dropped_tables {
                 batch.delete_range_cf(log, codec::table_start(*table), codec::table_end(*table));
+                batch.delete_cf(meta, folded_key(*table));
             }
             for (key, value) in &ws.meta_puts {
                 batch.put_cf(meta, key.as_bytes(), value);
@@ -319,9 +348,13 @@ impl Storage {
     /// below it); `drop_lock` keeps a concurrent DROP TABLE from being
     /// undone by a snapshot written after it. Returns the snapshot's size
     /// in bytes, or `None` if there was nothing to fold.
+    ///
+    /// Never folds past the hold (`hold_folds_at`).
     pub fn fold_table(&self, table: GlobalId, upto: Timestamp) -> Result<Option<u64>, Error> {
+        let upto = upto.min(self.fold_hold.load(Ordering::Acquire));
         let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
         let log = self.cf(CF_TABLE_LOG)?;
+        let meta = self.cf(CF_META)?;
         let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
         let end = codec::log_key(table, upto.saturating_add(1), 0);
         let mut acc: HashMap<Row, Diff> = HashMap::new();
@@ -350,6 +383,8 @@ impl Storage {
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(log, start.to_vec(), end.to_vec());
         let bytes = put_snapshot(&mut batch, log, table, &rows);
+        // Entries were folded, so `upto` is past the previous snapshot's.
+        batch.put_cf(meta, folded_key(table), codec::encode_u64(upto));
         // Not synced: the batch is atomic in the WAL, and if it is lost the
         // entries it folded are still there.
         self.db.write(batch).map_err(rocks_err("writing a table snapshot failed"))?;
@@ -363,6 +398,13 @@ impl Storage {
         }
         self.db.compact_range_cf(log, Some(&start[..]), Some(&end[..]));
         Ok(Some(bytes))
+    }
+
+    /// Keeps folds (`fold_table`) from going past `time`: the log keeps
+    /// every change after it, for views that resume from checkpoints at
+    /// `time` or later (`Timestamp::MAX`: no hold).
+    pub fn hold_folds_at(&self, time: Timestamp) {
+        self.fold_hold.store(time, Ordering::Release);
     }
 
     /// Bytes on disk under the data directory's SST and log files (an
@@ -389,7 +431,7 @@ impl Storage {
     #[cfg(test)]
     pub fn recover(&self) -> Result<Recovered, Error> {
         let mut recovered = self.recover_catalog()?;
-        self.recover_tables(&mut recovered, &|_| false)?;
+        self.recover_tables(&mut recovered, &|_| false, &HashMap::new())?;
         Ok(recovered)
     }
 
@@ -417,6 +459,14 @@ impl Storage {
                         value.len()
                     ))
                 })?;
+            } else if let Some(id) = key.strip_prefix(META_FOLDED_PREFIX) {
+                let id = <[u8; 8]>::try_from(id).map(u64::from_be_bytes);
+                match (id, codec::decode_u64(&value)) {
+                    (Ok(id), Some(ts)) => {
+                        recovered.folded_through.insert(id, ts);
+                    }
+                    _ => return Err(codec::corrupt(format!("bad fold record {key:?}"))),
+                }
             } else if key.first() == Some(&RESERVED_META_PREFIX) {
                 // Another reserved key (from a newer version): not ours to show.
             } else {
@@ -476,13 +526,24 @@ impl Storage {
     /// `skip` names (materialized views' checkpoints, read on their own
     /// with `read_contents`) are left as they are. Must not run beside
     /// commits, folds or checkpoint writes.
-    pub fn recover_tables(&self, recovered: &mut Recovered, skip: &dyn Fn(GlobalId) -> bool) -> Result<(), Error> {
+    ///
+    /// A table with `cuts` (timestamps, ascending) is returned in parts
+    /// (`recovered.table_parts`) and its log is not folded, so a later
+    /// restart can still split it there. Its snapshot counts as a change at
+    /// the timestamp it reflects (`folded_through`).
+    pub fn recover_tables(
+        &self,
+        recovered: &mut Recovered,
+        skip: &dyn Fn(GlobalId) -> bool,
+        cuts: &HashMap<GlobalId, Vec<Timestamp>>,
+    ) -> Result<(), Error> {
         let meta = self.cf(CF_META)?;
         // Table logs, in (table, timestamp, sequence) order.
         let log = self.cf(CF_TABLE_LOG)?;
         // Per table: accumulated diffs, and whether anything but a snapshot
         // was read (only then does the table need folding).
         let mut contents: HashMap<GlobalId, (HashMap<Row, Diff>, bool)> = HashMap::new();
+        let mut parts: HashMap<GlobalId, std::collections::BTreeMap<Timestamp, HashMap<Row, Diff>>> = HashMap::new();
         let mut max_seq = SNAPSHOT_SEQ;
         for item in self.db.iterator_cf(log, IteratorMode::Start) {
             let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
@@ -495,8 +556,18 @@ impl Storage {
             if skip(table) {
                 continue;
             }
-            let (acc, needs_fold) = contents.entry(table).or_default();
-            *needs_fold |= !is_snapshot;
+            let acc = match cuts.get(&table) {
+                Some(cuts) => {
+                    let at = if is_snapshot { recovered.folded_through.get(&table).copied().unwrap_or(0) } else { ts };
+                    let part = cuts.iter().copied().find(|c| *c >= at).unwrap_or(Timestamp::MAX);
+                    parts.entry(table).or_default().entry(part).or_default()
+                }
+                None => {
+                    let (acc, needs_fold) = contents.entry(table).or_default();
+                    *needs_fold |= !is_snapshot;
+                    acc
+                }
+            };
             let what = || {
                 if is_snapshot {
                     format!("snapshot of table {table}")
@@ -514,6 +585,17 @@ impl Storage {
         }
         // Never reuse a sequence number that is still on disk.
         self.next_seq.fetch_max(max_seq + 1, Ordering::Relaxed);
+        for (table, by_cut) in parts {
+            let split = by_cut
+                .into_iter()
+                .map(|(cut, acc)| {
+                    let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
+                    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    (cut, rows)
+                })
+                .collect();
+            recovered.table_parts.insert(table, split);
+        }
 
         // Fold: one snapshot per table, the folded entries deleted, in one
         // synced batch (a crash before it leaves the log as it was).
@@ -526,6 +608,7 @@ impl Storage {
                 folded_any = true;
                 batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
                 put_snapshot(&mut batch, log, table, &rows);
+                batch.put_cf(meta, folded_key(table), codec::encode_u64(recovered.max_timestamp));
             }
             if !rows.is_empty() {
                 recovered.tables.insert(table, rows);
@@ -616,7 +699,7 @@ mod tests {
         assert!(s.read_contents(9).unwrap().is_empty());
         // Recovering the tables skips the view's log and leaves it as it is.
         let mut r = s.recover_catalog().unwrap();
-        s.recover_tables(&mut r, &|id| id == 2).unwrap();
+        s.recover_tables(&mut r, &|id| id == 2, &HashMap::new()).unwrap();
         assert_eq!(r.tables.keys().copied().collect::<Vec<_>>(), vec![1]);
         assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
         // A replacing checkpoint is one entry again.

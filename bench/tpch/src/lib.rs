@@ -62,6 +62,10 @@ pub struct Config {
     pub stream: bool,
     /// Show progress bars.
     pub progress: bool,
+    /// Create the views on the loaded data one at a time, dropping each
+    /// once it is measured (for scale factors where all 22 do not fit in
+    /// memory at once).
+    pub views_one_at_a_time: bool,
 }
 
 impl Config {
@@ -88,6 +92,7 @@ impl Config {
             retract_fraction: 0.1,
             stream: true,
             progress: false,
+            views_one_at_a_time: false,
         }
     }
 }
@@ -200,17 +205,27 @@ impl Harness {
                 Some(_) => tracing::info!(view = %q.view(), rows = rows.len(), create_secs, "view equals the answer"),
                 None => tracing::info!(view = %q.view(), rows = rows.len(), create_secs, "view created (no answer to check)"),
             }
+            // One at a time, the view's arrangements are measured before
+            // it is dropped; otherwise all of them after the last one.
+            let arrangements = match self.config.views_one_at_a_time {
+                true => {
+                    let sizes = metrics::arrangement_sizes(&client).await;
+                    self.drop_views(&client).await?;
+                    sizes.and_then(|s| s.get(&q.view()).cloned())
+                }
+                false => None,
+            };
             views.push(ViewReport {
                 query: q.number,
                 ordered: !self.unordered.contains(&i),
                 rows: rows.len(),
                 create_secs,
-                arrangements: None,
+                arrangements,
                 verified,
             });
         }
         let sizes = metrics::arrangement_sizes(&client).await;
-        for v in &mut views {
+        for v in views.iter_mut().filter(|v| v.arrangements.is_none()) {
             v.arrangements = sizes.as_ref().and_then(|s| s.get(&format!("q{:02}", v.query)).cloned());
         }
         let tables = sizes

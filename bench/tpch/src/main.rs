@@ -72,6 +72,12 @@ struct Args {
     #[arg(long)]
     no_stream: bool,
 
+    /// Create the views on the loaded data one at a time, dropping each
+    /// after it is checked and measured (for SF 1, where all 22 at once do
+    /// not fit in memory).
+    #[arg(long)]
+    views_one_at_a_time: bool,
+
     /// Where the JSON report goes (the plot goes next to it, as .svg).
     #[arg(long, default_value = "target/tpch-report.json")]
     out: PathBuf,
@@ -121,6 +127,7 @@ fn main() -> ExitCode {
     config.modes = args.mode;
     config.retract_fraction = args.retract_fraction.clamp(0.0, 1.0);
     config.stream = !args.no_stream;
+    config.views_one_at_a_time = args.views_one_at_a_time;
     config.progress = std::io::stderr().is_terminal();
 
     let report = match runtime.block_on(run(&config)) {

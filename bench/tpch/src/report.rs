@@ -47,7 +47,10 @@ pub struct Report {
     pub generate_secs: f64,
     pub table_rows: BTreeMap<String, usize>,
     pub load: LoadReport,
-    /// The views on fully loaded data, all 22 present at once.
+    /// Whether the views on loaded data were created one at a time (each
+    /// dropped before the next), not all present at once.
+    pub views_one_at_a_time: bool,
+    /// The views on fully loaded data.
     pub views: Vec<ViewReport>,
     /// The tables' arrangements after the load.
     pub tables: BTreeMap<String, ArrangementSize>,
@@ -72,6 +75,7 @@ impl Report {
             generate_secs,
             table_rows: h.data.tables.iter().map(|t| (t.name.to_string(), t.rows.len())).collect(),
             load,
+            views_one_at_a_time: h.config.views_one_at_a_time,
             views,
             tables,
             loaded_rss_bytes,
@@ -125,7 +129,8 @@ impl Report {
             self.load.secs,
             si(self.load.rows_per_sec)
         );
-        let _ = writeln!(out, "\nViews on fully loaded data (all at once):");
+        let how = if self.views_one_at_a_time { "one at a time, each dropped before the next" } else { "all at once" };
+        let _ = writeln!(out, "\nViews on fully loaded data ({how}):");
         let _ = writeln!(out, "{:<5} {:>7} {:>9} {:>6} {:>11} {:>10}  check", "query", "rows", "create s", "arrs", "records", "bytes");
         for v in &self.views {
             let a = v.arrangements.clone().unwrap_or_default();
