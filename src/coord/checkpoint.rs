@@ -84,6 +84,41 @@ impl Checkpoints {
     }
 }
 
+/// The thread that consolidates, encodes and writes checkpoints, at the
+/// lowest CPU priority, so that on a busy machine commits (whose threads
+/// keep the default priority) go first.
+pub struct Writer {
+    tx: crossbeam_channel::Sender<Box<dyn FnOnce() + Send>>,
+}
+
+impl Writer {
+    pub fn start() -> std::io::Result<Writer> {
+        let (tx, rx) = crossbeam_channel::unbounded::<Box<dyn FnOnce() + Send>>();
+        std::thread::Builder::new().name("ripple-checkpoint".into()).spawn(move || {
+            // On Linux, PRIO_PROCESS with 0 sets the calling thread's nice
+            // value only. Failing to lower it is not an error.
+            // SAFETY: setpriority takes no pointers.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+            }
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        })?;
+        Ok(Writer { tx })
+    }
+
+    /// Runs `job` on the writer thread; `None` if the thread is gone.
+    pub async fn run<R: Send + 'static>(&self, job: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Box<dyn FnOnce() + Send> = Box::new(move || {
+            let _ = tx.send(job());
+        });
+        self.tx.send(job).ok()?;
+        rx.await.ok()
+    }
+}
+
 /// Sums the changes the workers sent for one view.
 pub fn consolidate(parts: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
     super::txn::consolidate(parts)

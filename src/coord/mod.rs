@@ -76,6 +76,8 @@ pub struct Coordinator {
     /// Whether the tables' contents are loaded after a restart; writes
     /// and strict reads wait for it (`recovery`).
     ready: tokio::sync::watch::Receiver<Readiness>,
+    /// Consolidates, encodes and writes checkpoints at low priority.
+    checkpoint_writer: Arc<checkpoint::Writer>,
 }
 
 struct State {
@@ -266,6 +268,9 @@ impl Coordinator {
             commits,
             write_token: Arc::new(Mutex::new(())),
             ready,
+            checkpoint_writer: Arc::new(
+                checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
+            ),
         };
         let background = coord.clone();
         tokio::spawn(async move {
@@ -474,8 +479,8 @@ impl Coordinator {
                 let prev = if full { None } else { st.checkpoints.lineage.get(&id).cloned() };
                 (t, item.depends_on.clone(), prev, full, st.storage.clone(), st.dropped.clone(), rx)
             };
-            let changes = match self.collect_changes(rx).await {
-                Ok(changes) => checkpoint::consolidate(changes),
+            let parts = match self.collect_changes(rx).await {
+                Ok(parts) => parts,
                 Err(_) => {
                     // The view holds an error: no checkpoint now, and a
                     // whole one next time.
@@ -484,25 +489,33 @@ impl Coordinator {
                     continue;
                 }
             };
-            let bytes: u64 = changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum();
-            let lineage = checkpoint::Lineage {
-                view: id,
-                inputs,
-                frontier: t,
-                rows: prev.as_ref().map(|p| p.rows).unwrap_or(0) + changes.iter().map(|(_, d)| *d).sum::<Diff>(),
-                bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes,
+            // Consolidated, encoded and written on the low-priority writer
+            // thread (`checkpoint::Writer`).
+            let write = move || -> Result<(bool, checkpoint::Lineage), Error> {
+                let changes = checkpoint::consolidate(parts);
+                let bytes: u64 = changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum();
+                let lineage = checkpoint::Lineage {
+                    view: id,
+                    inputs,
+                    frontier: t,
+                    rows: prev.as_ref().map(|p| p.rows).unwrap_or(0) + changes.iter().map(|(_, d)| *d).sum::<Diff>(),
+                    bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes,
+                };
+                let mut ws = WriteSet::new(t);
+                ws.table_updates = Arc::new(vec![(id, changes)]);
+                ws.meta_puts = vec![(
+                    checkpoint::meta_key(id),
+                    serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
+                )];
+                let written =
+                    storage.write_checkpoint(&ws, full, || dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false))?;
+                Ok((written, lineage))
             };
-            let mut ws = WriteSet::new(t);
-            ws.table_updates = Arc::new(vec![(id, changes)]);
-            ws.meta_puts = vec![(
-                checkpoint::meta_key(id),
-                serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
-            )];
-            let written = tokio::task::spawn_blocking(move || {
-                storage.write_checkpoint(&ws, full, || dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false))
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("checkpoint writer: {e}")))??;
+            let (written, lineage) = self
+                .checkpoint_writer
+                .run(write)
+                .await
+                .ok_or_else(|| Error::Internal("the checkpoint writer thread stopped".into()))??;
             let mut st = self.state.lock().await;
             if written && st.catalog.items.contains_key(&id) {
                 st.checkpoints.lineage.insert(id, lineage);
