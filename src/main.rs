@@ -48,6 +48,12 @@ struct Args {
     /// changed since, instead of being rebuilt (docs/recovery.md).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     resume_from_checkpoints: bool,
+
+    /// Bytes of rows per worker in each chunk of a whole checkpoint: a
+    /// view is written in chunks of about this size, so it is never held
+    /// twice in memory while it is checkpointed.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    checkpoint_chunk_bytes: usize,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +97,7 @@ async fn run(args: Args) -> Result<(), String> {
         checkpoints: !args.no_checkpoints,
         seed_from_checkpoints: args.seed_from_checkpoints,
         resume_from_checkpoints: args.resume_from_checkpoints,
+        checkpoint_chunk_bytes: args.checkpoint_chunk_bytes,
     };
     let coord = Coordinator::open(config).await.map_err(|e| {
         format!(

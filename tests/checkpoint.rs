@@ -185,13 +185,15 @@ async fn checkpoints_are_served_while_views_rebuild_unseeded() {
     checkpoints_are_served_while_views_rebuild("false").await;
 }
 
-/// Many checkpoints in a row: each one writes only the changes since the
-/// previous one (read from the arrangement's recent batches), and the
-/// lineage's row count, the sum of every delta written, keeps equal to the
-/// view's; after a restart the served checkpoint is the view's contents.
+/// Many checkpoints in a row: the first, whole, is written in chunks of
+/// about 4 KiB per worker (dozens of them); each later one writes only the
+/// changes since the previous one (read from the arrangement's recent
+/// batches), and the lineage's row count, the sum of every chunk and delta
+/// written, keeps equal to the view's; after a restart the served
+/// checkpoint is the view's contents.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn successive_deltas_add_up_to_the_view() {
-    let mut server = TestServer::start_with(2, &["--seed-from-checkpoints", "false"]);
+    let mut server = TestServer::start_with(2, &["--seed-from-checkpoints", "false", "--checkpoint-chunk-bytes", "4096"]);
     let c = server.connect().await;
     c.batch_execute(
         "CREATE TABLE t (k int, v int);
@@ -239,7 +241,7 @@ async fn arrangements(c: &tokio_postgres::Client) -> Vec<String> {
 /// up exactly once; turning resumption off gives the same contents.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn linear_views_resume_from_their_checkpoints() {
-    let mut server = TestServer::start(1);
+    let mut server = TestServer::start_with(1, &["--checkpoint-chunk-bytes", "8192"]);
     let c = server.connect().await;
     c.batch_execute(
         "CREATE TABLE t (k int, v int);
@@ -260,7 +262,7 @@ async fn linear_views_resume_from_their_checkpoints() {
         wait_for(&c, v, n, 0).await;
     }
     // Writes the checkpoints do not hold: no checkpointer from here on.
-    server.set_args(&["--no-checkpoints"]);
+    server.set_args(&["--no-checkpoints", "--checkpoint-chunk-bytes", "8192"]);
     server.restart();
     let c = server.connect().await;
     c.batch_execute(

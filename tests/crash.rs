@@ -156,7 +156,9 @@ async fn rows_of(c: &tokio_postgres::Client, sql: &str) -> Vec<String> {
 async fn acknowledged_writes_survive_random_kills() {
     let rounds: u64 = std::env::var("RIPPLE_CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     let clients: i64 = 6;
-    let mut server = TestServer::start(2);
+    // Whole checkpoints in small chunks, so that kills also land between
+    // the chunks of one (the previous checkpoint must stay the one read).
+    let mut server = TestServer::start_with(2, &["--checkpoint-chunk-bytes", "2048"]);
     {
         let c = server.connect().await;
         c.batch_execute("CREATE TABLE kv (client bigint, k bigint, v bigint NOT NULL, PRIMARY KEY (client, k))").await.unwrap();

@@ -2,13 +2,19 @@
 //! background, with their lineage, after Tachyon's lineage-based
 //! checkpointing (see docs/architecture.md, "Checkpoints").
 //!
-//! Each round picks a timestamp `t` that is durable and, view by view,
-//! asks the workers for the view's changes since its previous checkpoint
-//! (its whole contents the first time; `Command::Checkpoint`), and writes
-//! them as an entry of the view's log, with the lineage record
+//! Each round picks one timestamp `t` that is durable (held against
+//! compaction for the round) and, view by view, asks the workers for the
+//! view's changes since its previous checkpoint (`Command::Checkpoint`),
+//! and writes them as an entry of the view's log, with the lineage record
 //! `checkpoint/<id>` (inputs, the frontier `t` it reflects, rows, bytes),
-//! in one unsynced batch. Commits never wait for it: it takes neither the
-//! write token nor, while reading and writing, the coordinator lock.
+//! in one unsynced batch. The first checkpoint in a process is the view's
+//! whole contents, read and written in bounded chunks
+//! (`Command::CheckpointMore`, `Storage::write_checkpoint_chunk`); the
+//! lineage goes with the last one, so a crash in between leaves the
+//! previous checkpoint the one read. Commits never wait for it: it takes
+//! neither the write token nor, while reading and writing, the
+//! coordinator lock, and it encodes and writes on a thread of the lowest
+//! priority (`Writer`).
 //!
 //! Order within a round (Tachyon's Edge policy): views at the leaves of the
 //! view graph (no materialized view reads them) first, then the most read;
@@ -117,6 +123,11 @@ impl Writer {
         self.tx.send(job).ok()?;
         rx.await.ok()
     }
+}
+
+/// Rows (with multiplicity) and bytes of consolidated checkpoint changes.
+pub fn measure(changes: &[(Row, Diff)]) -> (Diff, u64) {
+    (changes.iter().map(|(_, d)| *d).sum(), changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum())
 }
 
 /// Sums the changes the workers sent for one view.

@@ -60,6 +60,9 @@ pub struct CoordConfig {
     /// their checkpoints instead of rebuilding them
     /// (`recovery::ResumePlan`).
     pub resume_from_checkpoints: bool,
+    /// About how many bytes of rows each worker reads per chunk of a
+    /// whole checkpoint (`Command::Checkpoint`).
+    pub checkpoint_chunk_bytes: usize,
 }
 
 /// A handle to the coordinator; cheap to clone, shared by all sessions.
@@ -114,14 +117,17 @@ struct State {
     early: std::collections::BTreeSet<GlobalId>,
     /// During `open` only, with resuming on: which views resume.
     resume: Option<recovery::ResumePlan>,
+    /// Per worker, about how many bytes of rows a chunk of a whole
+    /// checkpoint holds.
+    checkpoint_chunk_bytes: usize,
 }
 
 /// Reads one view's checkpoint on a blocking thread; `None` (logged) if it
 /// cannot be read, in which case the view is read once it is rebuilt.
-async fn read_checkpoint(storage: &Arc<Storage>, id: GlobalId, name: &str) -> Option<Arc<Vec<(Row, Diff)>>> {
+async fn read_checkpoint(storage: &Arc<Storage>, id: GlobalId, through: Timestamp, name: &str) -> Option<Arc<Vec<(Row, Diff)>>> {
     let reader = storage.clone();
     let started = std::time::Instant::now();
-    match tokio::task::spawn_blocking(move || reader.read_contents(id)).await {
+    match tokio::task::spawn_blocking(move || reader.read_contents(id, through)).await {
         Ok(Ok(rows)) => {
             tracing::info!(view = %name, rows = rows.len(), elapsed_ms = started.elapsed().as_millis() as u64, "checkpoint loaded");
             Some(Arc::new(rows))
@@ -190,6 +196,7 @@ impl Coordinator {
             restoring: config.seed_from_checkpoints,
             early: Default::default(),
             resume: config.resume_from_checkpoints.then(|| recovery::ResumePlan::new(recovered.folded_through.clone())),
+            checkpoint_chunk_bytes: config.checkpoint_chunk_bytes.max(1),
         };
         if let Some(bytes) = recovered.meta.get(META_NEXT_ID) {
             if let Ok(arr) = <[u8; 8]>::try_from(bytes.as_slice()) {
@@ -359,7 +366,7 @@ impl Coordinator {
         };
         order.sort();
         for (_, id, frontier, name, resumed) in order {
-            let read = read_checkpoint(&storage, id, &name).await;
+            let read = read_checkpoint(&storage, id, frontier, &name).await;
             if resumed && read.is_none() {
                 // A resumed view is its checkpoint plus what changed since:
                 // without the checkpoint it would be wrong.
@@ -396,8 +403,8 @@ impl Coordinator {
     fn load_checkpoints(&self, storage: Arc<Storage>, ids: Vec<(GlobalId, Timestamp)>) {
         let coord = self.clone();
         tokio::spawn(async move {
-            for (id, _) in ids {
-                let read = read_checkpoint(&storage, id, &id.to_string()).await;
+            for (id, frontier) in ids {
+                let read = read_checkpoint(&storage, id, frontier, &id.to_string()).await;
                 coord.state.lock().await.recovery.finish_loading(id, read);
             }
         });
@@ -464,7 +471,7 @@ impl Coordinator {
         for id in order {
             // Under the lock (as reads do): the view still exists, and the
             // read's timestamp is durable and not yet compacted away.
-            let (t, inputs, prev, full, storage, dropped, rx) = {
+            let (t, inputs, prev, full, old_frontier, storage, dropped, rx) = {
                 let st = self.state.lock().await;
                 let Some(item) = st.catalog.items.get(&id).filter(|i| i.kind == ItemKind::MaterializedView) else { continue };
                 // Not while the view is rebuilt after a restart: its read
@@ -474,32 +481,77 @@ impl Coordinator {
                     continue;
                 }
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                self.dataflow.broadcast(Command::Checkpoint { id, time: t, reply: tx });
+                let chunk_bytes = st.checkpoint_chunk_bytes;
+                self.dataflow.broadcast(Command::Checkpoint { id, time: t, chunk_bytes, reply: tx });
                 let full = !st.incremental.contains(&id);
+                let old_frontier = st.checkpoints.lineage.get(&id).map(|l| l.frontier).unwrap_or(0);
                 let prev = if full { None } else { st.checkpoints.lineage.get(&id).cloned() };
-                (t, item.depends_on.clone(), prev, full, st.storage.clone(), st.dropped.clone(), rx)
+                (t, item.depends_on.clone(), prev, full, old_frontier, st.storage.clone(), st.dropped.clone(), rx)
             };
-            let parts = match self.collect_changes(rx).await {
-                Ok(parts) => parts,
-                Err(_) => {
-                    // The view holds an error: no checkpoint now, and a
-                    // whole one next time.
-                    self.dataflow.broadcast(Command::CheckpointReset { id });
-                    self.state.lock().await.incremental.remove(&id);
-                    continue;
+            let still_wanted = move |dropped: &Arc<std::sync::Mutex<std::collections::HashSet<GlobalId>>>| {
+                dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false)
+            };
+            let Ok(mut parts) = self.collect_changes(rx).await else {
+                // The view holds an error: no checkpoint now, and a whole
+                // one next time.
+                self.dataflow.broadcast(Command::CheckpointReset { id });
+                self.state.lock().await.incremental.remove(&id);
+                continue;
+            };
+            // A whole checkpoint comes in chunks (`Command::CheckpointMore`):
+            // each is written as it arrives, beside the next one asked for,
+            // so neither the workers nor this thread hold the view twice.
+            // The lineage goes with the last chunk; until then the previous
+            // checkpoint stays the one read (`Storage::read_contents`).
+            let (mut rows, mut bytes) = (0 as Diff, 0u64);
+            let mut wanted = true;
+            if full {
+                let (s2, d2) = (storage.clone(), dropped.clone());
+                let _ = d2;
+                self.checkpoint_writer
+                    .run(move || s2.clear_checkpoint_after(id, old_frontier))
+                    .await
+                    .ok_or_else(|| Error::Internal("the checkpoint writer thread stopped".into()))??;
+                loop {
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    self.dataflow.broadcast(Command::CheckpointMore { id, reply: tx });
+                    let next = self.collect_changes(rx).await?;
+                    if next.is_empty() {
+                        break;
+                    }
+                    let (s2, d2) = (storage.clone(), dropped.clone());
+                    let chunk = std::mem::replace(&mut parts, next);
+                    let (written, r, b) = self
+                        .checkpoint_writer
+                        .run(move || -> Result<(bool, Diff, u64), Error> {
+                            let chunk = checkpoint::consolidate(chunk);
+                            let (r, b) = checkpoint::measure(&chunk);
+                            Ok((s2.write_checkpoint_chunk(id, t, &chunk, || still_wanted(&d2))?, r, b))
+                        })
+                        .await
+                        .ok_or_else(|| Error::Internal("the checkpoint writer thread stopped".into()))??;
+                    rows += r;
+                    bytes += b;
+                    if !written {
+                        wanted = false;
+                        break;
+                    }
                 }
-            };
-            // Consolidated, encoded and written on the low-priority writer
-            // thread (`checkpoint::Writer`).
+            }
+            if !wanted {
+                continue;
+            }
+            // The last (or only) part, with the lineage, on the
+            // low-priority writer thread (`checkpoint::Writer`).
             let write = move || -> Result<(bool, checkpoint::Lineage), Error> {
                 let changes = checkpoint::consolidate(parts);
-                let bytes: u64 = changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum();
+                let (r, b) = checkpoint::measure(&changes);
                 let lineage = checkpoint::Lineage {
                     view: id,
                     inputs,
                     frontier: t,
-                    rows: prev.as_ref().map(|p| p.rows).unwrap_or(0) + changes.iter().map(|(_, d)| *d).sum::<Diff>(),
-                    bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes,
+                    rows: prev.as_ref().map(|p| p.rows).unwrap_or(0) + rows + r,
+                    bytes: prev.as_ref().map(|p| p.bytes).unwrap_or(0) + bytes + b,
                 };
                 let mut ws = WriteSet::new(t);
                 ws.table_updates = Arc::new(vec![(id, changes)]);
@@ -507,8 +559,7 @@ impl Coordinator {
                     checkpoint::meta_key(id),
                     serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
                 )];
-                let written =
-                    storage.write_checkpoint(&ws, full, || dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false))?;
+                let written = storage.write_checkpoint(&ws, full, || still_wanted(&dropped))?;
                 Ok((written, lineage))
             };
             let (written, lineage) = self

@@ -124,7 +124,13 @@ pub enum Command {
     /// whole contents the first time, afterwards the changes since the
     /// previous checkpoint's time (the worker keeps a trace handle at that
     /// time, so exactly those changes stay distinguishable).
-    Checkpoint { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// A whole read comes in chunks of about `chunk_bytes` of rows per
+    /// worker: the reply holds the first, `CheckpointMore` asks for the
+    /// next, and an empty chunk means the worker is done.
+    Checkpoint { id: GlobalId, time: Timestamp, chunk_bytes: usize, reply: UnboundedSender<PeekResult> },
+    /// The next chunk of a whole checkpoint read (`Checkpoint`); empty once
+    /// the worker has sent every row (or has no such read).
+    CheckpointMore { id: GlobalId, reply: UnboundedSender<PeekResult> },
     /// Forgets a view's checkpoint handle: its next checkpoint is whole.
     CheckpointReset { id: GlobalId },
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`

@@ -48,6 +48,9 @@ pub struct WorkerState {
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
     checkpoints: BTreeMap<GlobalId, (RowTrace, Timestamp)>,
+    /// Whole checkpoint reads in progress: the handle (held at the read's
+    /// time), the time, the key the next chunk starts at, the chunk size.
+    chunked: BTreeMap<GlobalId, ChunkedRead>,
     /// On restart: seed inputs of seeded views, waiting for the view's
     /// checkpoint.
     seeds: Vec<(GlobalId, InputSession<Timestamp, Row, Diff>)>,
@@ -69,7 +72,17 @@ struct PendingPeek {
     drop_dataflow: Option<usize>,
     /// A checkpoint read: of the view `id`, the changes after `since` (all
     /// of it if `None`); the handle goes back to `checkpoints` afterwards.
-    checkpoint: Option<(GlobalId, Option<Timestamp>)>,
+    /// A checkpoint read: the view, the previous checkpoint's time (`None`:
+    /// whole, in chunks of this many bytes).
+    checkpoint: Option<(GlobalId, Option<Timestamp>, usize)>,
+}
+
+/// A whole checkpoint read between chunks (`Command::CheckpointMore`).
+struct ChunkedRead {
+    handle: RowTrace,
+    time: Timestamp,
+    next: Row,
+    chunk_bytes: usize,
 }
 
 pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
@@ -86,6 +99,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         input_time: 0,
         since: 0,
         checkpoints: BTreeMap::new(),
+        chunked: BTreeMap::new(),
         seeds: Vec::new(),
         retracting: Vec::new(),
         trim_after: None,
@@ -178,6 +192,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
         Command::Drop { id } => {
             state.checkpoints.remove(&id);
+            state.chunked.remove(&id);
             state.seeds.retain(|(owner, _)| *owner != id);
             state.retracting.retain(|(owner, _, _, _)| *owner != id);
             state.inputs.remove(&id);
@@ -201,7 +216,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
             }
         },
-        Command::Checkpoint { id, time, reply } => {
+        Command::Checkpoint { id, time, chunk_bytes, reply } => {
             let Some(bundle) = state.traces.get(&id) else {
                 let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
                 return;
@@ -210,9 +225,33 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 Some((handle, since)) => (handle, Some(since)),
                 None => (bundle.ok.clone(), None),
             };
-            state.peeks.push(PendingPeek { ok, err: bundle.err.clone(), time, reply, drop_dataflow: None, checkpoint: Some((id, since)) });
+            state.chunked.remove(&id);
+            state.peeks.push(PendingPeek {
+                ok,
+                err: bundle.err.clone(),
+                time,
+                reply,
+                drop_dataflow: None,
+                checkpoint: Some((id, since, chunk_bytes)),
+            });
         }
+        Command::CheckpointMore { id, reply } => match state.chunked.remove(&id) {
+            Some(mut read) => {
+                let (rows, next) = read_rows_from(&mut read.handle, read.time, Some(&read.next), read.chunk_bytes);
+                let _ = reply.send(Ok(rows));
+                match next {
+                    Some(next) => {
+                        state.chunked.insert(id, ChunkedRead { next, ..read });
+                    }
+                    None => finish_checkpoint_read(state, id, read.handle, read.time),
+                }
+            }
+            None => {
+                let _ = reply.send(Ok(Vec::new()));
+            }
+        },
         Command::CheckpointReset { id } => {
+            state.chunked.remove(&id);
             state.checkpoints.remove(&id);
         }
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
@@ -449,22 +488,31 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
             continue;
         }
         let mut peek = state.peeks.swap_remove(i);
-        if let Some((id, since)) = peek.checkpoint {
-            let result = read_errors(peek.err.as_mut(), peek.time).map(|_| read_changes(&mut peek.ok, since, peek.time));
+        if let Some((id, since, chunk_bytes)) = peek.checkpoint {
+            let mut next = None;
+            let result = read_errors(peek.err.as_mut(), peek.time).map(|_| match since {
+                Some(since) => read_changes(&mut peek.ok, since, peek.time),
+                None => {
+                    let (rows, rest) = read_rows_from(&mut peek.ok, peek.time, None, chunk_bytes);
+                    next = rest;
+                    rows
+                }
+            });
             let ok = result.is_ok();
             let _ = peek.reply.send(result);
             // Hold the handle at this checkpoint's time (at the previous
-            // one if the view holds an error), unless the view went away.
+            // one if the view holds an error), unless the view went away;
+            // a whole read with rows left keeps it for the next chunk.
             if state.traces.contains_key(&id) {
-                match (ok, since) {
-                    (true, _) => {
-                        compact_trace(&mut peek.ok, peek.time);
-                        state.checkpoints.insert(id, (peek.ok, peek.time));
+                match (ok, since, next) {
+                    (true, None, Some(next)) => {
+                        state.chunked.insert(id, ChunkedRead { handle: peek.ok, time: peek.time, next, chunk_bytes });
                     }
-                    (false, Some(since)) => {
+                    (true, _, _) => finish_checkpoint_read(state, id, peek.ok, peek.time),
+                    (false, Some(since), _) => {
                         state.checkpoints.insert(id, (peek.ok, since));
                     }
-                    (false, None) => {}
+                    (false, None, _) => {}
                 }
             }
             continue;
@@ -518,18 +566,56 @@ fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
     keys_where!(trace, |t: &Timestamp| *t <= time, RowRef::to_row)
 }
 
-/// The changes of a row arrangement in `(since, time]` (everything up to
-/// `time` if `since` is `None`), consolidated within each batch (callers
-/// sum them). The trace must be held at `since` so that times after it
+/// A checkpoint read of `id` at `time` is complete: its handle is held at
+/// `time`, so the next checkpoint reads the changes since.
+fn finish_checkpoint_read(state: &mut WorkerState, id: GlobalId, mut handle: RowTrace, time: Timestamp) {
+    compact_trace(&mut handle, time);
+    state.checkpoints.insert(id, (handle, time));
+}
+
+/// Contents of a row arrangement (rows are keys) at `time`, from the key
+/// `from` on, until about `chunk_bytes` of rows are read; with the key the
+/// next chunk starts at, if any rows are left.
+fn read_rows_from(trace: &mut RowTrace, time: Timestamp, from: Option<&Row>, chunk_bytes: usize) -> (Vec<(Row, Diff)>, Option<Row>) {
+    let (mut cursor, storage) = trace.cursor();
+    if let Some(from) = from {
+        cursor.seek_key(&storage, from.as_ref());
+    }
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    while cursor.key_valid(&storage) {
+        if bytes >= chunk_bytes.max(1) {
+            return (out, Some(cursor.key(&storage).to_row()));
+        }
+        while cursor.val_valid(&storage) {
+            let mut count: Diff = 0;
+            cursor.map_times(&storage, |t, r| {
+                if *t <= time {
+                    count += *r;
+                }
+            });
+            if count != 0 {
+                let key = cursor.key(&storage);
+                bytes += key.as_bytes().len() + 16;
+                out.push((key.to_row(), count));
+            }
+            cursor.step_val(&storage);
+        }
+        cursor.step_key(&storage);
+    }
+    (out, None)
+}
+
+/// The changes of a row arrangement in `(since, time]`, consolidated
+/// within each batch (callers sum them). The trace must be held at `since` so that times after it
 /// are still distinct. Only batches that can hold such times are read:
 /// a batch whose upper is at most `since + 1` holds times up to `since`
 /// only (logical compaction, held at `since`, never moves a time past
 /// it), so a checkpoint of a large view with few changes reads the recent
 /// batches, not the whole arrangement.
-fn read_changes(trace: &mut RowTrace, since: Option<Timestamp>, time: Timestamp) -> Vec<(Row, Diff)> {
+fn read_changes(trace: &mut RowTrace, since: Timestamp, time: Timestamp) -> Vec<(Row, Diff)> {
     use differential_dataflow::trace::BatchReader;
     use differential_dataflow::trace::cursor::Navigable;
-    let Some(since) = since else { return read_rows(trace, time) };
     let mut out = Vec::new();
     trace.map_batches(|batch| {
         let upper = batch.upper().elements();

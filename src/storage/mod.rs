@@ -311,8 +311,9 @@ impl Storage {
     /// returning false, if `still_wanted` says the view was dropped: it is
     /// asked under the lock that commits dropping tables take, so a drop
     /// either comes after this write (and deletes it) or is seen here.
-    /// With `replace`, the view's earlier checkpoint entries are deleted
-    /// in the same batch (a whole new checkpoint).
+    /// With `replace`, the view's entries before `ws.timestamp` are deleted
+    /// in the same batch (a whole new checkpoint, whose earlier chunks
+    /// `write_checkpoint_chunk` wrote at that timestamp).
     pub fn write_checkpoint(&self, ws: &WriteSet, replace: bool, still_wanted: impl FnOnce() -> bool) -> Result<bool, Error> {
         let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
         if !still_wanted() {
@@ -323,7 +324,7 @@ impl Storage {
         let mut batch = WriteBatch::default();
         if replace {
             for (id, _) in ws.table_updates.iter() {
-                batch.delete_range_cf(log, codec::table_start(*id), codec::table_end(*id));
+                batch.delete_range_cf(log, codec::table_start(*id), codec::log_key(*id, ws.timestamp, 0).to_vec());
             }
         }
         for (id, updates) in ws.table_updates.iter() {
@@ -338,6 +339,49 @@ impl Storage {
             batch.put_cf(meta, key.as_bytes(), value);
         }
         self.db.write(batch).map_err(rocks_err("writing a checkpoint failed"))?;
+        Ok(true)
+    }
+
+    /// Deletes the entries of `view`'s checkpoint log after `after` (its
+    /// lineage's frontier): chunks of a whole checkpoint that a crash cut
+    /// short. A whole checkpoint starts with this, so such chunks never
+    /// join a later one written at the same timestamp.
+    pub fn clear_checkpoint_after(&self, view: GlobalId, after: Timestamp) -> Result<(), Error> {
+        let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
+        let log = self.cf(CF_TABLE_LOG)?;
+        let from = codec::log_key(view, after.saturating_add(1), 0);
+        self.db
+            .delete_range_cf(log, from.to_vec(), codec::table_end(view))
+            .map_err(rocks_err("clearing a checkpoint's unfinished chunks failed"))
+    }
+
+    /// Writes one chunk of a whole checkpoint of `view` at `time` as an
+    /// entry of its log, without its lineage (unsynced). Until the last
+    /// chunk is written by `write_checkpoint` (with `replace`), the lineage
+    /// still names the previous checkpoint, whose readers ignore entries
+    /// after its frontier (`read_contents`), so a crash in between leaves
+    /// the previous checkpoint readable. Skipped, returning false, if
+    /// `still_wanted` says the view was dropped (as `write_checkpoint`).
+    pub fn write_checkpoint_chunk(
+        &self,
+        view: GlobalId,
+        time: Timestamp,
+        rows: &[(Row, Diff)],
+        still_wanted: impl FnOnce() -> bool,
+    ) -> Result<bool, Error> {
+        let _guard = self.drop_lock.lock().map_err(|_| Error::Internal("storage lock poisoned".into()))?;
+        if !still_wanted() {
+            return Ok(false);
+        }
+        if rows.is_empty() {
+            return Ok(true);
+        }
+        let log = self.cf(CF_TABLE_LOG)?;
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let value = codec::encode_updates(rows.iter().map(|(row, diff)| (row, *diff)));
+        self.db
+            .put_cf(log, codec::log_key(view, time, seq), value)
+            .map_err(rocks_err("writing a checkpoint chunk failed"))?;
         Ok(true)
     }
 
@@ -479,9 +523,10 @@ impl Storage {
     }
 
     /// The consolidated contents of one table's (or materialized view's
-    /// checkpoint's) log, read from a consistent snapshot; nothing is
-    /// written.
-    pub fn read_contents(&self, id: GlobalId) -> Result<Vec<(Row, Diff)>, Error> {
+    /// checkpoint's) log through `through` (later entries, such as the
+    /// chunks of a whole checkpoint whose last chunk was never written,
+    /// are ignored), read from a consistent snapshot; nothing is written.
+    pub fn read_contents(&self, id: GlobalId, through: Timestamp) -> Result<Vec<(Row, Diff)>, Error> {
         let log = self.cf(CF_TABLE_LOG)?;
         let mut opts = rocksdb::ReadOptions::default();
         opts.set_iterate_upper_bound(codec::table_end(id));
@@ -492,6 +537,9 @@ impl Storage {
         for item in iter {
             let (key, value) = item.map_err(rocks_err("reading a checkpoint failed"))?;
             let (_, ts, seq) = codec::decode_log_key(&key)?;
+            if ts > through {
+                continue;
+            }
             // Snapshot chunks together are one consolidated entry.
             if ts != SNAPSHOT_TS || entries == 0 {
                 entries += 1;
@@ -694,19 +742,36 @@ mod tests {
         let mut ws = WriteSet::new(105);
         ws.table_updates = Arc::new(vec![(2, vec![(row(2, "b"), -1), (row(1, "a"), -1), (row(3, "c"), 1)])]);
         assert!(s.write_checkpoint(&ws, false, || true).unwrap());
-        assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
-        assert_eq!(s.read_contents(1).unwrap(), vec![(row(1, "t"), 1)]);
-        assert!(s.read_contents(9).unwrap().is_empty());
+        assert_eq!(sorted(s.read_contents(2, 1000).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
+        assert_eq!(s.read_contents(1, 1000).unwrap(), vec![(row(1, "t"), 1)]);
+        assert!(s.read_contents(9, 1000).unwrap().is_empty());
         // Recovering the tables skips the view's log and leaves it as it is.
         let mut r = s.recover_catalog().unwrap();
         s.recover_tables(&mut r, &|id| id == 2, &HashMap::new()).unwrap();
         assert_eq!(r.tables.keys().copied().collect::<Vec<_>>(), vec![1]);
-        assert_eq!(sorted(s.read_contents(2).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
+        assert_eq!(sorted(s.read_contents(2, 1000).unwrap()), vec![(row(2, "b"), 1), (row(3, "c"), 1)]);
         // A replacing checkpoint is one entry again.
         let mut ws = WriteSet::new(110);
         ws.table_updates = Arc::new(vec![(2, vec![(row(4, "d"), 1)])]);
         assert!(s.write_checkpoint(&ws, true, || true).unwrap());
-        assert_eq!(s.read_contents(2).unwrap(), vec![(row(4, "d"), 1)]);
+        assert_eq!(s.read_contents(2, 1000).unwrap(), vec![(row(4, "d"), 1)]);
+        // A whole checkpoint in chunks: until its last chunk (with the
+        // lineage) is written, reads through the old frontier see the old
+        // checkpoint; afterwards the chunks are the checkpoint.
+        assert!(s.write_checkpoint_chunk(2, 120, &[(row(5, "e"), 1)], || true).unwrap());
+        assert!(s.write_checkpoint_chunk(2, 120, &[(row(6, "f"), 1)], || true).unwrap());
+        assert_eq!(s.read_contents(2, 110).unwrap(), vec![(row(4, "d"), 1)]);
+        let mut ws = WriteSet::new(120);
+        ws.table_updates = Arc::new(vec![(2, vec![(row(7, "g"), 2)])]);
+        assert!(s.write_checkpoint(&ws, true, || true).unwrap());
+        assert_eq!(sorted(s.read_contents(2, 120).unwrap()), vec![(row(5, "e"), 1), (row(6, "f"), 1), (row(7, "g"), 2)]);
+        // Chunks a crash cut short are cleared before a new whole one.
+        assert!(s.write_checkpoint_chunk(2, 130, &[(row(9, "i"), 1)], || true).unwrap());
+        s.clear_checkpoint_after(2, 120).unwrap();
+        assert_eq!(sorted(s.read_contents(2, 200).unwrap()).len(), 3);
+        // A dropped view's chunk is not written.
+        assert!(!s.write_checkpoint_chunk(2, 130, &[(row(8, "h"), 1)], || false).unwrap());
+        assert_eq!(sorted(s.read_contents(2, 200).unwrap()).len(), 3);
     }
 
     #[test]
