@@ -12,6 +12,7 @@ pub mod dataflow;
 pub mod expr;
 pub mod heap;
 pub mod planner;
+pub mod priority;
 pub mod repr;
 pub mod server;
 pub mod sql;

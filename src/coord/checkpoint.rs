@@ -101,12 +101,7 @@ impl Writer {
     pub fn start() -> std::io::Result<Writer> {
         let (tx, rx) = crossbeam_channel::unbounded::<Box<dyn FnOnce() + Send>>();
         std::thread::Builder::new().name("ripple-checkpoint".into()).spawn(move || {
-            // On Linux, PRIO_PROCESS with 0 sets the calling thread's nice
-            // value only. Failing to lower it is not an error.
-            // SAFETY: setpriority takes no pointers.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-            }
+            crate::priority::lower_this_thread();
             while let Ok(job) = rx.recv() {
                 job();
             }

@@ -6,6 +6,7 @@
 //! the last one).
 //!
 //! Owns: the compaction thread and its per-table byte accounting.
+//! The thread runs at the lowest CPU priority (`priority`).
 //! Must not: decide what is durable (the caller passes a timestamp at or
 //! below the durable one) or touch anything but `Storage::fold_table`.
 
@@ -32,6 +33,8 @@ impl Compactor {
     pub fn start(storage: Arc<Storage>) -> std::io::Result<Compactor> {
         let (tx, rx) = crossbeam_channel::unbounded::<Note>();
         std::thread::Builder::new().name("ripple-compact".into()).spawn(move || {
+            // Folding may run late: commits and the workers go first.
+            crate::priority::lower_this_thread();
             let mut log_bytes: HashMap<GlobalId, u64> = HashMap::new();
             let mut snapshot_bytes: HashMap<GlobalId, u64> = HashMap::new();
             while let Ok(note) = rx.recv() {

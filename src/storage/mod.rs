@@ -401,7 +401,7 @@ impl Storage {
         let meta = self.cf(CF_META)?;
         let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
         let end = codec::log_key(table, upto.saturating_add(1), 0);
-        let mut acc: HashMap<Row, Diff> = HashMap::new();
+        let mut acc: Vec<(Row, Diff)> = Vec::new();
         let mut entries = 0usize;
         let mode = IteratorMode::From(&start, rocksdb::Direction::Forward);
         for item in self.db.iterator_cf(log, mode) {
@@ -415,15 +415,14 @@ impl Storage {
             }
             let what = || format!("table log entry of table {table} at timestamp {ts} (sequence {seq})");
             codec::decode_updates(&value, &what, |row, diff| {
-                *acc.entry(row).or_insert(0) += diff;
+                acc.push((row, diff));
                 Ok(())
             })?;
         }
         if entries == 0 {
             return Ok(None);
         }
-        let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
-        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let rows = consolidate_rows(acc).ok_or_else(|| codec::corrupt(format!("table {table}: multiplicity overflows")))?;
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(log, start.to_vec(), end.to_vec());
         let bytes = put_snapshot(&mut batch, log, table, &rows);
@@ -553,18 +552,7 @@ impl Storage {
         // One entry (a snapshot, or a whole checkpoint) is consolidated
         // already; several are summed row by row.
         if entries > 1 {
-            rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let mut out: Vec<(Row, Diff)> = Vec::with_capacity(rows.len());
-            for (row, diff) in rows {
-                match out.last_mut() {
-                    Some((last, d)) if *last == row => {
-                        *d = d.checked_add(diff).ok_or_else(|| codec::corrupt(format!("log of {id}: multiplicity overflows")))?;
-                    }
-                    _ => out.push((row, diff)),
-                }
-            }
-            out.retain(|(_, d)| *d != 0);
-            rows = out;
+            rows = consolidate_rows(rows).ok_or_else(|| codec::corrupt(format!("log of {id}: multiplicity overflows")))?;
         }
         Ok(rows)
     }
@@ -590,8 +578,10 @@ impl Storage {
         let log = self.cf(CF_TABLE_LOG)?;
         // Per table: accumulated diffs, and whether anything but a snapshot
         // was read (only then does the table need folding).
-        let mut contents: HashMap<GlobalId, (HashMap<Row, Diff>, bool)> = HashMap::new();
-        let mut parts: HashMap<GlobalId, std::collections::BTreeMap<Timestamp, HashMap<Row, Diff>>> = HashMap::new();
+        // Rows as read (each table's snapshot first, already sorted), summed
+        // once at the end (`consolidate_rows`).
+        let mut contents: HashMap<GlobalId, (Vec<(Row, Diff)>, bool)> = HashMap::new();
+        let mut parts: HashMap<GlobalId, std::collections::BTreeMap<Timestamp, Vec<(Row, Diff)>>> = HashMap::new();
         let mut max_seq = SNAPSHOT_SEQ;
         for item in self.db.iterator_cf(log, IteratorMode::Start) {
             let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
@@ -624,24 +614,18 @@ impl Storage {
                 }
             };
             codec::decode_updates(&value, &what, |row, diff| {
-                let entry = acc.entry(row).or_insert(0);
-                *entry = entry
-                    .checked_add(diff)
-                    .ok_or_else(|| codec::corrupt(format!("{}: multiplicity overflows", what())))?;
+                acc.push((row, diff));
                 Ok(())
             })?;
         }
         // Never reuse a sequence number that is still on disk.
         self.next_seq.fetch_max(max_seq + 1, Ordering::Relaxed);
+        let overflow = |table: GlobalId| codec::corrupt(format!("table {table}: multiplicity overflows"));
         for (table, by_cut) in parts {
-            let split = by_cut
-                .into_iter()
-                .map(|(cut, acc)| {
-                    let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
-                    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    (cut, rows)
-                })
-                .collect();
+            let mut split = Vec::new();
+            for (cut, acc) in by_cut {
+                split.push((cut, consolidate_rows(acc).ok_or_else(|| overflow(table))?));
+            }
             recovered.table_parts.insert(table, split);
         }
 
@@ -650,8 +634,7 @@ impl Storage {
         let mut batch = WriteBatch::default();
         let mut folded_any = false;
         for (table, (acc, needs_fold)) in contents {
-            let mut rows: Vec<(Row, Diff)> = acc.into_iter().filter(|(_, d)| *d != 0).collect();
-            rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let rows = consolidate_rows(acc).ok_or_else(|| overflow(table))?;
             if needs_fold {
                 folded_any = true;
                 batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
@@ -679,6 +662,31 @@ impl Storage {
         }
         Ok(())
     }
+}
+
+/// Sorts `rows` by row and sums the multiplicities of equal rows, dropping
+/// zeros, in place; `None` if a sum overflows. The sort is stable and
+/// merges runs, so rows that arrive mostly sorted (a snapshot, read before
+/// the log entries after it) cost about one pass, and nothing is hashed.
+fn consolidate_rows(mut rows: Vec<(Row, Diff)>) -> Option<Vec<(Row, Diff)>> {
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut kept = 0;
+    for i in 0..rows.len() {
+        if kept > 0 && rows[kept - 1].0 == rows[i].0 {
+            rows[kept - 1].1 = rows[kept - 1].1.checked_add(rows[i].1)?;
+        } else {
+            if kept > 0 && rows[kept - 1].1 == 0 {
+                kept -= 1;
+            }
+            rows.swap(kept, i);
+            kept += 1;
+        }
+    }
+    if kept > 0 && rows[kept - 1].1 == 0 {
+        kept -= 1;
+    }
+    rows.truncate(kept);
+    Some(rows)
 }
 
 /// Largest encoded size of one snapshot chunk: a table's snapshot is split
@@ -722,6 +730,22 @@ mod tests {
     }
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn consolidation_sums_equal_rows_and_drops_zeros() {
+        let rows = vec![
+            (row(2, "b"), 1),
+            (row(1, "a"), 1),
+            (row(3, "c"), 2),
+            (row(1, "a"), -1),
+            (row(2, "b"), 2),
+            (row(3, "c"), -2),
+            (row(0, "z"), 1),
+        ];
+        assert_eq!(consolidate_rows(rows).unwrap(), vec![(row(0, "z"), 1), (row(2, "b"), 3)]);
+        assert_eq!(consolidate_rows(vec![(row(1, "a"), 1), (row(1, "a"), -1)]).unwrap(), vec![]);
+        assert!(consolidate_rows(vec![(row(1, "a"), i64::MAX), (row(1, "a"), 1)]).is_none());
+    }
 
     #[test]
     fn storage_is_send_and_sync() {
