@@ -96,7 +96,7 @@ struct State {
     incremental: std::collections::HashSet<GlobalId>,
     /// Materialized views dropped since start, shared with the
     /// checkpointer's storage write (see `Storage::write_checkpoint`).
-    dropped: Arc<std::sync::Mutex<std::collections::HashSet<GlobalId>>>,
+    dropped: Dropped,
     catalog: Catalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
@@ -120,6 +120,15 @@ struct State {
     /// Per worker, about how many bytes of rows a chunk of a whole
     /// checkpoint holds.
     checkpoint_chunk_bytes: usize,
+}
+
+/// Materialized views dropped since start (`State::dropped`).
+type Dropped = Arc<std::sync::Mutex<std::collections::HashSet<GlobalId>>>;
+
+/// Whether `id` has not been dropped (asked under the storage lock that
+/// checkpoint writes take; see `Storage::write_checkpoint`).
+fn still_wanted(dropped: &Dropped, id: GlobalId) -> bool {
+    dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false)
 }
 
 /// Reads one view's checkpoint on a blocking thread; `None` (logged) if it
@@ -488,59 +497,22 @@ impl Coordinator {
                 let prev = if full { None } else { st.checkpoints.lineage.get(&id).cloned() };
                 (t, item.depends_on.clone(), prev, full, old_frontier, st.storage.clone(), st.dropped.clone(), rx)
             };
-            let still_wanted = move |dropped: &Arc<std::sync::Mutex<std::collections::HashSet<GlobalId>>>| {
-                dropped.lock().map(|d| !d.contains(&id)).unwrap_or(false)
-            };
-            let Ok(mut parts) = self.collect_changes(rx).await else {
+            let Ok(parts) = self.collect_changes(rx).await else {
                 // The view holds an error: no checkpoint now, and a whole
                 // one next time.
                 self.dataflow.broadcast(Command::CheckpointReset { id });
                 self.state.lock().await.incremental.remove(&id);
                 continue;
             };
-            // A whole checkpoint comes in chunks (`Command::CheckpointMore`):
-            // each is written as it arrives, beside the next one asked for,
-            // so neither the workers nor this thread hold the view twice.
-            // The lineage goes with the last chunk; until then the previous
-            // checkpoint stays the one read (`Storage::read_contents`).
-            let (mut rows, mut bytes) = (0 as Diff, 0u64);
-            let mut wanted = true;
-            if full {
-                let (s2, d2) = (storage.clone(), dropped.clone());
-                let _ = d2;
-                self.checkpoint_writer
-                    .run(move || s2.clear_checkpoint_after(id, old_frontier))
-                    .await
-                    .ok_or_else(|| Error::Internal("the checkpoint writer thread stopped".into()))??;
-                loop {
-                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                    self.dataflow.broadcast(Command::CheckpointMore { id, reply: tx });
-                    let next = self.collect_changes(rx).await?;
-                    if next.is_empty() {
-                        break;
-                    }
-                    let (s2, d2) = (storage.clone(), dropped.clone());
-                    let chunk = std::mem::replace(&mut parts, next);
-                    let (written, r, b) = self
-                        .checkpoint_writer
-                        .run(move || -> Result<(bool, Diff, u64), Error> {
-                            let chunk = checkpoint::consolidate(chunk);
-                            let (r, b) = checkpoint::measure(&chunk);
-                            Ok((s2.write_checkpoint_chunk(id, t, &chunk, || still_wanted(&d2))?, r, b))
-                        })
-                        .await
-                        .ok_or_else(|| Error::Internal("the checkpoint writer thread stopped".into()))??;
-                    rows += r;
-                    bytes += b;
-                    if !written {
-                        wanted = false;
-                        break;
-                    }
+            // A whole checkpoint: every chunk but the last written now.
+            let (parts, rows, bytes) = if full {
+                match self.write_chunks(id, t, old_frontier, &storage, &dropped, parts).await? {
+                    Some(rest) => rest,
+                    None => continue,
                 }
-            }
-            if !wanted {
-                continue;
-            }
+            } else {
+                (parts, 0, 0)
+            };
             // The last (or only) part, with the lineage, on the
             // low-priority writer thread (`checkpoint::Writer`).
             let write = move || -> Result<(bool, checkpoint::Lineage), Error> {
@@ -559,7 +531,7 @@ impl Coordinator {
                     checkpoint::meta_key(id),
                     serde_json::to_vec(&lineage).map_err(|e| Error::Internal(e.to_string()))?,
                 )];
-                let written = storage.write_checkpoint(&ws, full, || still_wanted(&dropped))?;
+                let written = storage.write_checkpoint(&ws, full, || still_wanted(&dropped, id))?;
                 Ok((written, lineage))
             };
             let (written, lineage) = self
@@ -577,6 +549,54 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+
+    /// The chunks of a whole checkpoint of `id` at `t` (`first` is the
+    /// first one the workers sent; `Command::CheckpointMore` asks for the
+    /// next): each is written as it arrives, beside the next one asked for,
+    /// so neither the workers nor the coordinator hold the view twice.
+    /// Returns the last chunk, which goes with the lineage, and the rows
+    /// and bytes written before it; `None` if the view was dropped. Until
+    /// the lineage is written, the previous checkpoint stays the one read
+    /// (`Storage::read_contents`); chunks of an earlier attempt cut short
+    /// by a crash are cleared first.
+    async fn write_chunks(
+        &self,
+        id: GlobalId,
+        t: Timestamp,
+        old_frontier: Timestamp,
+        storage: &Arc<Storage>,
+        dropped: &Dropped,
+        first: Vec<(Row, Diff)>,
+    ) -> Result<Option<(Vec<(Row, Diff)>, Diff, u64)>, Error> {
+        let stopped = || Error::Internal("the checkpoint writer thread stopped".into());
+        let s = storage.clone();
+        self.checkpoint_writer.run(move || s.clear_checkpoint_after(id, old_frontier)).await.ok_or_else(stopped)??;
+        let (mut chunk, mut rows, mut bytes) = (first, 0, 0);
+        loop {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            self.dataflow.broadcast(Command::CheckpointMore { id, reply: tx });
+            let next = self.collect_changes(rx).await?;
+            if next.is_empty() {
+                return Ok(Some((chunk, rows, bytes)));
+            }
+            let (s, d) = (storage.clone(), dropped.clone());
+            let done = std::mem::replace(&mut chunk, next);
+            let (written, r, b) = self
+                .checkpoint_writer
+                .run(move || -> Result<(bool, Diff, u64), Error> {
+                    let done = checkpoint::consolidate(done);
+                    let (r, b) = checkpoint::measure(&done);
+                    Ok((s.write_checkpoint_chunk(id, t, &done, || still_wanted(&d, id))?, r, b))
+                })
+                .await
+                .ok_or_else(stopped)??;
+            if !written {
+                return Ok(None);
+            }
+            rows += r;
+            bytes += b;
+        }
     }
 
     /// Every worker's part of a checkpoint read, as changes.

@@ -699,7 +699,8 @@ fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle, afte
         (Some(e), None) => e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()),
         (Some(e), Some(after)) => {
             use timely::dataflow::operators::vec::Filter;
-            e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone()).inner.filter(move |(_, t, _): &(EvalError, Timestamp, Diff)| *t > after).as_collection()
+            let errors = e.import(scope).as_collection(|k: &EvalError, _v: &()| k.clone());
+            errors.inner.filter(move |(_, t, _): &(EvalError, Timestamp, Diff)| *t > after).as_collection()
         }
         (None, _) => empty(scope),
     }

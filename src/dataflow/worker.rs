@@ -400,21 +400,21 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
 fn seed_checkpoint(state: &mut WorkerState, id: GlobalId, frontier: Timestamp, retract_at: Option<Timestamp>, rows: Arc<Vec<(Row, Diff)>>) {
     let Some(at) = state.seeds.iter().position(|(owner, _)| *owner == id) else { return };
     let (owner, mut seed) = state.seeds.swap_remove(at);
+    // A seed not before the load timestamp seeds nothing (the input just
+    // closes).
+    if retract_at.is_some_and(|at| frontier >= at) {
+        return;
+    }
+    seed.advance_to(frontier);
+    feed_share(state, &mut seed, &rows, 1);
     match retract_at {
-        None => {
-            seed.advance_to(frontier);
-            feed_share(state, &mut seed, &rows, 1);
-        }
-        // A checkpoint not before the load timestamp seeds nothing (the
-        // input just closes).
-        Some(retract_at) if frontier < retract_at => {
-            seed.advance_to(frontier);
-            feed_share(state, &mut seed, &rows, 1);
+        Some(at) => {
             seed.advance_to(frontier + 1);
             seed.flush();
-            state.retracting.push((owner, seed, retract_at, rows));
+            state.retracting.push((owner, seed, at, rows));
         }
-        Some(_) => {}
+        // Dropping the input flushes and closes it.
+        None => drop(seed),
     }
 }
 
@@ -563,7 +563,7 @@ macro_rules! keys_into {
 
 /// Contents of a row arrangement (rows are keys) at `time`.
 fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
-    keys_where!(trace, |t: &Timestamp| *t <= time, RowRef::to_row)
+    read_rows_from(trace, time, None, usize::MAX).0
 }
 
 /// A checkpoint read of `id` at `time` is complete: its handle is held at
