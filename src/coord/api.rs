@@ -44,4 +44,39 @@ pub struct Session {
     pub(crate) txn: Option<crate::coord::txn::Txn>,
     /// Session variables set with `SET`.
     pub vars: std::collections::BTreeMap<String, String>,
+    /// Who connected, to which database, under which process id (what
+    /// `current_user`, `current_database()` and `pg_backend_pid()` say).
+    pub user: String,
+    pub database: String,
+    pub backend_pid: i32,
+}
+
+impl Session {
+    /// Sets who the session belongs to (from the start-up message).
+    pub fn identify(&mut self, user: &str, database: &str, application_name: &str, backend_pid: i32) {
+        self.user = if user.is_empty() { "ripple".into() } else { user.to_string() };
+        self.database = if database.is_empty() { self.user.clone() } else { database.to_string() };
+        self.backend_pid = backend_pid;
+        if !application_name.is_empty() {
+            self.vars.insert("application_name".into(), application_name.to_string());
+        }
+    }
+
+    /// What a statement of this session knows of it.
+    pub fn info(&self) -> crate::sql::SessionInfo {
+        let mut settings: std::collections::BTreeMap<String, String> = crate::coord::settings::SETTINGS
+            .iter()
+            .map(|s| (s.name.to_string(), s.default.to_string()))
+            .collect();
+        settings.insert("session_authorization".into(), self.user.clone());
+        for (k, v) in &self.vars {
+            settings.insert(k.clone(), v.clone());
+        }
+        crate::sql::SessionInfo {
+            user: if self.user.is_empty() { "ripple".into() } else { self.user.clone() },
+            database: if self.database.is_empty() { "ripple".into() } else { self.database.clone() },
+            backend_pid: self.backend_pid,
+            settings,
+        }
+    }
 }

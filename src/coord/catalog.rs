@@ -6,7 +6,13 @@ use crate::expr::relation::IndexRef;
 use crate::expr::RelationExpr;
 use crate::planner::IndexCatalog;
 use crate::repr::{GlobalId, RelationDesc};
-use crate::sql::{CatalogEntry, ItemKind, SqlCatalog};
+use crate::coord::system;
+use crate::expr::func::catalog::CatalogSnapshot;
+use crate::repr::Error;
+use crate::sql::binder_names::{SYSTEM_SCHEMAS, USER_SCHEMA};
+use crate::sql::{CatalogEntry, ItemKind, SessionInfo, SqlCatalog};
+use std::cell::Cell;
+use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,6 +44,10 @@ pub struct Item {
     pub index: Option<(GlobalId, Vec<usize>)>,
     /// Indexes whose arrangements this item's dataflow imports.
     pub imports: Vec<GlobalId>,
+    /// A table's PRIMARY KEY and UNIQUE constraints.
+    pub keys: Vec<crate::sql::UniqueKey>,
+    /// For an index: whether it is a unique index.
+    pub unique: bool,
 }
 
 #[derive(Default)]
@@ -105,15 +115,27 @@ impl Catalog {
 }
 
 /// The catalog as the binder sees it; records every item it resolves so
-/// that dependencies are known.
+/// that dependencies are known, and whether the statement read the system
+/// catalog (its relations or its functions).
 pub struct BindCatalog<'a> {
     pub catalog: &'a Catalog,
+    pub session: SessionInfo,
     pub resolved: RefCell<Vec<GlobalId>>,
+    /// The statement's snapshot of the catalog, built when first needed.
+    snapshot: RefCell<Option<Arc<CatalogSnapshot>>>,
+    /// Whether the statement read a system relation or catalog function.
+    pub read_system: Cell<bool>,
 }
 
 impl<'a> BindCatalog<'a> {
-    pub fn new(catalog: &'a Catalog) -> Self {
-        BindCatalog { catalog, resolved: RefCell::new(Vec::new()) }
+    pub fn new(catalog: &'a Catalog, session: SessionInfo) -> Self {
+        BindCatalog {
+            catalog,
+            session,
+            resolved: RefCell::new(Vec::new()),
+            snapshot: RefCell::new(None),
+            read_system: Cell::new(false),
+        }
     }
 
     pub fn dependencies(&self) -> Vec<GlobalId> {
@@ -122,10 +144,24 @@ impl<'a> BindCatalog<'a> {
         d.dedup();
         d
     }
-}
 
-impl SqlCatalog for BindCatalog<'_> {
-    fn resolve(&self, name: &str) -> Option<CatalogEntry> {
+    /// The schemas an unqualified name is looked up in: `pg_catalog`
+    /// first unless the search path names it, then the path's existing
+    /// schemas.
+    pub fn search_path(&self) -> Vec<String> {
+        let path = self.session.settings.get("search_path").cloned().unwrap_or_default();
+        let mut out: Vec<String> = path
+            .split(',')
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .filter(|s| s == USER_SCHEMA || SYSTEM_SCHEMAS.contains(&s.as_str()))
+            .collect();
+        if !out.iter().any(|s| s == "pg_catalog") {
+            out.insert(0, "pg_catalog".into());
+        }
+        out
+    }
+
+    fn user_item(&self, name: &str) -> Option<CatalogEntry> {
         let item = self.catalog.by_name(name)?;
         self.resolved.borrow_mut().push(item.id);
         Some(CatalogEntry {
@@ -134,7 +170,43 @@ impl SqlCatalog for BindCatalog<'_> {
             kind: item.kind,
             desc: item.desc.clone(),
             view_plan: if item.kind == ItemKind::View { item.plan.clone() } else { None },
+            system: false,
         })
+    }
+
+    fn system_relation(&self, schema: &str, name: &str) -> Option<CatalogEntry> {
+        let rel = system::find(schema, name)?;
+        self.read_system.set(true);
+        let ctx = system::Ctx { catalog: self.catalog, session: &self.session };
+        Some(system::entry(rel, &ctx))
+    }
+}
+
+impl SqlCatalog for BindCatalog<'_> {
+    fn resolve_in(&self, schema: Option<&str>, name: &str) -> Result<Option<CatalogEntry>, Error> {
+        let lookup = |s: &str| match s {
+            USER_SCHEMA => self.user_item(name),
+            s => self.system_relation(s, name),
+        };
+        Ok(match schema {
+            Some(s) if s == USER_SCHEMA || SYSTEM_SCHEMAS.contains(&s) => lookup(s),
+            Some(_) => None,
+            None => self.search_path().iter().find_map(|s| lookup(s)),
+        })
+    }
+
+    fn snapshot(&self) -> Arc<CatalogSnapshot> {
+        self.read_system.set(true);
+        let mut slot = self.snapshot.borrow_mut();
+        slot.get_or_insert_with(|| Arc::new(system::snapshot(self.catalog, &self.session, self.search_path()))).clone()
+    }
+
+    fn session(&self) -> &SessionInfo {
+        &self.session
+    }
+
+    fn note_catalog_read(&self) {
+        self.read_system.set(true);
     }
 }
 

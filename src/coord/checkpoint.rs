@@ -147,6 +147,8 @@ mod tests {
             plan: None,
             index: None,
             imports: vec![],
+            keys: vec![],
+            unique: false,
         }
     }
 

@@ -19,6 +19,8 @@ mod checkpoint;
 mod commit;
 mod copy;
 mod recovery;
+pub(crate) mod settings;
+mod system;
 pub(crate) mod txn;
 mod unique;
 
@@ -238,7 +240,7 @@ impl Coordinator {
             let stmt = stmts.first().ok_or_else(|| Error::Storage(format!("empty catalog record {}", rec.id)))?;
             let mut params = Params::default();
             let (plan, deps) = {
-                let bc = BindCatalog::new(&state.catalog);
+                let bc = BindCatalog::new(&state.catalog, Session::default().info());
                 let plan = sql::bind_statement(&bc, stmt, &mut params)?;
                 (plan, bc.dependencies())
             };
@@ -625,14 +627,14 @@ impl Coordinator {
     /// Describes a statement for the extended protocol.
     pub async fn describe(
         &self,
-        _session: &Session,
+        session: &Session,
         stmt: &Statement,
         param_types: &[Option<ScalarType>],
     ) -> Result<StatementDesc, Error> {
         let state = self.state.lock().await;
         let mut params = Params { types: param_types.to_vec(), values: None };
         let plan = {
-            let bc = BindCatalog::new(&state.catalog);
+            let bc = BindCatalog::new(&state.catalog, session.info());
             sql::bind_statement(&bc, stmt, &mut params)?
         };
         let columns = match &plan {
@@ -779,8 +781,15 @@ impl Coordinator {
             p.types[i] = datum_type(d);
         }
         let (plan, deps) = {
-            let bc = BindCatalog::new(&state.catalog);
+            let bc = BindCatalog::new(&state.catalog, session.info());
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
+            // A view would keep the catalog as of its creation.
+            if bc.read_system.get() && matches!(plan, Plan::CreateView { .. } | Plan::CreateIndex { .. }) {
+                return Err(Error::FeatureNotSupported(
+                    "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported"
+                        .into(),
+                ));
+            }
             (plan, bc.dependencies())
         };
         if p.types.len() > params.len() && params.is_empty() {
@@ -871,6 +880,19 @@ impl Coordinator {
                 state.write(session, vec![(table, updates)])?;
                 Ok(ExecuteResponse::Command { tag: "DELETE".into(), rows: Some(n) })
             }
+            Plan::Truncate { tables } => {
+                let ts = self.read_ts(&state, session, writing);
+                let mut updates = Vec::new();
+                for (table, get) in tables {
+                    let get = Self::with_own_writes(&state, session, get);
+                    let rx = state.read(get, ts);
+                    let rows = self.collect(rx).await?;
+                    updates.push((table, rows.into_iter().map(|r| (r, -1)).collect()));
+                }
+                state.write(session, updates)?;
+                Ok(ExecuteResponse::Command { tag: "TRUNCATE TABLE".into(), rows: None })
+            }
+            Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::CreateTable { ref name, if_not_exists, .. }
             | Plan::CreateView { ref name, if_not_exists, .. } => {
                 let name = name.clone();
@@ -1000,14 +1022,55 @@ impl Coordinator {
                         rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
                         rows
                     }
+                    ShowKind::Variable(name) if name == "all" => {
+                        let info = session.info();
+                        settings::SETTINGS
+                            .iter()
+                            .map(|s| {
+                                let v = info.settings.get(s.name).cloned().unwrap_or_default();
+                                vec![Datum::Text(s.name.into()), Datum::Text(v), Datum::Text(s.description.into())]
+                            })
+                            .collect()
+                    }
                     ShowKind::Variable(name) => {
-                        let value = session.vars.get(name).cloned().unwrap_or_else(|| default_var(name));
+                        let key = settings::canonical(name);
+                        if settings::find(&key).is_none() {
+                            return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
+                        }
+                        let value = session.info().settings.get(&key).cloned().unwrap_or_default();
                         vec![vec![Datum::Text(value)]]
                     }
                 };
                 Ok(ExecuteResponse::Rows { desc: show_desc(&kind), rows })
             }
+            Plan::ResetVariable { name } => {
+                match name {
+                    None => session.vars.retain(|k, _| k == "application_name"),
+                    Some(name) => {
+                        let key = settings::canonical(&name);
+                        if settings::find(&key).is_none() {
+                            return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
+                        }
+                        session.vars.remove(&key);
+                    }
+                }
+                Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
+            }
             Plan::SetVariable { name, value } => {
+                let name = settings::canonical(&name);
+                match settings::find(&name) {
+                    None => {
+                        return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
+                    }
+                    Some(s) if s.read_only => {
+                        return Err(Error::InvalidParameter(format!("parameter \"{name}\" cannot be changed")));
+                    }
+                    Some(_) => {}
+                }
+                if value.eq_ignore_ascii_case("default") {
+                    session.vars.remove(&name);
+                    return Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None });
+                }
                 if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
                     return Err(Error::InvalidParameter(format!(
                         "invalid value for parameter \"transaction_isolation\": \"{value}\""
@@ -1044,6 +1107,27 @@ impl Coordinator {
                     self.commits.wait(ts).await?;
                 }
                 Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None })
+            }
+            Plan::Savepoint { name } => {
+                let txn = session.txn.as_mut().ok_or_else(|| {
+                    Error::NoActiveTransaction("SAVEPOINT can only be used in transaction blocks".into())
+                })?;
+                txn.savepoint(name);
+                Ok(ExecuteResponse::Command { tag: "SAVEPOINT".into(), rows: None })
+            }
+            Plan::ReleaseSavepoint { name } => {
+                let txn = session.txn.as_mut().ok_or_else(|| {
+                    Error::NoActiveTransaction("RELEASE SAVEPOINT can only be used in transaction blocks".into())
+                })?;
+                txn.release(&name)?;
+                Ok(ExecuteResponse::Command { tag: "RELEASE".into(), rows: None })
+            }
+            Plan::RollbackTo { name } => {
+                let txn = session.txn.as_mut().ok_or_else(|| {
+                    Error::NoActiveTransaction("ROLLBACK TO SAVEPOINT can only be used in transaction blocks".into())
+                })?;
+                txn.rollback_to(&name)?;
+                Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
             Plan::Rollback => {
                 session.in_transaction = false;
@@ -1458,12 +1542,24 @@ impl State {
             _ => {}
         }
         let item = match plan {
-            Plan::CreateTable { desc, .. } => {
+            Plan::CreateTable { desc, unique, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
                 if let Some(plan) = self.resume.as_mut() {
                     plan.table(id);
                 }
-                Item { id, name: name.into(), kind: ItemKind::Table, desc, create_sql, depends_on: deps, plan: None, index: None, imports: vec![] }
+                Item {
+                    id,
+                    name: name.into(),
+                    kind: ItemKind::Table,
+                    desc,
+                    create_sql,
+                    depends_on: deps,
+                    plan: None,
+                    index: None,
+                    imports: vec![],
+                    keys: unique,
+                    unique: false,
+                }
             }
             Plan::CreateView { query, desc, materialized, .. } => {
                 let mut imports = vec![];
@@ -1505,9 +1601,21 @@ impl State {
                     })));
                 }
                 let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
-                Item { id, name: name.into(), kind, desc, create_sql, depends_on: deps, plan: Some(query), index: None, imports }
+                Item {
+                    id,
+                    name: name.into(),
+                    kind,
+                    desc,
+                    create_sql,
+                    depends_on: deps,
+                    plan: Some(query),
+                    index: None,
+                    imports,
+                    keys: vec![],
+                    unique: false,
+                }
             }
-            Plan::CreateIndex { on, key, .. } => {
+            Plan::CreateIndex { on, key, unique, .. } => {
                 let desc = self.catalog.items.get(&on).map(|i| i.desc.clone()).unwrap_or_default();
                 self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
                     id,
@@ -1530,6 +1638,8 @@ impl State {
                     plan: None,
                     index: Some((on, key)),
                     imports: vec![],
+                    keys: vec![],
+                    unique,
                 }
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),
@@ -1750,24 +1860,12 @@ fn show_desc(kind: &ShowKind) -> RelationDesc {
                 ColumnType::new(ScalarType::Text, false),
             ],
         ),
+        ShowKind::Variable(name) if name == "all" => text_desc(&["name", "setting", "description"]),
         ShowKind::Variable(name) => text_desc(&[name.as_str()]),
         _ => text_desc(&["name"]),
     }
 }
 
-fn default_var(name: &str) -> String {
-    match name {
-        "server_version" => "15.0 (ripple)",
-        "server_encoding" | "client_encoding" => "UTF8",
-        "datestyle" => "ISO, MDY",
-        "timezone" => "UTC",
-        "transaction_isolation" | "transaction isolation level" => "strict serializable",
-        "standard_conforming_strings" => "on",
-        "integer_datetimes" => "on",
-        _ => "",
-    }
-    .to_string()
-}
 
 /// What a statement needs from the write path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1784,7 +1882,9 @@ impl StmtClass {
     fn of(stmt: &Statement) -> StmtClass {
         match stmt {
             Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => StmtClass::TxnControl,
-            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => StmtClass::Write { ddl: false },
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Truncate(_) => {
+                StmtClass::Write { ddl: false }
+            }
             Statement::CreateTable(_)
             | Statement::CreateView(_)
             | Statement::CreateIndex(_)
@@ -1809,6 +1909,11 @@ fn verb(stmt: &Statement) -> String {
 /// and holds go, and only ROLLBACK or COMMIT are accepted until its end.
 fn abort(session: &mut Session) {
     if let Some(txn) = session.txn.as_mut() {
-        *txn = Txn { read_only: txn.read_only, failed: true, ..Default::default() };
+        if txn.savepoints.is_empty() {
+            *txn = Txn { read_only: txn.read_only, failed: true, ..Default::default() };
+        } else {
+            // ROLLBACK TO a savepoint can still recover the transaction.
+            txn.failed = true;
+        }
     }
 }

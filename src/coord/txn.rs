@@ -20,7 +20,7 @@
 use super::catalog::Catalog;
 use super::unique::PendingKeys;
 use crate::expr::RelationExpr;
-use crate::repr::{Diff, GlobalId, Row, Timestamp};
+use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 use crate::sql::ItemKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -42,6 +42,17 @@ pub struct Txn {
     pub writes: BTreeMap<GlobalId, Vec<(Row, Diff)>>,
     /// Unique-key changes of the buffered writes, checked per statement.
     pub keys: PendingKeys,
+    /// `SAVEPOINT`s, oldest first: each name with the writes and key
+    /// changes buffered when it was set.
+    pub savepoints: Vec<Savepoint>,
+}
+
+/// What `ROLLBACK TO SAVEPOINT` restores.
+#[derive(Debug)]
+pub struct Savepoint {
+    pub name: String,
+    writes: BTreeMap<GlobalId, Vec<(Row, Diff)>>,
+    keys: PendingKeys,
 }
 
 impl Txn {
@@ -51,6 +62,39 @@ impl Txn {
 
     pub fn has_writes(&self) -> bool {
         self.writes.values().any(|w| !w.is_empty())
+    }
+
+    /// `SAVEPOINT name`.
+    pub fn savepoint(&mut self, name: String) {
+        self.savepoints.push(Savepoint { name, writes: self.writes.clone(), keys: self.keys.clone() });
+    }
+
+    /// The position of the newest savepoint called `name`.
+    fn find(&self, name: &str) -> Result<usize, Error> {
+        self.savepoints
+            .iter()
+            .rposition(|s| s.name == name)
+            .ok_or_else(|| Error::InvalidSavepoint(format!("savepoint \"{name}\" does not exist")))
+    }
+
+    /// `RELEASE SAVEPOINT name`: forgets it and every later one.
+    pub fn release(&mut self, name: &str) -> Result<(), Error> {
+        let i = self.find(name)?;
+        self.savepoints.truncate(i);
+        Ok(())
+    }
+
+    /// `ROLLBACK TO SAVEPOINT name`: the writes as they were when it was
+    /// set; later savepoints go, it stays, and a failed transaction is
+    /// usable again.
+    pub fn rollback_to(&mut self, name: &str) -> Result<(), Error> {
+        let i = self.find(name)?;
+        self.savepoints.truncate(i + 1);
+        let sp = &self.savepoints[i];
+        self.writes = sp.writes.clone();
+        self.keys = sp.keys.clone();
+        self.failed = false;
+        Ok(())
     }
 
     /// Buffers a statement's (already checked) updates.

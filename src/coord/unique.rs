@@ -179,7 +179,7 @@ impl UniqueKeys {
 
 /// The key changes of a transaction's statements so far, checked but not
 /// yet recorded in `UniqueKeys` (dropped on rollback).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PendingKeys {
     deltas: HashMap<(GlobalId, usize), HashMap<Row, Diff>>,
 }

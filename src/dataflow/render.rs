@@ -357,6 +357,21 @@ fn render_uncached<'s, T: RenderTime>(
             let (ok, err) = render(scope, input, ctx, locals);
             (ok.negate(), err)
         }
+        RelationExpr::FlatMap { input, func, exprs, with_ordinality } => {
+            // Row by row: each input row becomes the rows of its call (an
+            // error of the call is one error in the error collection).
+            let (ok, err) = render(scope, input, ctx, locals);
+            let (func, exprs, ord) = (func.clone(), exprs.clone(), *with_ordinality);
+            let results = ok.flat_map(move |row| {
+                let datums = row.unpack();
+                match crate::expr::relation::flat_map_row(&datums, &func, &exprs, ord) {
+                    Ok(rows) => rows.into_iter().map(|r| Ok(Row::from_datums(r))).collect::<Vec<_>>(),
+                    Err(e) => vec![Err(e)],
+                }
+            });
+            let (ok2, err2) = split_results(results);
+            (ok2, err.concat(err2))
+        }
     }
 }
 

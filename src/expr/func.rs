@@ -8,7 +8,9 @@
 //! types, so each function dispatches on matching datum variants.
 
 pub mod arrays;
+pub mod catalog;
 mod datetime;
+pub mod table;
 mod math;
 pub mod strings;
 
@@ -68,6 +70,12 @@ pub enum UnaryFunc {
     /// `to_jsonb(anyelement)` (and the conversion of `jsonb_build_*`
     /// arguments).
     ToJsonb,
+    /// `quote_ident(text)`.
+    QuoteIdent,
+    /// `quote_literal(text)`.
+    QuoteLiteral,
+    /// `quote_nullable(text)`: `NULL` for NULL.
+    QuoteNullable,
     /// `to_timestamp(double precision)`.
     ToTimestamp,
     /// `cardinality(anyarray)`: the number of elements.
@@ -106,6 +114,9 @@ pub enum BinaryFunc {
     /// `text LIKE pattern` (the pattern escaped with backslashes).
     Like,
     ILike,
+    /// `~` and `~*`: a POSIX regular expression match (Rust's `regex`
+    /// syntax, which covers the patterns clients send).
+    RegexMatch { case_insensitive: bool },
     /// `like_escape(pattern, escape)`: rewrites an ESCAPE clause's pattern
     /// to backslash escapes.
     LikeEscape,
@@ -209,7 +220,7 @@ impl StatementTimeFunc {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VariadicFunc {
     And,
     Or,
@@ -247,6 +258,18 @@ pub enum VariadicFunc {
     ArraySlice { lower: bool, upper: bool },
     /// `array_replace(anyarray, from, to)`.
     ArrayReplace,
+    /// A function that reads the system catalog, evaluated against the
+    /// statement's snapshot of it (`func::catalog`).
+    Catalog(catalog::CatalogFunc, catalog::SnapshotRef),
+}
+
+/// A timestamp or timestamptz plus an interval.
+pub(crate) fn datetime_add(d: Datum, iv: &crate::repr::Interval) -> Result<Datum, EvalError> {
+    match d {
+        Datum::Timestamp(ts) => Ok(Datum::Timestamp(datetime::add_interval(ts, iv)?)),
+        Datum::TimestampTz(ts) => Ok(Datum::TimestampTz(datetime::add_interval(ts.naive_utc(), iv)?.and_utc())),
+        other => Err(EvalError::Internal(format!("cannot add an interval to {other:?}"))),
+    }
 }
 
 fn int_range_error(ty: &str) -> EvalError {
@@ -329,7 +352,10 @@ impl UnaryFunc {
             IsFalse => Datum::Bool(d == Datum::Bool(false)),
             IsNotTrue => Datum::Bool(d != Datum::Bool(true)),
             IsNotFalse => Datum::Bool(d != Datum::Bool(false)),
+            QuoteNullable if d.is_null() => Datum::Text("NULL".into()),
             _ if d.is_null() => Datum::Null,
+            QuoteIdent => Datum::Text(catalog::quote_ident(text_ref(&d)?)),
+            QuoteLiteral | QuoteNullable => Datum::Text(strings::quote_literal(text_ref(&d)?)),
             ToJsonb => Datum::Jsonb(Box::new(to_jsonb(&d))),
             Not => Datum::Bool(!d.as_bool().unwrap_or(false)),
             Neg => match d {
@@ -411,7 +437,10 @@ impl UnaryFunc {
             Not => t(ScalarType::Bool),
             Neg | Abs => t(input.scalar.unconstrained()),
             Cast { to, .. } => t(to.clone()),
-            Upper | Lower | BpcharToText | Reverse | Initcap | Chr | JsonbTypeof => t(ScalarType::Text),
+            Upper | Lower | BpcharToText | Reverse | Initcap | Chr | JsonbTypeof | QuoteIdent | QuoteLiteral => {
+                t(ScalarType::Text)
+            }
+            QuoteNullable => ColumnType::new(ScalarType::Text, false),
             Length | OctetLength | Ascii | JsonbArrayLength => t(ScalarType::Int32),
             Sqrt | Cbrt | Exp | Ln | Log10 | Floor | Ceil | Sign | Trunc | Round => t(input.scalar.unconstrained()),
             JustifyDays | JustifyHours | JustifyInterval => t(ScalarType::Interval),
@@ -568,6 +597,13 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
                 T::Float64 => Datum::Float64(v as f64),
                 T::Numeric { .. } => Datum::Numeric(Decimal::from(v)),
                 T::Bool => Datum::Bool(v != 0),
+                // Postgres reads a negative int4 as the unsigned OID with
+                // the same bits; wider values must fit.
+                T::Oid | T::Reg(_) => match v {
+                    v if (0..=u32::MAX as i64).contains(&v) => Datum::Int64(v),
+                    v if matches!(d, Datum::Int16(_) | Datum::Int32(_)) => Datum::Int64(v + (1i64 << 32)),
+                    _ => return Err(EvalError::OutOfRange("OID out of range".into())),
+                },
                 _ => return Err(bad_cast(&d, t)),
             }
         }
@@ -881,6 +917,9 @@ impl BinaryFunc {
                 (a, b) => Err(EvalError::Internal(format!("log({a:?}, {b:?})"))),
             },
             Like | ILike => Ok(Datum::Bool(strings::like(text_ref(&l)?, text_ref(&r)?, *self == ILike)?)),
+            RegexMatch { case_insensitive } => {
+                Ok(Datum::Bool(strings::regex_match(text_ref(&l)?, text_ref(&r)?, *case_insensitive)?))
+            }
             LikeEscape => Ok(Datum::Text(strings::like_escape(text_ref(&l)?, text_ref(&r)?)?)),
             StrPos => Ok(Datum::Int32(strings::strpos(text_ref(&l)?, text_ref(&r)?))),
             StartsWith => Ok(Datum::Bool(text_ref(&l)?.starts_with(text_ref(&r)?))),
@@ -948,6 +987,8 @@ impl BinaryFunc {
             IsDistinctFrom => "IS DISTINCT FROM",
             Like => "~~",
             ILike => "~~*",
+            RegexMatch { case_insensitive: false } => "~",
+            RegexMatch { case_insensitive: true } => "~*",
             JsonbGet => "->",
             JsonbGetText => "->>",
             JsonbContains | ArrayContains => "@>",
@@ -1007,7 +1048,7 @@ impl BinaryFunc {
         let numeric = T::Numeric { precision: None, scale: None };
         let scalar = match self {
             f if f.is_comparison() => T::Bool,
-            Like | ILike | StartsWith | JsonbContains | JsonbContainedBy | JsonbExists => T::Bool,
+            Like | ILike | RegexMatch { .. } | StartsWith | JsonbContains | JsonbContainedBy | JsonbExists => T::Bool,
             ArrayContains | ArrayContainedBy | ArrayOverlap | AnyElement(_) | AllElements(_) => T::Bool,
             ArrayIndex => a.element_type().cloned().unwrap_or(T::Text),
             ArrayLength | ArrayLower | ArrayUpper | ArrayPosition => T::Int32,
@@ -1222,6 +1263,13 @@ impl VariadicFunc {
                     _ => Err(EvalError::Internal("array_to_string arguments".into())),
                 }
             }
+            Catalog(f, snap) => {
+                let mut vals = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    vals.push(e.eval(row)?);
+                }
+                f.eval(&snap.0, &vals)
+            }
             ArraySlice { .. } | ArrayReplace => {
                 let mut vals = Vec::with_capacity(exprs.len());
                 for e in exprs {
@@ -1305,6 +1353,7 @@ impl VariadicFunc {
             ),
             Replace | SplitPart | Lpad | Rpad | Translate => ColumnType::new(ScalarType::Text, any_null),
             StatementTime(f) => ColumnType::new(f.output_type(), false),
+            Catalog(f, _) => ColumnType::new(f.output_type(), any_null || f.may_return_null()),
             JsonbBuildArray | JsonbBuildObject => ColumnType::new(ScalarType::Jsonb, false),
             ArrayCreate => ColumnType::new(first.array_of(), false),
             ArrayToString => {
@@ -1335,6 +1384,7 @@ impl fmt::Display for VariadicFunc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             VariadicFunc::StatementTime(t) => f.write_str(t.name().trim_end_matches("()")),
+            VariadicFunc::Catalog(c, _) => f.write_str(c.name()),
             other => write!(f, "{}", format!("{other:?}").to_lowercase()),
         }
     }

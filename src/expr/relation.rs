@@ -9,6 +9,7 @@
 
 use crate::expr::agg::AggregateExpr;
 use crate::expr::scalar::ScalarExpr;
+use crate::expr::func::table::TableFunc;
 use crate::expr::window::WindowFunc;
 use crate::repr::{ColumnType, Datum, Diff, EvalError, GlobalId, Row, ScalarType};
 use std::collections::BTreeSet;
@@ -69,6 +70,10 @@ pub enum RelationExpr {
     /// Appends the value of a window function over each row's partition
     /// (rows equal on `partition`), in `order`.
     Window { input: Box<RelationExpr>, partition: Vec<usize>, order: Vec<ColumnOrder>, func: WindowFunc },
+    /// A set-returning function applied to every input row: each row is
+    /// followed by each row of `func(exprs)` (and, `with_ordinality`, its
+    /// 1-based position); a row whose call yields nothing is dropped.
+    FlatMap { input: Box<RelationExpr>, func: TableFunc, exprs: Vec<ScalarExpr>, with_ordinality: bool },
     /// A recursive query (`WITH RECURSIVE name AS (base UNION [ALL] step)`),
     /// evaluated as Postgres does: the working table starts as `base`
     /// (without duplicates when `distinct`), each round evaluates `step`
@@ -169,6 +174,14 @@ impl RelationExpr {
                 t.push(ColumnType::new(func.output_type(&scalars), func.nullable()));
                 t
             }
+            RelationExpr::FlatMap { input, func, with_ordinality, .. } => {
+                let mut t = input.typ();
+                t.extend(func.columns().into_iter().map(|(_, c)| c));
+                if *with_ordinality {
+                    t.push(ColumnType::new(ScalarType::Int64, false));
+                }
+                t
+            }
             RelationExpr::Reduce { input, group_key, aggregates } => {
                 let t = input.typ();
                 let mut out: Vec<ColumnType> = group_key.iter().map(|c| t[*c].clone()).collect();
@@ -228,6 +241,15 @@ impl RelationExpr {
                 RelationExpr::Project { input, outputs } => rows(input)?
                     .map(|rs| rs.into_iter().map(|(r, d)| (outputs.iter().map(|c| r[*c].clone()).collect(), d)).collect()),
                 RelationExpr::Negate { input } => rows(input)?.map(|rs| rs.into_iter().map(|(r, d)| (r, -d)).collect()),
+                RelationExpr::FlatMap { input, func, exprs, with_ordinality } => rows(input)?.and_then(|rs| {
+                    let mut out = Vec::new();
+                    for (r, d) in rs {
+                        for row in flat_map_row(&r, func, exprs, *with_ordinality)? {
+                            out.push((row, d));
+                        }
+                    }
+                    Ok(out)
+                }),
                 RelationExpr::Union { inputs } => {
                     let mut out = Vec::new();
                     for i in inputs {
@@ -289,6 +311,10 @@ impl RelationExpr {
                 input.visit_scalars_mut(f);
                 aggregates.iter_mut().for_each(|a| f(&mut a.expr));
             }
+            RelationExpr::FlatMap { input, exprs, .. } => {
+                input.visit_scalars_mut(f);
+                exprs.iter_mut().for_each(|s| f(s));
+            }
             RelationExpr::Union { inputs } => inputs.iter_mut().for_each(|i| i.visit_scalars_mut(f)),
         }
     }
@@ -306,6 +332,7 @@ impl RelationExpr {
             | RelationExpr::Distinct { input }
             | RelationExpr::Threshold { input }
             | RelationExpr::Window { input, .. }
+            | RelationExpr::FlatMap { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter().collect(),
         }
@@ -324,6 +351,7 @@ impl RelationExpr {
             | RelationExpr::Distinct { input }
             | RelationExpr::Threshold { input }
             | RelationExpr::Window { input, .. }
+            | RelationExpr::FlatMap { input, .. }
             | RelationExpr::Negate { input } => vec![input],
             RelationExpr::Join { inputs, .. } | RelationExpr::Union { inputs } => inputs.iter_mut().collect(),
         }
@@ -339,9 +367,9 @@ impl RelationExpr {
     pub fn is_linear(&self) -> bool {
         let own = match self {
             RelationExpr::Get { .. } | RelationExpr::Project { .. } | RelationExpr::Union { .. } | RelationExpr::Negate { .. } => true,
-            RelationExpr::Map { scalars: exprs, .. } | RelationExpr::Filter { predicates: exprs, .. } => {
-                exprs.iter().all(|e| e.statement_time_func().is_none())
-            }
+            RelationExpr::Map { scalars: exprs, .. }
+            | RelationExpr::Filter { predicates: exprs, .. }
+            | RelationExpr::FlatMap { exprs, .. } => exprs.iter().all(|e| e.statement_time_func().is_none()),
             _ => false,
         };
         own && self.children().into_iter().all(RelationExpr::is_linear)
@@ -515,6 +543,12 @@ impl RelationExpr {
             }
             RelationExpr::Threshold { input } => {
                 let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
+                input.explain_into(out, depth + 1);
+            }
+            RelationExpr::FlatMap { input, func, exprs, with_ordinality } => {
+                let args: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
+                let ord = if *with_ordinality { " with ordinality" } else { "" };
+                let _ = writeln!(out, "{pad}FlatMap {}({}){ord}", func.name(), args.join(", "));
                 input.explain_into(out, depth + 1);
             }
             RelationExpr::Window { input, partition, order, func } => {
@@ -702,4 +736,29 @@ mod tests {
         };
         assert!(!RelationExpr::Map { input: Box::new(get(1)), scalars: vec![now] }.is_linear());
     }
+}
+
+/// The rows a `FlatMap` makes of one input row: the row followed by each
+/// row of the function's result (and its position, with ordinality).
+pub fn flat_map_row(
+    row: &[Datum],
+    func: &TableFunc,
+    exprs: &[ScalarExpr],
+    with_ordinality: bool,
+) -> Result<Vec<Vec<Datum>>, EvalError> {
+    let mut args = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        args.push(e.eval(row)?);
+    }
+    let produced = func.eval(&args)?;
+    let mut out = Vec::with_capacity(produced.len());
+    for (i, cols) in produced.into_iter().enumerate() {
+        let mut r = row.to_vec();
+        r.extend(cols);
+        if with_ordinality {
+            r.push(Datum::Int64(i as i64 + 1));
+        }
+        out.push(r);
+    }
+    Ok(out)
 }

@@ -95,6 +95,12 @@ fn input_demands(expr: &RelationExpr, demand: &[bool]) -> Vec<Vec<bool>> {
             mark(&mut d, predicates);
             vec![d]
         }
+        FlatMap { input, exprs, .. } => {
+            let mut d = demand[..input.arity().min(demand.len())].to_vec();
+            d.resize(input.arity(), true);
+            mark(&mut d, exprs);
+            vec![d]
+        }
         Project { input, outputs } => {
             let mut d = vec![false; input.arity()];
             for (i, &c) in outputs.iter().enumerate() {

@@ -160,6 +160,7 @@ fn map_children(expr: RelationExpr, f: &mut dyn FnMut(RelationExpr) -> RelationE
         Negate { input } => Negate { input: Box::new(f(*input)) },
         Threshold { input } => Threshold { input: Box::new(f(*input)) },
         Window { input, partition, order, func } => Window { input: Box::new(f(*input)), partition, order, func },
+        FlatMap { input, func, exprs, with_ordinality } => FlatMap { input: Box::new(f(*input)), func, exprs, with_ordinality },
         // Base and step are optimized separately: nothing moves across the
         // recursion boundary (a filter above the node stays above it).
         Recursive { id, name, types, base, step, distinct } => {

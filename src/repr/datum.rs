@@ -266,6 +266,17 @@ impl Datum {
             ScalarType::Uuid => Datum::Uuid(parse_uuid(text).ok_or_else(invalid)?),
             ScalarType::Jsonb => Datum::Jsonb(Box::new(Jsonb::parse(text)?)),
             ScalarType::Array(elem) => Datum::Array(array::parse_array(text, elem)?),
+            // An OID; an alias type's name needs the catalog, which the
+            // binder consults (`sql::catalog_funcs`) before it gets here.
+            ScalarType::Oid | ScalarType::Reg(_) => {
+                let v: i64 = t.parse().map_err(|_| invalid())?;
+                if !(i32::MIN as i64..=u32::MAX as i64).contains(&v) {
+                    return Err(EvalError::OutOfRange(format!("value \"{text}\" is out of range for type oid")));
+                }
+                Datum::Int64(if v < 0 { v + (1i64 << 32) } else { v })
+            }
+            ScalarType::Name => Datum::Text(truncate_bytes(text, 63).to_string()),
+            ScalarType::PgChar => Datum::Text(truncate_bytes(text, 1).to_string()),
         })
     }
 
@@ -655,4 +666,17 @@ mod tests {
         assert_eq!(Datum::Int32(2).sql_cmp(&Datum::Numeric(Decimal::new(15, 1))), Ordering::Greater);
         assert_eq!(Datum::Float64(f64::NAN).sql_cmp(&Datum::Float64(1e300)), Ordering::Greater);
     }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a
+/// character boundary (how Postgres truncates `name` and `"char"`).
+pub fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }

@@ -62,6 +62,11 @@ pub enum SqlState {
     SerializationFailure,
     BadCopyFileFormat,
     CharacterNotInRepertoire,
+    InvalidSchemaName,
+    InsufficientPrivilege,
+    InvalidRegularExpression,
+    NoActiveSqlTransaction,
+    InvalidSavepointSpecification,
 }
 
 impl SqlState {
@@ -123,6 +128,11 @@ impl SqlState {
             SqlState::SerializationFailure => "40001",
             SqlState::BadCopyFileFormat => "22P04",
             SqlState::CharacterNotInRepertoire => "22021",
+            SqlState::InvalidSchemaName => "3F000",
+            SqlState::InsufficientPrivilege => "42501",
+            SqlState::InvalidRegularExpression => "2201B",
+            SqlState::NoActiveSqlTransaction => "25P01",
+            SqlState::InvalidSavepointSpecification => "3B001",
         }
     }
 }
@@ -190,6 +200,22 @@ pub enum EvalError {
     /// (see `dataflow::recursive::ITERATION_LIMIT`).
     #[error("recursive query \"{name}\" exceeded the iteration limit of {limit}")]
     RecursionLimit { name: String, limit: u64 },
+    /// A name read into an OID alias type (`'t'::regclass`) that names
+    /// nothing: `relation "t" does not exist` (42P01).
+    #[error("{0}")]
+    UndefinedTable(String),
+    /// `type "x" does not exist`, `role "x" does not exist` (42704).
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// `function "f" does not exist` (42883).
+    #[error("{0}")]
+    UndefinedFunction(String),
+    /// `schema "s" does not exist` (3F000).
+    #[error("{0}")]
+    InvalidSchemaName(String),
+    /// A pattern `~` cannot compile (2201B).
+    #[error("{0}")]
+    InvalidRegularExpression(String),
 }
 
 impl EvalError {
@@ -252,6 +278,11 @@ impl EvalError {
             EvalError::StackDepthExceeded | EvalError::RecursionLimit { .. } => SqlState::StatementTooComplex,
             EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
             EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
+            EvalError::UndefinedTable(_) => SqlState::UndefinedTable,
+            EvalError::UndefinedObject(_) => SqlState::UndefinedObject,
+            EvalError::UndefinedFunction(_) => SqlState::UndefinedFunction,
+            EvalError::InvalidSchemaName(_) => SqlState::InvalidSchemaName,
+            EvalError::InvalidRegularExpression(_) => SqlState::InvalidRegularExpression,
         }
     }
 }
@@ -361,6 +392,18 @@ pub enum Error {
     /// error's.
     #[error("{error}")]
     WithContext { error: Box<Error>, context: String },
+    /// `schema "s" does not exist` (3F000).
+    #[error("{0}")]
+    InvalidSchemaName(String),
+    /// DDL or writes on the system catalog, which ripple computes (42501).
+    #[error("{0}")]
+    InsufficientPrivilege(String),
+    /// A statement that needs a transaction block outside one (25P01).
+    #[error("{0}")]
+    NoActiveTransaction(String),
+    /// `savepoint "s" does not exist` (3B001).
+    #[error("{0}")]
+    InvalidSavepoint(String),
 }
 
 impl Error {
@@ -405,6 +448,10 @@ impl Error {
             Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
             Error::CharacterNotInRepertoire(_) => SqlState::CharacterNotInRepertoire,
             Error::WithContext { error, .. } => error.sqlstate(),
+            Error::InvalidSchemaName(_) => SqlState::InvalidSchemaName,
+            Error::InsufficientPrivilege(_) => SqlState::InsufficientPrivilege,
+            Error::NoActiveTransaction(_) => SqlState::NoActiveSqlTransaction,
+            Error::InvalidSavepoint(_) => SqlState::InvalidSavepointSpecification,
         }
     }
 

@@ -21,7 +21,7 @@ pub use error::{Error, EvalError, SqlState};
 pub use interval::Interval;
 pub use jsonb::Jsonb;
 pub use row::{Row, RowRef};
-pub use types::{ColumnType, RelationDesc, ScalarType};
+pub use types::{ColumnType, RegKind, RelationDesc, ScalarType};
 
 /// A logical timestamp: milliseconds since the Unix epoch, strictly increasing
 /// per write (see the timestamp oracle in `coord`).

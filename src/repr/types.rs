@@ -36,10 +36,56 @@ pub enum ScalarType {
     /// A one-dimensional array (lower bound 1) of the element type, which is
     /// never itself an array.
     Array(Box<ScalarType>),
+    /// `oid`: an unsigned 32-bit object identifier (held as `Datum::Int64`).
+    Oid,
+    /// The OID alias types (`regclass`, `regtype`, ...): an OID, held as
+    /// `Datum::Int64`, whose text form is the object's name. Converting
+    /// between the name and the OID needs the catalog, so the binder
+    /// binds those conversions (`sql::catalog_funcs`); the values compare
+    /// and sort as OIDs.
+    Reg(RegKind),
+    /// `name`: a 63-byte identifier string (a `Datum::Text`).
+    Name,
+    /// `"char"`: a single-byte internal type (a `Datum::Text`).
+    PgChar,
+}
+
+/// The OID alias types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RegKind {
+    Class,
+    Type,
+    Proc,
+    Namespace,
+    Role,
+}
+
+impl RegKind {
+    pub fn typname(&self) -> &'static str {
+        match self {
+            RegKind::Class => "regclass",
+            RegKind::Type => "regtype",
+            RegKind::Proc => "regproc",
+            RegKind::Namespace => "regnamespace",
+            RegKind::Role => "regrole",
+        }
+    }
+
+    pub fn oid(&self) -> u32 {
+        match self {
+            RegKind::Class => 2205,
+            RegKind::Type => 2206,
+            RegKind::Proc => 24,
+            RegKind::Namespace => 4089,
+            RegKind::Role => 4096,
+        }
+    }
+
+    pub const ALL: [RegKind; 5] = [RegKind::Class, RegKind::Type, RegKind::Proc, RegKind::Namespace, RegKind::Role];
 }
 
 /// The element types ripple has, each with its array type's OID.
-const ARRAY_OIDS: [(ScalarType, u32); 17] = [
+const ARRAY_OIDS: [(ScalarType, u32); 21] = [
     (ScalarType::Bool, 1000),
     (ScalarType::Int16, 1005),
     (ScalarType::Int32, 1007),
@@ -57,7 +103,20 @@ const ARRAY_OIDS: [(ScalarType, u32); 17] = [
     (ScalarType::Bytea, 1001),
     (ScalarType::Uuid, 2951),
     (ScalarType::Jsonb, 3807),
+    (ScalarType::Oid, 1028),
+    (ScalarType::Name, 1003),
+    (ScalarType::PgChar, 1002),
+    (ScalarType::Reg(RegKind::Class), 2210),
 ];
+
+/// Every type ripple has (unconstrained), element types then their
+/// array types: the rows of `pg_type`.
+pub fn builtin_types() -> Vec<ScalarType> {
+    let mut out: Vec<ScalarType> = ARRAY_OIDS.iter().map(|(t, _)| t.clone()).collect();
+    out.extend(RegKind::ALL.iter().skip(1).map(|k| ScalarType::Reg(*k)));
+    out.extend(ARRAY_OIDS.iter().map(|(t, _)| t.array_of()));
+    out
+}
 
 /// The largest fractional-second precision of timestamps and intervals.
 pub const MAX_TIMESTAMP_PRECISION: u8 = 6;
@@ -87,6 +146,10 @@ impl ScalarType {
             ScalarType::Bytea => 17,
             ScalarType::Uuid => 2950,
             ScalarType::Jsonb => 3802,
+            ScalarType::Oid => 26,
+            ScalarType::Reg(k) => k.oid(),
+            ScalarType::Name => 19,
+            ScalarType::PgChar => 18,
             ScalarType::Array(elem) => {
                 let elem = elem.unconstrained();
                 ARRAY_OIDS.iter().find(|(t, _)| *t == elem).map(|(_, oid)| *oid).unwrap_or(0)
@@ -114,6 +177,12 @@ impl ScalarType {
             17 => ScalarType::Bytea,
             2950 => ScalarType::Uuid,
             3802 => ScalarType::Jsonb,
+            26 => ScalarType::Oid,
+            19 => ScalarType::Name,
+            18 => ScalarType::PgChar,
+            oid if RegKind::ALL.iter().any(|k| k.oid() == oid) => {
+                ScalarType::Reg(*RegKind::ALL.iter().find(|k| k.oid() == oid)?)
+            }
             oid => {
                 let (elem, _) = ARRAY_OIDS.iter().find(|(_, o)| *o == oid)?;
                 ScalarType::Array(Box::new(elem.clone()))
@@ -141,7 +210,9 @@ impl ScalarType {
         match self {
             ScalarType::Bool => 1,
             ScalarType::Int16 => 2,
-            ScalarType::Int32 | ScalarType::Float32 | ScalarType::Date => 4,
+            ScalarType::Int32 | ScalarType::Float32 | ScalarType::Date | ScalarType::Oid | ScalarType::Reg(_) => 4,
+            ScalarType::PgChar => 1,
+            ScalarType::Name => 64,
             ScalarType::Int64
             | ScalarType::Float64
             | ScalarType::Timestamp { .. }
@@ -168,9 +239,17 @@ impl ScalarType {
         self.is_integer() || self.is_float() || self.is_numeric()
     }
 
-    /// text, varchar or char.
+    /// text, varchar, char, name or "char".
     pub fn is_string(&self) -> bool {
-        matches!(self, ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. })
+        matches!(
+            self,
+            ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar
+        )
+    }
+
+    /// `oid` or an OID alias type (`regclass`...).
+    pub fn is_oid(&self) -> bool {
+        matches!(self, ScalarType::Oid | ScalarType::Reg(_))
     }
 
     /// The same type without modifiers (`numeric(10,2)` → `numeric`), used to
@@ -250,6 +329,10 @@ impl ScalarType {
             ScalarType::Bytea => "bytea",
             ScalarType::Uuid => "uuid",
             ScalarType::Jsonb => "jsonb",
+            ScalarType::Oid => "oid",
+            ScalarType::Reg(k) => k.typname(),
+            ScalarType::Name => "name",
+            ScalarType::PgChar => "char",
         }
     }
 
@@ -275,6 +358,10 @@ impl ScalarType {
             ScalarType::Bytea => "bytea",
             ScalarType::Uuid => "uuid",
             ScalarType::Jsonb => "jsonb",
+            ScalarType::Oid => "oid",
+            ScalarType::Reg(k) => k.typname(),
+            ScalarType::Name => "name",
+            ScalarType::PgChar => "\"char\"",
         })
     }
 }

@@ -197,6 +197,22 @@ impl Connection {
         }
     }
 
+    /// Tells the session who its client is, once (the start-up message's
+    /// user, database and application name, and the backend process id).
+    async fn identify<C: ClientInfo>(&self, client: &C) {
+        let mut session = self.session.lock().await;
+        if session.user.is_empty() {
+            let md = client.metadata();
+            let get = |k: &str| md.get(k).map(String::as_str).unwrap_or("");
+            session.identify(
+                get(pgwire::api::METADATA_USER),
+                get(pgwire::api::METADATA_DATABASE),
+                get(pgwire::api::METADATA_APPLICATION_NAME),
+                client.pid_and_secret_key().0,
+            );
+        }
+    }
+
     /// Describes a statement with the parameter types its client declared.
     async fn describe(
         &self,
@@ -381,6 +397,7 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.identify(&*client).await;
         if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
             return Err(PgWireError::NotReadyForQuery);
         }
@@ -440,6 +457,7 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.identify(&*client).await;
         let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
@@ -483,6 +501,7 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.identify(&*client).await;
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let columns = match message.target_type {
             TARGET_TYPE_BYTE_STATEMENT => {
@@ -563,6 +582,7 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.identify(&*client).await;
         if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
             return Err(PgWireError::NotReadyForQuery);
         }

@@ -240,7 +240,11 @@ fn encode_datum(
             let v = datum.as_exact().ok_or_else(|| mismatch(datum, ty))?;
             enc.encode_field_with_type_and_format(&v, &pg, f, options)
         }
-        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => match datum {
+        ScalarType::Oid | ScalarType::Reg(_) => {
+            let v = u32::try_from(int(datum)?).map_err(|_| mismatch(datum, ty))?;
+            enc.encode_field_with_type_and_format(&v.to_be_bytes().as_slice(), &pg, f, options)
+        }
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => match datum {
             Datum::Text(s) => enc.encode_field_with_type_and_format(&s.as_str(), &pg, f, options),
             d => enc.encode_field_with_type_and_format(&d.to_string(), &pg, f, options),
         },
@@ -314,6 +318,7 @@ pub fn decode_binary_bytes(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
         }
         ScalarType::Bytea => Datum::Bytea(raw.to_vec()),
         ScalarType::Uuid => Datum::Uuid(raw.try_into().ok()?),
+        ScalarType::Oid | ScalarType::Reg(_) => Datum::Int64(u32::from_be_bytes(raw.try_into().ok()?) as i64),
         ScalarType::Jsonb => {
             let (version, text) = raw.split_first()?;
             if *version != 1 {
@@ -400,7 +405,7 @@ pub fn decode_binary_param<S: Clone>(
             .parameter::<rust_decimal::Decimal>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Numeric),
-        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => portal
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => portal
             .parameter::<String>(idx, &pg)
             .map_err(bad)?
             .map(Datum::Text),

@@ -51,6 +51,28 @@ pub fn object_name(name: &ObjectName) -> String {
     }
 }
 
+/// A possibly schema-qualified object name, case-folded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QualifiedName {
+    pub schema: Option<String>,
+    pub name: String,
+}
+
+impl std::fmt::Display for QualifiedName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.schema {
+            Some(s) => write!(f, "{s}.{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// The schemas that hold the system catalog's relations.
+pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
+
+/// The schema that holds every user object (ripple has no other yet).
+pub const USER_SCHEMA: &str = "public";
+
 /// Binds one statement.
 pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Statement, params: &mut Params) -> Result<Plan, Error> {
     let now = chrono::Utc::now();
@@ -65,10 +87,11 @@ impl Binder<'_> {
         match stmt {
             Statement::Query(q) => {
                 let block = self.bind_query(q)?;
-                Ok(Plan::Select { query: block.expr, desc: block.desc, finishing: block.finishing })
+                let (query, desc) = self.named_outputs(block.expr, block.desc);
+                Ok(Plan::Select { query, desc, finishing: block.finishing })
             }
             Statement::CreateTable(ct) => {
-                let name = object_name(&ct.name);
+                let name = self.creation_name(&ct.name)?;
                 if ct.query.is_some() {
                     return Err(Error::FeatureNotSupported("CREATE TABLE AS is not supported yet".into()));
                 }
@@ -128,7 +151,7 @@ impl Binder<'_> {
                 Ok(Plan::CreateTable { name, desc: RelationDesc::new(names, types), if_not_exists: ct.if_not_exists, unique })
             }
             Statement::CreateView(cv) => {
-                let name = object_name(&cv.name);
+                let name = self.creation_name(&cv.name)?;
                 let block = self.bind_query(&cv.query)?;
                 let mut desc = block.desc.clone();
                 if !cv.columns.is_empty() {
@@ -153,8 +176,9 @@ impl Binder<'_> {
                 })
             }
             Statement::CreateIndex(ci) => {
-                let on_name = object_name(&ci.table_name);
-                let entry = self.resolve(&on_name)?;
+                let entry = self.resolve_object(&ci.table_name)?;
+                Self::check_writable(&entry)?;
+                let on_name = entry.name.clone();
                 if !matches!(entry.kind, ItemKind::Table | ItemKind::MaterializedView) {
                     return Err(Error::WrongObjectType(format!(
                         "cannot create index on relation \"{on_name}\": it is a {}",
@@ -179,7 +203,7 @@ impl Binder<'_> {
                     )));
                 }
                 Ok(Plan::CreateIndex {
-                    name: ci.name.as_ref().map(object_name),
+                    name: ci.name.as_ref().map(|n| self.creation_name(n)).transpose()?,
                     on: entry.id,
                     on_name,
                     key,
@@ -201,7 +225,30 @@ impl Binder<'_> {
                     ObjectType::Index => ItemKind::Index,
                     other => return Err(Error::FeatureNotSupported(format!("DROP {other} is not supported"))),
                 };
-                Ok(Plan::Drop { kind, names: names.iter().map(object_name).collect(), if_exists: *if_exists, cascade: *cascade })
+                let mut targets = Vec::new();
+                for n in names {
+                    let q = self.qualified(n)?;
+                    match q.schema.as_deref() {
+                        None | Some(USER_SCHEMA) => {
+                            // An unqualified name that finds a system
+                            // relation first may not drop it.
+                            if let Some(e) = self.catalog.resolve_in(q.schema.as_deref(), &q.name)? {
+                                Self::check_writable(&e)?;
+                            }
+                            targets.push(q.name)
+                        }
+                        Some(s) if SYSTEM_SCHEMAS.contains(&s) => {
+                            match self.catalog.resolve_in(Some(s), &q.name)? {
+                                Some(e) => Self::check_writable(&e)?,
+                                None if *if_exists => {}
+                                None => return Err(Error::UndefinedTable(q.to_string())),
+                            }
+                        }
+                        Some(_) if *if_exists => {}
+                        Some(s) => return Err(Error::InvalidSchemaName(format!("schema \"{s}\" does not exist"))),
+                    }
+                }
+                Ok(Plan::Drop { kind, names: targets, if_exists: *if_exists, cascade: *cascade })
             }
             Statement::ShowTables { .. } => Ok(Plan::Show(ShowKind::Tables)),
             Statement::ShowViews { materialized, .. } => {
@@ -248,8 +295,40 @@ impl Binder<'_> {
                 ast::Set::SetNames { charset_name, .. } => {
                     Ok(Plan::SetVariable { name: "client_encoding".into(), value: charset_name.to_string() })
                 }
-                other => Ok(Plan::SetVariable { name: other.to_string(), value: String::new() }),
+                // SET TRANSACTION ..., SET ROLE ...: accepted; ripple has
+                // one isolation level per session setting and no roles.
+                _ => Ok(Plan::SessionCleanup { tag: "SET".into() }),
             },
+            Statement::Truncate(t) => {
+                let mut tables = Vec::new();
+                for target in &t.table_names {
+                    let entry = self.resolve_table(&target.name)?;
+                    let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
+                    if !tables.iter().any(|(id, _)| *id == entry.id) {
+                        tables.push((entry.id, get));
+                    }
+                }
+                Ok(Plan::Truncate { tables })
+            }
+            Statement::Analyze(a) => {
+                if let Some(name) = &a.table_name {
+                    self.resolve_object(name)?;
+                }
+                Ok(Plan::Maintenance { tag: "ANALYZE".into() })
+            }
+            Statement::Vacuum(v) => {
+                if let Some(name) = &v.table_name {
+                    self.resolve_object(name)?;
+                }
+                Ok(Plan::Maintenance { tag: "VACUUM".into() })
+            }
+            Statement::Reset(r) => Ok(Plan::ResetVariable {
+                name: match &r.reset {
+                    ast::Reset::ALL => None,
+                    ast::Reset::SessionAuthorization => Some("session_authorization".into()),
+                    ast::Reset::ConfigurationParameter(n) => Some(n.to_string().to_lowercase()),
+                },
+            }),
             Statement::StartTransaction { modes, .. } => Ok(Plan::StartTransaction {
                 read_only: modes.iter().any(|m| {
                     matches!(m, ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly))
@@ -260,7 +339,10 @@ impl Binder<'_> {
             }),
             Statement::Discard { .. } => Ok(Plan::SessionCleanup { tag: "DISCARD ALL".into() }),
             Statement::Commit { .. } => Ok(Plan::Commit),
+            Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackTo { name: ident(name) }),
             Statement::Rollback { .. } => Ok(Plan::Rollback),
+            Statement::Savepoint { name } => Ok(Plan::Savepoint { name: ident(name) }),
+            Statement::ReleaseSavepoint { name } => Ok(Plan::ReleaseSavepoint { name: ident(name) }),
             other => Err(Error::FeatureNotSupported(format!(
                 "statement not supported yet: {}",
                 other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
@@ -268,15 +350,91 @@ impl Binder<'_> {
         }
     }
 
-    pub fn resolve(&self, name: &str) -> Result<CatalogEntry, Error> {
-        self.catalog.resolve(name).ok_or_else(|| Error::UndefinedTable(name.to_string()))
+    /// A result's OID alias columns (`regclass`...) as the names they
+    /// print as: their text form needs the catalog, which the server that
+    /// encodes rows does not have. They are sent as text.
+    pub fn named_outputs(&self, expr: RelationExpr, mut desc: RelationDesc) -> (RelationExpr, RelationDesc) {
+        if !desc.types.iter().any(|t| matches!(t.scalar, ScalarType::Reg(_))) {
+            return (expr, desc);
+        }
+        let n = desc.arity();
+        let mut scalars = Vec::with_capacity(n);
+        for (i, t) in desc.types.iter_mut().enumerate() {
+            let col = ScalarExpr::Column(i);
+            scalars.push(match self.reg_cast(col, &t.scalar, &ScalarType::Text) {
+                Ok(named) => {
+                    t.scalar = ScalarType::Text;
+                    named
+                }
+                Err(col) => col,
+            });
+        }
+        let map = RelationExpr::Map { input: Box::new(expr), scalars };
+        (RelationExpr::Project { input: Box::new(map), outputs: (n..2 * n).collect() }, desc)
+    }
+
+    /// `[database.][schema.]name` as written: the schema's object, or the
+    /// first on the search path; 42P01 naming it as written if none.
+    pub fn qualified(&self, name: &ObjectName) -> Result<QualifiedName, Error> {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| match p {
+                ast::ObjectNamePart::Identifier(id) => ident(id),
+                other => other.to_string().to_lowercase(),
+            })
+            .collect();
+        match parts.as_slice() {
+            [n] => Ok(QualifiedName { schema: None, name: n.clone() }),
+            [s, n] => Ok(QualifiedName { schema: Some(s.clone()), name: n.clone() }),
+            [db, s, n] => {
+                if *db != self.catalog.session().database {
+                    return Err(Error::FeatureNotSupported(format!(
+                        "cross-database references are not implemented: \"{db}.{s}.{n}\""
+                    )));
+                }
+                Ok(QualifiedName { schema: Some(s.clone()), name: n.clone() })
+            }
+            _ => Err(Error::Syntax(format!("improper qualified name (too many dotted names): {name}"))),
+        }
+    }
+
+    /// The relation a (possibly qualified) name refers to.
+    pub fn resolve_object(&self, name: &ObjectName) -> Result<CatalogEntry, Error> {
+        let q = self.qualified(name)?;
+        self.catalog.resolve_in(q.schema.as_deref(), &q.name)?.ok_or_else(|| Error::UndefinedTable(q.to_string()))
+    }
+
+    /// The name of an object a DDL statement creates: unqualified or in
+    /// `public`; the system schemas cannot be written (42501) and other
+    /// schemas do not exist (3F000).
+    pub fn creation_name(&self, name: &ObjectName) -> Result<String, Error> {
+        let q = self.qualified(name)?;
+        match q.schema.as_deref() {
+            None | Some(USER_SCHEMA) => Ok(q.name),
+            Some(s) if SYSTEM_SCHEMAS.contains(&s) => {
+                Err(Error::InsufficientPrivilege(format!("permission denied to create \"{q}\"")))
+            }
+            Some(s) => Err(Error::InvalidSchemaName(format!("schema \"{s}\" does not exist"))),
+        }
+    }
+
+    /// Refuses to change a relation of the system catalog (42501).
+    pub fn check_writable(entry: &CatalogEntry) -> Result<(), Error> {
+        if entry.system {
+            return Err(Error::InsufficientPrivilege(format!(
+                "permission denied: \"{}\" is a system catalog",
+                entry.name
+            )));
+        }
+        Ok(())
     }
 
     fn resolve_table(&self, name: &ObjectName) -> Result<CatalogEntry, Error> {
-        let n = object_name(name);
-        let entry = self.resolve(&n)?;
+        let entry = self.resolve_object(name)?;
+        Self::check_writable(&entry)?;
         if entry.kind != ItemKind::Table {
-            return Err(Error::WrongObjectType(format!("\"{n}\" is not a table")));
+            return Err(Error::WrongObjectType(format!("\"{}\" is not a table", entry.name)));
         }
         Ok(entry)
     }
@@ -491,7 +649,7 @@ fn unique_keys(
             }
             candidate
         });
-        out.push(UniqueKey { name, columns });
+        out.push(UniqueKey { name, columns, primary });
     }
     Ok(out)
 }

@@ -9,7 +9,7 @@
 
 use crate::expr::RelationExpr;
 use crate::repr::{Error, RelationDesc};
-use crate::sql::binder::{ident, object_name, Binder};
+use crate::sql::binder::{ident, Binder};
 use crate::sql::plan::{Finishing, ItemKind, Plan};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Ident, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -324,8 +324,8 @@ impl Binder<'_> {
         let given = GivenOptions::collect(options, legacy)?;
         match source {
             CopySource::Table { table_name, columns } => {
-                let name = object_name(table_name);
-                let entry = self.resolve(&name)?;
+                let entry = self.resolve_object(table_name)?;
+                let name = entry.name.clone();
                 if entry.kind != ItemKind::Table {
                     let kind = match entry.kind {
                         ItemKind::View => "view",

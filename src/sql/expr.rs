@@ -117,7 +117,10 @@ impl Binder<'_> {
     /// Coerces a bound expression to `target` (implicitly).
     pub fn coerce(&mut self, b: Bound, target: &ScalarType) -> Result<ScalarExpr, Error> {
         match b.unknown {
-            Some(Unknown::Text(s)) => Ok(ScalarExpr::Literal(Datum::parse(&s, target)?, target.clone())),
+            Some(Unknown::Text(s)) => match target {
+                ScalarType::Reg(k) => Ok(ScalarExpr::Literal(self.reg_literal(*k, &s)?, target.clone())),
+                _ => Ok(ScalarExpr::Literal(Datum::parse(&s, target)?, target.clone())),
+            },
             Some(Unknown::Null) => Ok(ScalarExpr::Literal(Datum::Null, target.clone())),
             Some(Unknown::EmptyArray) if target.is_array() => Ok(ScalarExpr::Literal(Datum::Array(Vec::new()), target.clone())),
             Some(Unknown::EmptyArray) => {
@@ -147,7 +150,11 @@ impl Binder<'_> {
                 if ty == *target || (ty.unconstrained() == target.unconstrained() && !target.has_length_or_scale()) {
                     Ok(b.expr)
                 } else {
-                    Ok(b.expr.call_unary(UnaryFunc::Cast { to: target.clone(), explicit: false }))
+                    let expr = match self.reg_cast(b.expr, &ty, target) {
+                        Ok(converted) => return Ok(converted),
+                        Err(expr) => expr,
+                    };
+                    Ok(expr.call_unary(UnaryFunc::Cast { to: target.clone(), explicit: false }))
                 }
             }
         }
@@ -180,6 +187,16 @@ impl Binder<'_> {
                 }
             }
             Expr::Nested(inner) => self.bind_expr(inner, ctx),
+            // Ripple compares strings by code point, which is what the
+            // C and default collations mean here.
+            Expr::Collate { expr, collation } => {
+                let c = collation.to_string().to_lowercase().replace('"', "");
+                let c = c.strip_prefix("pg_catalog.").unwrap_or(&c);
+                if !matches!(c, "default" | "c" | "posix" | "ucs_basic") {
+                    return Err(Error::FeatureNotSupported(format!("collation \"{c}\" is not supported")));
+                }
+                self.bind_expr(expr, ctx)
+            }
             Expr::Value(v) => self.bind_value(&v.value),
             Expr::Array(a) => self.bind_array_constructor(&a.elem, ctx),
             Expr::CompoundFieldAccess { root, access_chain } => self.bind_subscripts(root, access_chain, ctx),
@@ -201,7 +218,10 @@ impl Binder<'_> {
                 if !castable(&from, &to) {
                     return Err(Error::CannotCoerce(format!("cannot cast type {} to {}", from.name(), to.name())));
                 }
-                let expr = b.expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true });
+                let expr = match self.reg_cast(b.expr, &from, &to) {
+                    Ok(converted) => converted,
+                    Err(expr) => expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: true }),
+                };
                 Ok(Bound::typed(expr, to, nullable))
             }
             Expr::UnaryOp { op, expr } => {
@@ -541,6 +561,53 @@ impl Binder<'_> {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
                 self.bind_operator(&op.to_string(), l, r)
+            }
+            B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch => {
+                let l = self.bind_expr(left, ctx)?;
+                let r = self.bind_expr(right, ctx)?;
+                self.bind_operator(&op.to_string(), l, r)
+            }
+            // `OPERATOR(pg_catalog.~)`: the operator, which lives in pg_catalog.
+            B::PGCustomBinaryOperator(parts) => {
+                let (schema, name) = match parts.as_slice() {
+                    [name] => (None, name.as_str()),
+                    [schema, name] => (Some(schema.as_str()), name.as_str()),
+                    _ => return Err(Error::Syntax(format!("improper qualified name: {op}"))),
+                };
+                if schema.is_some_and(|s| !s.eq_ignore_ascii_case("pg_catalog")) {
+                    return Err(Error::InvalidSchemaName(format!("schema \"{}\" does not exist", schema.unwrap_or_default())));
+                }
+                let plain = match name {
+                    "=" => Some(B::Eq),
+                    "<>" | "!=" => Some(B::NotEq),
+                    "<" => Some(B::Lt),
+                    "<=" => Some(B::LtEq),
+                    ">" => Some(B::Gt),
+                    ">=" => Some(B::GtEq),
+                    "~" => Some(B::PGRegexMatch),
+                    "~*" => Some(B::PGRegexIMatch),
+                    "!~" => Some(B::PGRegexNotMatch),
+                    "!~*" => Some(B::PGRegexNotIMatch),
+                    "~~" => Some(B::PGLikeMatch),
+                    "~~*" => Some(B::PGILikeMatch),
+                    "!~~" => Some(B::PGNotLikeMatch),
+                    "!~~*" => Some(B::PGNotILikeMatch),
+                    "||" => Some(B::StringConcat),
+                    "+" => Some(B::Plus),
+                    "-" => Some(B::Minus),
+                    "*" => Some(B::Multiply),
+                    "/" => Some(B::Divide),
+                    "%" => Some(B::Modulo),
+                    _ => None,
+                };
+                match plain {
+                    Some(p) => self.bind_binary(left, &p, right, ctx),
+                    None => {
+                        let l = self.bind_expr(left, ctx)?;
+                        let r = self.bind_expr(right, ctx)?;
+                        self.bind_operator(name, l, r)
+                    }
+                }
             }
             B::PGLikeMatch | B::PGILikeMatch | B::PGNotLikeMatch | B::PGNotILikeMatch => {
                 let ci = matches!(op, B::PGILikeMatch | B::PGNotILikeMatch);

@@ -201,7 +201,7 @@ fn function_candidates(name: &str) -> Option<Vec<Sig>> {
         "repeat" => vec![sig(&[T::Text, T::Int32], T::Text, b(BinaryFunc::Repeat))],
         "lpad" | "rpad" => {
             let f = if name == "lpad" { VariadicFunc::Lpad } else { VariadicFunc::Rpad };
-            vec![sig(&[T::Text, T::Int32], T::Text, v(f)), sig(&[T::Text, T::Int32, T::Text], T::Text, v(f))]
+            vec![sig(&[T::Text, T::Int32], T::Text, v(f.clone())), sig(&[T::Text, T::Int32, T::Text], T::Text, v(f))]
         }
         "starts_with" => vec![sig(&[T::Text, T::Text], T::Bool, b(BinaryFunc::StartsWith))],
         "encode" => vec![sig(&[T::Bytea, T::Text], T::Text, b(BinaryFunc::Encode))],
@@ -336,6 +336,24 @@ fn operator_candidates(op: &str) -> Vec<Sig> {
             sig(&[T::Text, T::Text], T::Bool, b(BinaryFunc::ILike)),
             sig(&[T::Char { len: 1 }, T::Text], T::Bool, b(BinaryFunc::ILike)),
         ],
+        "~" | "~*" => {
+            let f = BinaryFunc::RegexMatch { case_insensitive: op == "~*" };
+            vec![sig(&[T::Text, T::Text], T::Bool, b(f)), sig(&[T::Char { len: 1 }, T::Text], T::Bool, b(f))]
+        }
+        "!~" | "!~*" => {
+            let build: fn(Vec<ScalarExpr>) -> ScalarExpr = if op == "!~" {
+                |mut a| {
+                    let r = arg(&mut a, 1);
+                    arg(&mut a, 0).call_binary(r, BinaryFunc::RegexMatch { case_insensitive: false }).call_unary(UnaryFunc::Not)
+                }
+            } else {
+                |mut a| {
+                    let r = arg(&mut a, 1);
+                    arg(&mut a, 0).call_binary(r, BinaryFunc::RegexMatch { case_insensitive: true }).call_unary(UnaryFunc::Not)
+                }
+            };
+            vec![sig(&[T::Text, T::Text], T::Bool, Imp::Build(build))]
+        }
         "->" => vec![
             sig(&[T::Jsonb, T::Text], T::Jsonb, b(BinaryFunc::JsonbGet)),
             sig(&[T::Jsonb, T::Int32], T::Jsonb, b(BinaryFunc::JsonbGet)),
@@ -648,7 +666,7 @@ impl Binder<'_> {
                 let r = it.next().ok_or_else(|| Error::Internal("missing argument".into()))?;
                 l.call_binary(r, *f)
             }
-            Imp::Variadic(f) => ScalarExpr::CallVariadic { func: *f, exprs },
+            Imp::Variadic(f) => ScalarExpr::CallVariadic { func: f.clone(), exprs },
             Imp::Build(f) => f(exprs),
             Imp::BinaryAs(f, t) => {
                 let mut it = exprs.into_iter().zip(&arg_types).map(|(x, xt)| {
@@ -665,6 +683,10 @@ impl Binder<'_> {
     /// Resolves and binds a call of a built-in function whose arguments are
     /// already bound.
     pub(crate) fn bind_builtin(&mut self, name: &str, args: Vec<Bound>) -> Result<Bound, Error> {
+        let args = match self.bind_catalog_function(name, args) {
+            Ok(result) => return result,
+            Err(args) => args,
+        };
         let types: Vec<Option<ScalarType>> = args.iter().map(|b| b.ty.clone()).collect();
         let not_found = || Error::UndefinedFunction(format!("function {name}({}) does not exist", type_list(&types)));
         // Functions with their own argument handling.

@@ -7,6 +7,7 @@
 
 mod arrays;
 mod binder;
+mod catalog_funcs;
 mod copy;
 mod expr;
 mod functions;
@@ -15,12 +16,20 @@ mod query;
 mod recursive;
 mod scope;
 mod subquery;
+mod table_funcs;
 mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
 pub use copy::{CopyFormat, CopyOptions};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
+pub use binder::QualifiedName;
+/// The schema names the binder knows.
+pub mod binder_names {
+    pub use super::binder::{SYSTEM_SCHEMAS, USER_SCHEMA};
+}
+pub use types::{category as type_category, is_preferred as type_is_preferred};
+pub use catalog_funcs::version_string;
 
 use crate::repr::{Error, GlobalId, RelationDesc};
 use sqlparser::ast::Statement;
@@ -35,13 +44,39 @@ pub struct CatalogEntry {
     pub kind: ItemKind,
     pub desc: RelationDesc,
     /// For a (non-materialized) view: its bound query, inlined where used.
+    /// For a system relation: its rows as of the statement, a constant.
     pub view_plan: Option<crate::expr::RelationExpr>,
+    /// A relation of `pg_catalog` or `information_schema`, computed from
+    /// the catalog: it can be read, not changed.
+    pub system: bool,
+}
+
+/// What a statement knows of its session: who and where it is, and the
+/// settings `current_setting` and the search path read.
+#[derive(Clone, Debug, Default)]
+pub struct SessionInfo {
+    pub user: String,
+    pub database: String,
+    /// `pg_backend_pid()`.
+    pub backend_pid: i32,
+    /// The session's settings, with every known setting present.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// Read-only access to the catalog for name resolution.
 pub trait SqlCatalog {
-    /// The relation or index called `name` (already case-folded).
-    fn resolve(&self, name: &str) -> Option<CatalogEntry>;
+    /// The relation or index `name` (already case-folded) in `schema`, or
+    /// through the search path when `schema` is `None`. An unknown schema
+    /// is an error (3F000 for DDL targets; a missing relation otherwise).
+    fn resolve_in(&self, schema: Option<&str>, name: &str) -> Result<Option<CatalogEntry>, Error>;
+    /// The catalog as of this statement, for the catalog functions.
+    fn snapshot(&self) -> std::sync::Arc<crate::expr::func::catalog::CatalogSnapshot>;
+    /// The session the statement runs in. Reading it marks the statement
+    /// as depending on its session, like reading the catalog does.
+    fn session(&self) -> &SessionInfo;
+    /// Records that the statement's result depends on its session or the
+    /// catalog (so it cannot define a view).
+    fn note_catalog_read(&self);
 }
 
 /// Parses a string of zero or more statements.

@@ -65,6 +65,8 @@ pub struct UniqueKey {
     /// The constraint's name (`t_pkey`, `t_a_key`) or the index's.
     pub name: String,
     pub columns: Vec<usize>,
+    /// A PRIMARY KEY (else UNIQUE or a unique index).
+    pub primary: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -93,6 +95,12 @@ pub enum Plan {
     },
     /// `selection` yields the rows to delete.
     Delete { table: GlobalId, table_name: String, selection: RelationExpr },
+    /// `TRUNCATE t, ...`: every row of each table, in one write.
+    Truncate { tables: Vec<(GlobalId, RelationExpr)> },
+    /// A maintenance statement with nothing to do in ripple (`VACUUM`,
+    /// `ANALYZE`: storage compacts itself and plans use no statistics);
+    /// its tables were checked to exist.
+    Maintenance { tag: String },
     Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing },
     /// `COPY table [(columns)] FROM STDIN`: `columns` are the table columns
     /// the data holds, in the data's order; the others get their default
@@ -105,6 +113,8 @@ pub enum Plan {
     Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Show(ShowKind),
     SetVariable { name: String, value: String },
+    /// `RESET name` (`None`: `RESET ALL`).
+    ResetVariable { name: Option<String> },
     /// `BEGIN` / `START TRANSACTION`, `read_only` for `READ ONLY`.
     StartTransaction { read_only: bool },
     /// `DEALLOCATE` / `DISCARD`: session-level cleanup a driver sends; the
@@ -112,4 +122,8 @@ pub enum Plan {
     SessionCleanup { tag: String },
     Commit,
     Rollback,
+    Savepoint { name: String },
+    ReleaseSavepoint { name: String },
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackTo { name: String },
 }

@@ -201,8 +201,12 @@ impl Binder<'_> {
                 Ok(plain_block(expr, prefix, desc))
             }
             SetExpr::Table(t) => {
-                let name = t.table_name.clone().unwrap_or_default().to_lowercase();
-                let (rel, scope) = self.bind_named_relation(&name, None)?;
+                let mut parts = Vec::new();
+                if let Some(s) = &t.schema_name {
+                    parts.push(ast::Ident::new(s.clone()));
+                }
+                parts.push(ast::Ident::new(t.table_name.clone().unwrap_or_default()));
+                let (rel, scope) = self.bind_named_relation(&ast::ObjectName::from(parts), None)?;
                 let desc = RelationDesc::new(
                     scope.items.iter().map(|i| i.name.clone()).collect(),
                     scope.items.iter().map(|i| i.typ.clone()).collect(),
@@ -282,13 +286,17 @@ impl Binder<'_> {
         Ok((union(parts.collect()), desc))
     }
 
-    /// A table, view, materialized view or CTE by name.
-    fn bind_named_relation(&mut self, n: &str, label: Option<&str>) -> Result<(RelationExpr, Scope), Error> {
+    /// A table, view, materialized view or CTE by (possibly qualified) name.
+    fn bind_named_relation(&mut self, name: &ast::ObjectName, label: Option<&str>) -> Result<(RelationExpr, Scope), Error> {
+        let q = self.qualified(name)?;
+        let n = q.name.as_str();
         let label = label.unwrap_or(n);
-        if let Some(cte) = self.ctes.iter().rev().find(|c| c.name == n) {
-            return Ok((cte.expr.clone(), Scope::from_names(Some(label), &cte.desc.names, &cte.desc.types)));
+        if q.schema.is_none() {
+            if let Some(cte) = self.ctes.iter().rev().find(|c| c.name == n) {
+                return Ok((cte.expr.clone(), Scope::from_names(Some(label), &cte.desc.names, &cte.desc.types)));
+            }
         }
-        let entry = self.resolve(n)?;
+        let entry = self.resolve_object(name)?;
         let scope = Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types);
         let expr = match entry.kind {
             ItemKind::Table | ItemKind::MaterializedView => {
@@ -304,13 +312,25 @@ impl Binder<'_> {
     /// it in the FROM clause, for LATERAL.
     fn bind_table_factor(&mut self, tf: &TableFactor, left: Option<&From>) -> Result<From, Error> {
         let (rel, mut scope, alias) = match tf {
-            TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    return Err(Error::FeatureNotSupported("table functions are not supported yet".into()));
+            TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. } => {
+                let fname = crate::sql::table_funcs::function_name(name)?;
+                let exprs = function_args_exprs(&args.args)?;
+                return self.bind_from_function(&fname, &exprs, alias.as_ref(), *with_ordinality, left);
+            }
+            TableFactor::Function { name, args, alias, with_ordinality, .. } => {
+                let fname = crate::sql::table_funcs::function_name(name)?;
+                let exprs = function_args_exprs(args)?;
+                return self.bind_from_function(&fname, &exprs, alias.as_ref(), *with_ordinality, left);
+            }
+            TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality, .. } => {
+                if array_exprs.len() != 1 {
+                    return Err(Error::FeatureNotSupported("unnest of several arrays is not supported yet".into()));
                 }
-                let n = object_name(name);
+                return self.bind_from_function("unnest", array_exprs, alias.as_ref(), *with_ordinality, left);
+            }
+            TableFactor::Table { name, alias, .. } => {
                 let label = alias.as_ref().map(|a| ident(&a.name));
-                let (rel, scope) = self.bind_named_relation(&n, label.as_deref())?;
+                let (rel, scope) = self.bind_named_relation(name, label.as_deref())?;
                 (rel, scope, alias)
             }
             TableFactor::Derived { lateral, subquery, alias, .. } => {
@@ -353,6 +373,115 @@ impl Binder<'_> {
         };
         rename_columns(&mut scope, alias.as_ref());
         Ok(From { rel, scope })
+    }
+
+    /// A function in FROM, over the items before it (`left`), which its
+    /// arguments may read (an implicit LATERAL, as in Postgres). The result
+    /// holds `left`'s columns, then the function's (and `ordinality`). A
+    /// function that returns one value per call gives one row.
+    fn bind_from_function(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        alias: Option<&ast::TableAlias>,
+        with_ordinality: bool,
+        left: Option<&From>,
+    ) -> Result<From, Error> {
+        let (input, mut scope) = match left {
+            Some(l) => (l.rel.clone(), l.scope.clone()),
+            None => (unit(), Scope::default()),
+        };
+        let mut bound = Vec::new();
+        {
+            let mut ctx = ExprCtx::new(&scope, "FROM");
+            for a in args {
+                bound.push(self.bind_expr(a, &mut ctx)?);
+            }
+        }
+        let label = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.to_string());
+        let (rel, mut names, mut types) = if crate::sql::table_funcs::is_table_function(name) {
+            let (func, exprs) = self.bind_table_function(name, bound)?;
+            let cols = func.columns();
+            let names: Vec<String> = if cols.len() == 1 {
+                vec![if name == "pg_partition_ancestors" { "relid".to_string() } else { label.clone() }]
+            } else {
+                cols.iter().map(|(n, _)| n.to_string()).collect()
+            };
+            let types = cols.into_iter().map(|(_, t)| t).collect();
+            (Self::flat_map(input, func, exprs, with_ordinality), names, types)
+        } else {
+            if with_ordinality {
+                return Err(Error::FeatureNotSupported(format!("WITH ORDINALITY on {name}() is not supported")));
+            }
+            // A scalar function in FROM is a one-row relation.
+            let b = self.bind_builtin(name, bound)?;
+            let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+            let t = ColumnType::new(ty.clone(), b.nullable);
+            let x = self.coerce(b, &ty)?;
+            (map(input, vec![x]), vec![label.clone()], vec![t])
+        };
+        if with_ordinality {
+            names.push("ordinality".into());
+            types.push(ColumnType::new(ScalarType::Int64, false));
+        }
+        let mut own = Scope::from_names(Some(&label), &names, &types);
+        rename_columns(&mut own, alias);
+        if let Some(l) = left {
+            check_new_label(&l.scope, &own)?;
+        }
+        scope.items.extend(own.items);
+        Ok(From { rel, scope })
+    }
+
+    /// Replaces each select item that is a call of a set-returning
+    /// function by a column of a `FlatMap` over the FROM relation.
+    fn select_list_functions(
+        &mut self,
+        mut rel: RelationExpr,
+        mut scope: Scope,
+        items: &mut [(Expr, String)],
+    ) -> Result<(RelationExpr, Scope), Error> {
+        let mut count = 0;
+        for (e, _) in items.iter_mut() {
+            let Expr::Function(f) = e else { continue };
+            if f.over.is_some() {
+                continue;
+            }
+            let name = crate::sql::table_funcs::function_name(&f.name)?;
+            if !crate::sql::table_funcs::is_table_function(&name) {
+                continue;
+            }
+            if count > 0 {
+                return Err(Error::FeatureNotSupported(
+                    "more than one set-returning function in a select list is not supported yet".into(),
+                ));
+            }
+            count += 1;
+            let args = crate::sql::table_funcs::call_args(f)?;
+            if args.iter().any(contains_aggregate) {
+                return Err(Error::FeatureNotSupported(
+                    "a set-returning function over aggregates is not supported yet".into(),
+                ));
+            }
+            let mut bound = Vec::new();
+            {
+                let mut ctx = ExprCtx::new(&scope, "SELECT");
+                for a in &args {
+                    bound.push(self.bind_expr(a, &mut ctx)?);
+                }
+            }
+            let (func, exprs) = self.bind_table_function(&name, bound)?;
+            let cols = func.columns();
+            if cols.len() != 1 {
+                return Err(Error::FeatureNotSupported(format!("{name} in a select list is not supported yet; use it in FROM")));
+            }
+            let hidden = format!("?{name}?");
+            let (_, t) = cols.into_iter().next().expect("one column");
+            scope.items.push(ScopeItem::new(None, hidden.clone(), t));
+            rel = Self::flat_map(rel, func, exprs, false);
+            *e = Expr::Identifier(ast::Ident::with_quote('"', hidden));
+        }
+        Ok((rel, scope))
     }
 
     /// A FROM item with its joins, joined onto `acc` (the items before it,
@@ -686,7 +815,7 @@ impl Binder<'_> {
             None => From { rel: filter(from.rel, pre), scope: from.scope },
         };
         let scope = from.scope.clone();
-        let mut rel = from.rel;
+        let rel = from.rel;
         // Expand the select list (wildcards) into (expr, name) pairs.
         let mut items: Vec<(Expr, String)> = Vec::new();
         for item in &s.projection {
@@ -718,6 +847,9 @@ impl Binder<'_> {
                 other => return Err(Error::FeatureNotSupported(format!("select item not supported: {other}"))),
             }
         }
+        // A set-returning function as a whole select item runs over the
+        // FROM rows (one output row per row it returns).
+        let (mut rel, scope) = self.select_list_functions(rel, scope, &mut items)?;
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.clone(),
             GroupByExpr::Expressions(..) => return Err(Error::FeatureNotSupported("GROUP BY modifiers are not supported yet".into())),
@@ -1097,7 +1229,25 @@ impl Binder<'_> {
 }
 
 fn is_lateral(tf: &TableFactor) -> bool {
-    matches!(tf, TableFactor::Derived { lateral: true, .. })
+    // A function in FROM is bound over the items before it (implicitly
+    // LATERAL), so it already holds them.
+    matches!(
+        tf,
+        TableFactor::Derived { lateral: true, .. }
+            | TableFactor::Table { args: Some(_), .. }
+            | TableFactor::Function { .. }
+            | TableFactor::UNNEST { .. }
+    )
+}
+
+/// The plain arguments of a function in FROM.
+fn function_args_exprs(args: &[ast::FunctionArg]) -> Result<Vec<Expr>, Error> {
+    args.iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+            other => Err(Error::FeatureNotSupported(format!("function argument {other} in FROM is not supported"))),
+        })
+        .collect()
 }
 
 /// The cross product of two FROM items (a LATERAL item already includes

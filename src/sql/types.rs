@@ -4,7 +4,7 @@
 //! and the common type of several expressions (CASE, COALESCE, UNION...).
 
 use crate::repr::types::{MAX_TIMESTAMP_PRECISION, NUMERIC_MAX_PRECISION};
-use crate::repr::{Error, ScalarType};
+use crate::repr::{Error, RegKind, ScalarType};
 use std::borrow::Cow;
 use sqlparser::ast::{ArrayElemTypeDef, CharacterLength, DataType, ExactNumberInfo, TimezoneInfo};
 
@@ -77,7 +77,59 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
         DataType::JSON => {
             return Err(Error::FeatureNotSupported("type json is not supported yet; use jsonb".into()));
         }
-        DataType::Custom(name, _) => match name.to_string().to_lowercase().trim_matches('"') {
+        DataType::Regclass => ScalarType::Reg(RegKind::Class),
+        DataType::Custom(name, _) => return custom_type(name),
+        other => {
+            return Err(Error::FeatureNotSupported(format!("type {other} is not supported yet")));
+        }
+    })
+}
+
+/// A type written by a name sqlparser does not know (`int4`, `oid`,
+/// `regclass`, `"char"`, `pg_catalog.name`): a schema other than
+/// `pg_catalog` holds no types.
+fn custom_type(name: &sqlparser::ast::ObjectName) -> Result<ScalarType, Error> {
+    use sqlparser::ast::ObjectNamePart;
+    let parts: Vec<(String, bool)> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(id) => {
+                (if id.quote_style.is_some() { id.value.clone() } else { id.value.to_lowercase() }, id.quote_style.is_some())
+            }
+            other => (other.to_string().to_lowercase(), false),
+        })
+        .collect();
+    let (last, quoted) = match parts.as_slice() {
+        [(schema, _), last] if schema == "pg_catalog" => last.clone(),
+        [last] => last.clone(),
+        _ => return Err(Error::UndefinedObject(format!("type \"{name}\" does not exist"))),
+    };
+    Ok(match last.as_str() {
+        // `"char"` quoted is the one-byte type; `char` is character(1).
+        "char" if quoted => ScalarType::PgChar,
+        "char" | "bpchar" | "character" => ScalarType::Char { len: 1 },
+        "varchar" => ScalarType::VarChar { max_len: None },
+        "text" => ScalarType::Text,
+        "integer" | "int" => ScalarType::Int32,
+        "smallint" => ScalarType::Int16,
+        "bigint" => ScalarType::Int64,
+        "numeric" | "decimal" => ScalarType::Numeric { precision: None, scale: None },
+        "boolean" => ScalarType::Bool,
+        "date" => ScalarType::Date,
+        "timestamp" => ScalarType::Timestamp { precision: None },
+        "oid" => ScalarType::Oid,
+        "regclass" => ScalarType::Reg(RegKind::Class),
+        "regtype" => ScalarType::Reg(RegKind::Type),
+        "regproc" | "regprocedure" => ScalarType::Reg(RegKind::Proc),
+        "regnamespace" => ScalarType::Reg(RegKind::Namespace),
+        "regrole" => ScalarType::Reg(RegKind::Role),
+        "name" => ScalarType::Name,
+        // Catalog vector types are arrays here (their text form is `{1,2}`
+        // instead of Postgres's `1 2`).
+        "int2vector" => ScalarType::Int16.array_of(),
+        "oidvector" => ScalarType::Oid.array_of(),
+        other => match other {
             "int2" => ScalarType::Int16,
             "int4" => ScalarType::Int32,
             "int8" => ScalarType::Int64,
@@ -92,9 +144,6 @@ pub fn scalar_type_from_sql(dt: &DataType) -> Result<ScalarType, Error> {
             "interval" => ScalarType::Interval,
             other => return Err(Error::UndefinedObject(format!("type \"{other}\" does not exist"))),
         },
-        other => {
-            return Err(Error::FeatureNotSupported(format!("type {other} is not supported yet")));
-        }
     })
 }
 
@@ -132,6 +181,15 @@ pub fn cast_context(from: &ScalarType, to: &ScalarType) -> Option<CastContext> {
     if let (Some(x), Some(y)) = (number_rank(from), number_rank(to)) {
         return Some(if x < y { Implicit } else { Assignment });
     }
+    // OIDs: integers and the alias types convert to `oid` and each alias
+    // implicitly (pg_cast's binary-coercible casts); back to integers on
+    // assignment.
+    if to.is_oid() && (from.is_oid() || from.is_integer()) {
+        return Some(Implicit);
+    }
+    if from.is_oid() && to.is_integer() {
+        return Some(Assignment);
+    }
     if from.is_string() && to.is_string() {
         return Some(Implicit);
     }
@@ -163,11 +221,12 @@ pub fn implicitly_castable(from: &ScalarType, to: &ScalarType) -> bool {
 pub fn category(t: &ScalarType) -> char {
     match t {
         ScalarType::Bool => 'B',
-        t if t.is_number() => 'N',
+        t if t.is_number() || t.is_oid() => 'N',
         t if t.is_string() => 'S',
         ScalarType::Date | ScalarType::Timestamp { .. } | ScalarType::TimestampTz { .. } => 'D',
         ScalarType::Interval => 'T',
         ScalarType::Array(_) => 'A',
+        ScalarType::Oid | ScalarType::Reg(_) => 'N',
         _ => 'U',
     }
 }
@@ -221,6 +280,10 @@ pub fn common_type(a: &ScalarType, b: &ScalarType) -> Option<ScalarType> {
     }
     if a.is_string() && b.is_string() {
         return Some(ScalarType::Text);
+    }
+    // An OID meets an integer or another alias type as `oid`.
+    if (a.is_oid() && (b.is_oid() || b.is_integer())) || (b.is_oid() && a.is_integer()) {
+        return Some(ScalarType::Oid);
     }
     use ScalarType as T;
     match (a, b) {

@@ -486,3 +486,74 @@ mod tests {
         assert_eq!(decode("68656c6c6f", "hex").unwrap(), b"hello");
     }
 }
+
+/// `text ~ pattern` (`~*` case-insensitively). Compiled patterns are
+/// cached per thread, since a pattern is usually one constant matched
+/// against many rows.
+pub fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool, EvalError> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (pattern.to_string(), case_insensitive);
+        if !cache.contains_key(&key) {
+            let re = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| {
+                    EvalError::InvalidRegularExpression(format!(
+                        "invalid regular expression: {}",
+                        e.to_string().lines().last().unwrap_or("malformed pattern").trim().trim_start_matches("error: ")
+                    ))
+                })?;
+            if cache.len() >= 256 {
+                cache.clear();
+            }
+            cache.insert(key.clone(), re);
+        }
+        Ok(cache[&key].is_match(text))
+    })
+}
+
+/// `quote_literal(text)`: the text as a string literal, doubling quotes;
+/// with an `E` prefix and doubled backslashes if it holds a backslash.
+pub fn quote_literal(s: &str) -> String {
+    let body = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", body.replace('\\', "\\\\"))
+    } else {
+        format!("'{body}'")
+    }
+}
+
+/// `regexp_split_to_table(text, pattern)`: the pieces between matches (an
+/// empty match splits between characters, as in Postgres).
+pub fn regex_split(text: &str, pattern: &str) -> Result<Vec<String>, EvalError> {
+    let re = regex::Regex::new(pattern).map_err(|e| {
+        EvalError::InvalidRegularExpression(format!(
+            "invalid regular expression: {}",
+            e.to_string().lines().last().unwrap_or("malformed pattern").trim().trim_start_matches("error: ")
+        ))
+    })?;
+    let mut out = Vec::new();
+    let mut start = 0;
+    for m in re.find_iter(text) {
+        if m.start() == m.end() {
+            // Postgres ignores an empty match at the start or end of the text.
+            if m.start() == 0 || m.start() >= text.len() {
+                continue;
+            }
+        }
+        if m.end() == 0 {
+            continue;
+        }
+        out.push(text[start..m.start()].to_string());
+        start = m.end();
+    }
+    out.push(text[start..].to_string());
+    Ok(out)
+}

@@ -1,0 +1,679 @@
+//! The relations of `pg_catalog`, with PostgreSQL 15's columns (those a
+//! client reads; `xid` columns are `int8`, `aclitem[]` and `pg_node_tree`
+//! columns are text). Relations of objects ripple does not have (triggers,
+//! rules, policies, sequences, enums...) exist and are empty, so that the
+//! queries clients send about them find nothing instead of failing.
+
+use super::{b, i2, i4, i8, index_def, item_oid, null, o, t, Ctx, SystemRelation, DATABASE_OID};
+use super::{INFORMATION_SCHEMA_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID};
+use crate::repr::types::builtin_types;
+use crate::repr::{Datum, ScalarType};
+use crate::sql::ItemKind;
+
+const fn rel(name: &'static str, oid: i64, columns: &'static str, rows: fn(&Ctx) -> Vec<Vec<Datum>>) -> SystemRelation {
+    SystemRelation { schema: "pg_catalog", name, oid, columns, rows }
+}
+
+fn none(_: &Ctx) -> Vec<Vec<Datum>> {
+    Vec::new()
+}
+
+pub static RELATIONS: &[SystemRelation] = &[
+    rel("pg_namespace", 2615, "oid oid, nspname name, nspowner oid, nspacl text[]", namespaces),
+    rel(
+        "pg_class",
+        1259,
+        "oid oid, relname name, relnamespace oid, reltype oid, reloftype oid, relowner oid, relam oid, \
+         relfilenode oid, reltablespace oid, relpages int4, reltuples float4, relallvisible int4, \
+         reltoastrelid oid, relhasindex bool, relisshared bool, relpersistence char, relkind char, \
+         relnatts int2, relchecks int2, relhasrules bool, relhastriggers bool, relhassubclass bool, \
+         relrowsecurity bool, relforcerowsecurity bool, relispopulated bool, relreplident char, \
+         relispartition bool, relrewrite oid, relfrozenxid int8, relminmxid int8, relacl text[], \
+         reloptions text[], relpartbound text",
+        classes,
+    ),
+    rel(
+        "pg_attribute",
+        1249,
+        "attrelid oid, attname name, atttypid oid, attstattarget int4, attlen int2, attnum int2, \
+         attndims int4, attcacheoff int4, atttypmod int4, attbyval bool, attalign char, attstorage char, \
+         attcompression char, attnotnull bool, atthasdef bool, atthasmissing bool, attidentity char, \
+         attgenerated char, attisdropped bool, attislocal bool, attinhcount int4, attcollation oid, \
+         attacl text[], attoptions text[], attfdwoptions text[], attmissingval text",
+        attributes,
+    ),
+    rel("pg_attrdef", 2604, "oid oid, adrelid oid, adnum int2, adbin text", none),
+    rel(
+        "pg_type",
+        1247,
+        "oid oid, typname name, typnamespace oid, typowner oid, typlen int2, typbyval bool, typtype char, \
+         typcategory char, typispreferred bool, typisdefined bool, typdelim char, typrelid oid, \
+         typsubscript regproc, typelem oid, typarray oid, typinput regproc, typoutput regproc, \
+         typreceive regproc, typsend regproc, typmodin regproc, typmodout regproc, typanalyze regproc, \
+         typalign char, typstorage char, typnotnull bool, typbasetype oid, typtypmod int4, typndims int4, \
+         typcollation oid, typdefaultbin text, typdefault text, typacl text[]",
+        types,
+    ),
+    rel(
+        "pg_index",
+        2610,
+        "indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, \
+         indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool, \
+         indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool, \
+         indisreplident bool, indkey int2[], indcollation oid[], indclass oid[], indoption int2[], \
+         indexprs text, indpred text",
+        indexes,
+    ),
+    rel(
+        "pg_constraint",
+        2606,
+        "oid oid, conname name, connamespace oid, contype char, condeferrable bool, condeferred bool, \
+         convalidated bool, conrelid oid, contypid oid, conindid oid, conparentid oid, confrelid oid, \
+         confupdtype char, confdeltype char, confmatchtype char, conislocal bool, coninhcount int4, \
+         connoinherit bool, conkey int2[], confkey int2[], conpfeqop oid[], conppeqop oid[], \
+         conffeqop oid[], confdelsetcols int2[], conexclop oid[], conbin text",
+        constraints,
+    ),
+    rel("pg_description", 2609, "objoid oid, classoid oid, objsubid int4, description text", none),
+    rel("pg_shdescription", 2396, "objoid oid, classoid oid, description text", none),
+    rel(
+        "pg_proc",
+        1255,
+        "oid oid, proname name, pronamespace oid, proowner oid, prolang oid, procost float4, \
+         prorows float4, provariadic oid, prosupport regproc, prokind char, prosecdef bool, \
+         proleakproof bool, proisstrict bool, proretset bool, provolatile char, proparallel char, \
+         pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oid[], proallargtypes oid[], \
+         proargmodes char[], proargnames text[], proargdefaults text, protrftypes oid[], prosrc text, \
+         probin text, prosqlbody text, proconfig text[], proacl text[]",
+        none,
+    ),
+    rel("pg_am", 2601, "oid oid, amname name, amhandler regproc, amtype char", access_methods),
+    rel(
+        "pg_database",
+        1262,
+        "oid oid, datname name, datdba oid, encoding int4, datlocprovider char, datistemplate bool, \
+         datallowconn bool, datconnlimit int4, datfrozenxid int8, datminmxid int8, dattablespace oid, \
+         datcollate text, datctype text, daticulocale text, datcollversion text, datacl text[]",
+        databases,
+    ),
+    rel(
+        "pg_authid",
+        1260,
+        "oid oid, rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool, \
+         rolcanlogin bool, rolreplication bool, rolbypassrls bool, rolconnlimit int4, rolpassword text, \
+         rolvaliduntil timestamptz",
+        authid,
+    ),
+    rel(
+        "pg_roles",
+        11615,
+        "rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool, \
+         rolcanlogin bool, rolreplication bool, rolconnlimit int4, rolpassword text, \
+         rolvaliduntil timestamptz, rolbypassrls bool, rolconfig text[], oid oid",
+        roles,
+    ),
+    rel(
+        "pg_user",
+        11620,
+        "usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool, usebypassrls bool, \
+         passwd text, valuntil timestamptz, useconfig text[]",
+        users,
+    ),
+    rel("pg_auth_members", 1261, "roleid oid, member oid, grantor oid, admin_option bool", none),
+    rel(
+        "pg_settings",
+        11700,
+        "name text, setting text, unit text, category text, short_desc text, extra_desc text, \
+         context text, vartype text, source text, min_val text, max_val text, enumvals text[], \
+         boot_val text, reset_val text, sourcefile text, sourceline int4, pending_restart bool",
+        settings,
+    ),
+    rel(
+        "pg_tables",
+        11710,
+        "schemaname name, tablename name, tableowner name, tablespace name, hasindexes bool, \
+         hasrules bool, hastriggers bool, rowsecurity bool",
+        tables,
+    ),
+    rel("pg_views", 11715, "schemaname name, viewname name, viewowner name, definition text", views),
+    rel(
+        "pg_matviews",
+        11720,
+        "schemaname name, matviewname name, matviewowner name, tablespace name, hasindexes bool, \
+         ispopulated bool, definition text",
+        matviews,
+    ),
+    rel(
+        "pg_indexes",
+        11725,
+        "schemaname name, tablename name, indexname name, tablespace name, indexdef text",
+        index_list,
+    ),
+    rel(
+        "pg_sequence",
+        2224,
+        "seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, seqmax int8, seqmin int8, \
+         seqcache int8, seqcycle bool",
+        none,
+    ),
+    rel(
+        "pg_depend",
+        2608,
+        "classid oid, objid oid, objsubid int4, refclassid oid, refobjid oid, refobjsubid int4, deptype char",
+        dependencies,
+    ),
+    rel("pg_inherits", 2611, "inhrelid oid, inhparent oid, inhseqno int4, inhdetachpending bool", none),
+    rel("pg_enum", 3501, "oid oid, enumtypid oid, enumsortorder float4, enumlabel name", none),
+    rel(
+        "pg_range",
+        3541,
+        "rngtypid oid, rngsubtype oid, rngmultitypid oid, rngcollation oid, rngsubopc oid, \
+         rngcanonical regproc, rngsubdiff regproc",
+        none,
+    ),
+    rel(
+        "pg_collation",
+        3456,
+        "oid oid, collname name, collnamespace oid, collowner oid, collprovider char, \
+         collisdeterministic bool, collencoding int4, collcollate text, collctype text, \
+         colliculocale text, collversion text",
+        collations,
+    ),
+    rel(
+        "pg_extension",
+        3079,
+        "oid oid, extname name, extowner oid, extnamespace oid, extrelocatable bool, extversion text, \
+         extconfig oid[], extcondition text[]",
+        none,
+    ),
+    rel("pg_tablespace", 1213, "oid oid, spcname name, spcowner oid, spcacl text[], spcoptions text[]", tablespaces),
+    rel(
+        "pg_trigger",
+        2620,
+        "oid oid, tgrelid oid, tgparentid oid, tgname name, tgfoid oid, tgtype int2, tgenabled char, \
+         tgisinternal bool, tgconstrrelid oid, tgconstrindid oid, tgconstraint oid, tgdeferrable bool, \
+         tginitdeferred bool, tgnargs int2, tgattr int2[], tgargs text, tgqual text, tgoldtable name, \
+         tgnewtable name",
+        none,
+    ),
+    rel(
+        "pg_rewrite",
+        2618,
+        "oid oid, rulename name, ev_class oid, ev_type char, ev_enabled char, is_instead bool, \
+         ev_qual text, ev_action text",
+        none,
+    ),
+    rel(
+        "pg_policy",
+        3256,
+        "oid oid, polname name, polrelid oid, polcmd char, polpermissive bool, polroles oid[], \
+         polqual text, polwithcheck text",
+        none,
+    ),
+    rel(
+        "pg_statistic_ext",
+        3381,
+        "oid oid, stxrelid oid, stxname name, stxnamespace oid, stxowner oid, stxstattarget int4, \
+         stxkeys int2[], stxkind char[], stxexprs text",
+        none,
+    ),
+    rel(
+        "pg_publication",
+        6104,
+        "oid oid, pubname name, pubowner oid, puballtables bool, pubinsert bool, pubupdate bool, \
+         pubdelete bool, pubtruncate bool, pubviaroot bool",
+        none,
+    ),
+    rel("pg_publication_rel", 6106, "oid oid, prpubid oid, prrelid oid, prqual text, prattrs int2[]", none),
+    rel("pg_publication_namespace", 6237, "oid oid, pnpubid oid, pnnspid oid", none),
+    rel("pg_foreign_table", 3118, "ftrelid oid, ftserver oid, ftoptions text[]", none),
+    rel(
+        "pg_partitioned_table",
+        3350,
+        "partrelid oid, partstrat char, partnatts int2, partdefid oid, partattrs int2[], partclass oid[], \
+         partcollation oid[], partexprs text",
+        none,
+    ),
+    rel(
+        "pg_stat_activity",
+        11730,
+        "datid oid, datname name, pid int4, leader_pid int4, usesysid oid, usename name, \
+         application_name text, client_addr text, client_hostname text, client_port int4, \
+         backend_start timestamptz, xact_start timestamptz, query_start timestamptz, \
+         state_change timestamptz, wait_event_type text, wait_event text, state text, backend_xid int8, \
+         backend_xmin int8, query_id int8, query text, backend_type text",
+        activity,
+    ),
+];
+
+fn namespaces(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let _ = ctx;
+    [(PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
+        .into_iter()
+        .map(|(oid, name)| vec![o(oid), t(name), o(OWNER_OID), null()])
+        .collect()
+}
+
+fn classes(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let rels = ctx.relations();
+    let has_index = |oid: i64| rels.iter().any(|r| r.index.as_ref().is_some_and(|ix| ix.on == oid));
+    rels.iter()
+        .map(|r| {
+            let am = match r.kind {
+                "r" | "m" => 2,
+                "i" => 403,
+                _ => 0,
+            };
+            vec![
+                o(r.oid),
+                t(&r.name),
+                o(r.schema_oid),
+                o(0),
+                o(0),
+                o(OWNER_OID),
+                o(am),
+                o(if r.kind == "v" { 0 } else { r.oid }),
+                o(0),
+                i4(0),
+                Datum::Float32(-1.0),
+                i4(0),
+                o(0),
+                b(has_index(r.oid)),
+                b(false),
+                t("p"),
+                t(r.kind),
+                i2(r.desc.arity() as i64),
+                i2(0),
+                b(r.kind == "v"),
+                b(false),
+                b(false),
+                b(false),
+                b(false),
+                b(true),
+                t(if r.kind == "i" { "n" } else { "d" }),
+                b(false),
+                o(0),
+                i8(0),
+                i8(0),
+                null(),
+                null(),
+                null(),
+            ]
+        })
+        .collect()
+}
+
+fn attributes(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for r in ctx.relations() {
+        for (i, (name, ty)) in r.desc.iter().enumerate() {
+            let s = &ty.scalar;
+            let collation = if s.is_string() && !matches!(s, ScalarType::Name | ScalarType::PgChar) { 100 } else { 0 };
+            out.push(vec![
+                o(r.oid),
+                t(name),
+                o(s.oid() as i64),
+                i4(-1),
+                i2(s.typlen() as i64),
+                i2(i as i64 + 1),
+                i4(if s.is_array() { 1 } else { 0 }),
+                i4(-1),
+                i4(s.typmod() as i64),
+                b(s.typlen() > 0 && s.typlen() <= 8),
+                t(align(s)),
+                t(if s.typlen() > 0 { "p" } else { "x" }),
+                t(""),
+                // Only a table's columns carry NOT NULL (a view's may be
+                // known not null, but hold no constraint).
+                b(!ty.nullable && r.kind == "r" && r.item.is_some()),
+                b(false),
+                b(false),
+                t(""),
+                t(""),
+                b(false),
+                b(true),
+                i4(0),
+                o(collation),
+                null(),
+                null(),
+                null(),
+                null(),
+            ]);
+        }
+    }
+    out
+}
+
+fn align(s: &ScalarType) -> &'static str {
+    match s.typlen() {
+        1 => "c",
+        2 => "s",
+        4 => "i",
+        8 | 16 => "d",
+        _ => "i",
+    }
+}
+
+fn types(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let _ = ctx;
+    builtin_types()
+        .into_iter()
+        .map(|ty| {
+            let (elem, array) = match ty.element_type() {
+                Some(e) => (e.oid() as i64, 0),
+                None => (0, ty.array_of().oid() as i64),
+            };
+            let category = crate::sql::type_category(&ty).to_string();
+            let preferred = crate::sql::type_is_preferred(&ty);
+            let collation = if ty.is_string() && !matches!(ty, ScalarType::Name | ScalarType::PgChar) { 100 } else { 0 };
+            vec![
+                o(ty.oid() as i64),
+                t(ty.typname_full()),
+                o(PG_CATALOG_OID),
+                o(OWNER_OID),
+                i2(ty.typlen() as i64),
+                b(ty.typlen() > 0 && ty.typlen() <= 8),
+                t("b"),
+                t(category),
+                b(preferred),
+                b(true),
+                t(","),
+                o(0),
+                o(0),
+                o(elem),
+                o(array),
+                o(0),
+                o(0),
+                o(0),
+                o(0),
+                o(0),
+                o(0),
+                o(0),
+                t(align(&ty)),
+                t(if ty.typlen() > 0 { "p" } else { "x" }),
+                b(false),
+                o(0),
+                i4(-1),
+                i4(0),
+                o(collation),
+                null(),
+                null(),
+                null(),
+            ]
+        })
+        .collect()
+}
+
+fn int2_array(v: &[usize]) -> Datum {
+    Datum::Array(v.iter().map(|c| i2(*c as i64 + 1)).collect())
+}
+
+fn indexes(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    ctx.relations()
+        .iter()
+        .filter_map(|r| {
+            let ix = r.index.as_ref()?;
+            let n = ix.columns.len() as i64;
+            Some(vec![
+                o(r.oid),
+                o(ix.on),
+                i2(n),
+                i2(n),
+                b(ix.unique),
+                b(false),
+                b(ix.primary),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(true),
+                b(false),
+                int2_array(&ix.columns),
+                Datum::Array(vec![o(0); n as usize]),
+                Datum::Array(vec![o(0); n as usize]),
+                Datum::Array(vec![i2(0); n as usize]),
+                null(),
+                null(),
+            ])
+        })
+        .collect()
+}
+
+fn constraints(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for r in ctx.relations() {
+        let Some(ix) = &r.index else { continue };
+        // A unique index is a constraint only when declared as one.
+        let Some((coid, key)) = &ix.constraint else { continue };
+        out.push(vec![
+            o(*coid),
+            t(&key.name),
+            o(PUBLIC_OID),
+            t(if key.primary { "p" } else { "u" }),
+            b(false),
+            b(false),
+            b(true),
+            o(ix.on),
+            o(0),
+            o(r.oid),
+            o(0),
+            o(0),
+            t(" "),
+            t(" "),
+            t(" "),
+            b(true),
+            i4(0),
+            b(true),
+            int2_array(&ix.columns),
+            null(),
+            null(),
+            null(),
+            null(),
+            null(),
+            null(),
+            null(),
+        ]);
+    }
+    out
+}
+
+fn access_methods(_: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![o(2), t("heap"), o(0), t("t")], vec![o(403), t("btree"), o(0), t("i")]]
+}
+
+fn databases(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![
+        o(DATABASE_OID),
+        t(&ctx.session.database),
+        o(OWNER_OID),
+        i4(6),
+        t("c"),
+        b(false),
+        b(true),
+        i4(-1),
+        i8(0),
+        i8(0),
+        o(1663),
+        t("C"),
+        t("C"),
+        null(),
+        null(),
+        null(),
+    ]]
+}
+
+fn authid(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![
+        o(OWNER_OID),
+        t(&ctx.session.user),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        i4(-1),
+        null(),
+        null(),
+    ]]
+}
+
+fn roles(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![
+        t(&ctx.session.user),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        i4(-1),
+        t("********"),
+        null(),
+        b(true),
+        null(),
+        o(OWNER_OID),
+    ]]
+}
+
+fn users(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![t(&ctx.session.user), o(OWNER_OID), b(true), b(true), b(true), b(true), t("********"), null(), null()]]
+}
+
+fn settings(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    crate::coord::settings::SETTINGS
+        .iter()
+        .map(|s| {
+            let value = ctx.session.settings.get(s.name).cloned().unwrap_or_else(|| s.default.to_string());
+            vec![
+                t(s.name),
+                t(value),
+                null(),
+                t(s.category),
+                t(s.description),
+                null(),
+                t(if s.read_only { "internal" } else { "user" }),
+                t("string"),
+                t("default"),
+                null(),
+                null(),
+                null(),
+                t(s.default),
+                t(s.default),
+                null(),
+                null(),
+                b(false),
+            ]
+        })
+        .collect()
+}
+
+fn user_items<'a>(ctx: &'a Ctx, kind: ItemKind) -> impl Iterator<Item = &'a crate::coord::catalog::Item> {
+    ctx.catalog.items.values().filter(move |i| i.kind == kind)
+}
+
+fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out: Vec<Vec<Datum>> = user_items(ctx, ItemKind::Table)
+        .map(|i| {
+            let indexed = !i.keys.is_empty() || ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
+            vec![t("public"), t(&i.name), t(&ctx.session.user), null(), b(indexed), b(false), b(false), b(false)]
+        })
+        .collect();
+    out.sort_by(|a, b| a[1].sql_cmp(&b[1]));
+    out
+}
+
+fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    user_items(ctx, ItemKind::View)
+        .map(|i| vec![t("public"), t(&i.name), t(&ctx.session.user), super::view_def(i).map(t).unwrap_or(null())])
+        .collect()
+}
+
+fn matviews(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    user_items(ctx, ItemKind::MaterializedView)
+        .map(|i| {
+            let indexed = ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
+            vec![
+                t("public"),
+                t(&i.name),
+                t(&ctx.session.user),
+                null(),
+                b(indexed),
+                b(true),
+                super::view_def(i).map(t).unwrap_or(null()),
+            ]
+        })
+        .collect()
+}
+
+fn index_list(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    ctx.relations()
+        .iter()
+        .filter_map(|r| {
+            let ix = r.index.as_ref()?;
+            Some(vec![t("public"), t(&ix.on_name), t(&r.name), null(), t(index_def(&r.name, ix))])
+        })
+        .collect()
+}
+
+fn dependencies(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for r in ctx.relations() {
+        if let Some(ix) = &r.index {
+            out.push(vec![o(1259), o(r.oid), i4(0), o(1259), o(ix.on), i4(0), t("a")]);
+        }
+        if let Some(item) = r.item {
+            if item.index.is_none() {
+                for d in &item.depends_on {
+                    out.push(vec![o(1259), o(r.oid), i4(0), o(1259), o(item_oid(*d)), i4(0), t("n")]);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn collations(_: &Ctx) -> Vec<Vec<Datum>> {
+    [(100, "default", "d"), (950, "C", "c"), (951, "POSIX", "c")]
+        .into_iter()
+        .map(|(oid, name, provider)| {
+            vec![o(oid), t(name), o(PG_CATALOG_OID), o(OWNER_OID), t(provider), b(true), i4(-1), t("C"), t("C"), null(), null()]
+        })
+        .collect()
+}
+
+fn tablespaces(_: &Ctx) -> Vec<Vec<Datum>> {
+    vec![vec![o(1663), t("pg_default"), o(OWNER_OID), null(), null()], vec![o(1664), t("pg_global"), o(OWNER_OID), null(), null()]]
+}
+
+/// The statement's own session (ripple does not list other sessions yet).
+fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let s = ctx.session;
+    vec![vec![
+        o(DATABASE_OID),
+        t(&s.database),
+        i4(s.backend_pid as i64),
+        null(),
+        o(OWNER_OID),
+        t(&s.user),
+        t(s.settings.get("application_name").cloned().unwrap_or_default()),
+        null(),
+        null(),
+        null(),
+        null(),
+        null(),
+        null(),
+        null(),
+        null(),
+        null(),
+        t("active"),
+        null(),
+        null(),
+        null(),
+        null(),
+        t("client backend"),
+    ]]
+}

@@ -1,0 +1,235 @@
+//! Binding what clients call to learn about the session and the catalog:
+//! `version()`, `current_schema()`, `current_setting()`, the privilege
+//! functions, `format_type`, `pg_get_*`, the `*_description` functions,
+//! and the conversions between names and the OID alias types
+//! (`'t'::regclass`, `oid::regtype::text`).
+//!
+//! Session values are constants of the statement (its session does not
+//! change while it runs); catalog functions read the statement's snapshot
+//! of the catalog (`expr::func::catalog`), the same state its `pg_catalog`
+//! relations show.
+//!
+//! Owns: which of these functions exist and how they bind. Must not: build
+//! the snapshot (the coordinator does) or evaluate anything but constants.
+
+use crate::expr::func::catalog::{CatalogFunc, SnapshotRef};
+use crate::expr::{ScalarExpr, UnaryFunc, VariadicFunc};
+use crate::repr::{Datum, Error, RegKind, ScalarType};
+use crate::sql::binder::{Binder, USER_SCHEMA};
+use crate::sql::expr::Bound;
+
+/// The version string `version()` returns: Postgres 15's shape, so that
+/// clients that parse it (SQLAlchemy, pgjdbc) read 15.
+pub fn version_string() -> String {
+    format!(
+        "PostgreSQL 15.0 (ripple {}) on {}-unknown-linux-gnu, compiled by rustc, 64-bit",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
+}
+
+fn text(s: impl Into<String>) -> Bound {
+    Bound::typed_pub(ScalarExpr::Literal(Datum::Text(s.into()), ScalarType::Text), ScalarType::Text, false)
+}
+
+fn typed(d: Datum, t: ScalarType) -> Bound {
+    let nullable = d.is_null();
+    Bound::typed_pub(ScalarExpr::Literal(d, t.clone()), t, nullable)
+}
+
+impl Binder<'_> {
+    /// The schemas of the search path that exist, in order (`$user` and
+    /// unknown schemas are skipped, as Postgres does).
+    pub(crate) fn effective_search_path(&self) -> Vec<String> {
+        let path = self.catalog.session().settings.get("search_path").cloned().unwrap_or_default();
+        path.split(',')
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .filter(|s| s == USER_SCHEMA || s == "pg_catalog" || s == "information_schema")
+            .collect()
+    }
+
+    fn catalog_call(&mut self, f: CatalogFunc, args: Vec<Bound>, types: &[ScalarType]) -> Result<Bound, Error> {
+        let nullable = args.iter().any(|b| b.nullable) || f.may_return_null();
+        let mut exprs = Vec::with_capacity(args.len());
+        for (b, t) in args.into_iter().zip(types) {
+            exprs.push(self.coerce(b, t)?);
+        }
+        let snap = SnapshotRef(self.catalog.snapshot());
+        let ty = f.output_type();
+        Ok(Bound::typed_pub(ScalarExpr::CallVariadic { func: VariadicFunc::Catalog(f, snap), exprs }, ty, nullable))
+    }
+
+    /// Binds a session or catalog function; gives the arguments back if
+    /// `name` is not one.
+    pub(crate) fn bind_catalog_function(&mut self, name: &str, args: Vec<Bound>) -> Result<Result<Bound, Error>, Vec<Bound>> {
+        let session = self.catalog.session().clone();
+        let n = args.len();
+        // Every function here reads the session or the catalog; quote_*
+        // are pure and allowed in views.
+        if !name.starts_with("quote_") && is_catalog_function(name) {
+            self.catalog.note_catalog_read();
+        }
+        let oid = ScalarType::Oid;
+        let int = ScalarType::Int32;
+        Ok(match (name, n) {
+            ("version", 0) => Ok(text(version_string())),
+            ("current_database" | "current_catalog", 0) => Ok(typed(Datum::Text(session.database), ScalarType::Name)),
+            ("current_user" | "session_user" | "user" | "current_role" | "getpgusername", 0) => {
+                Ok(typed(Datum::Text(session.user), ScalarType::Name))
+            }
+            ("current_schema", 0) => {
+                let first = self.effective_search_path().into_iter().find(|s| s != "pg_catalog");
+                Ok(typed(first.map(Datum::Text).unwrap_or(Datum::Null), ScalarType::Name))
+            }
+            ("current_schemas", 1) => (|| {
+                let implicit = match self.coerce(args.into_iter().next().expect("one argument"), &ScalarType::Bool)?.eval(&[]) {
+                    Ok(Datum::Bool(b)) => b,
+                    _ => return Err(Error::FeatureNotSupported("current_schemas needs a constant argument".into())),
+                };
+                let mut path = self.effective_search_path();
+                if implicit && !path.iter().any(|s| s == "pg_catalog") {
+                    path.insert(0, "pg_catalog".into());
+                }
+                if !implicit {
+                    path.retain(|s| s != "pg_catalog");
+                }
+                let v = Datum::Array(path.into_iter().map(Datum::Text).collect());
+                Ok(typed(v, ScalarType::Name.array_of()))
+            })(),
+            ("pg_backend_pid", 0) => Ok(typed(Datum::Int32(session.backend_pid), int)),
+            ("current_setting", 1 | 2) => (|| {
+                let mut it = args.into_iter();
+                let setting = self.coerce(it.next().expect("an argument"), &ScalarType::Text)?;
+                let missing_ok = match it.next() {
+                    Some(b) => matches!(self.coerce(b, &ScalarType::Bool)?.eval(&[]), Ok(Datum::Bool(true))),
+                    None => false,
+                };
+                let Ok(Datum::Text(key)) = setting.eval(&[]) else {
+                    return Err(Error::FeatureNotSupported("current_setting needs a constant setting name".into()));
+                };
+                match session.settings.get(&key.to_lowercase()) {
+                    Some(v) => Ok(text(v.clone())),
+                    None if missing_ok => Ok(typed(Datum::Null, ScalarType::Text)),
+                    None => Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{key}\""))),
+                }
+            })(),
+            // Ripple has no privileges: every user may do everything, as a
+            // Postgres superuser may.
+            (
+                "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege"
+                | "has_function_privilege" | "has_sequence_privilege" | "has_any_column_privilege"
+                | "has_type_privilege" | "has_tablespace_privilege" | "has_language_privilege"
+                | "has_foreign_data_wrapper_privilege" | "has_server_privilege" | "pg_has_role",
+                2..=4,
+            ) => Ok(typed(Datum::Bool(true), ScalarType::Bool)),
+            ("pg_encoding_to_char", 1) => (|| {
+                let nullable = args[0].nullable;
+                let e = self.coerce(args.into_iter().next().expect("an argument"), &int)?;
+                let is_utf8 = e.call_binary(ScalarExpr::Literal(Datum::Int32(6), int.clone()), crate::expr::BinaryFunc::Eq);
+                let x = ScalarExpr::If {
+                    cond: Box::new(is_utf8),
+                    then: Box::new(ScalarExpr::Literal(Datum::Text("UTF8".into()), ScalarType::Name)),
+                    els: Box::new(ScalarExpr::Literal(Datum::Text(String::new()), ScalarType::Name)),
+                };
+                Ok(Bound::typed_pub(x, ScalarType::Name, nullable))
+            })(),
+            ("to_regclass" | "to_regtype" | "to_regproc" | "to_regprocedure" | "to_regnamespace" | "to_regrole", 1) => {
+                let k = match name {
+                    "to_regclass" => RegKind::Class,
+                    "to_regtype" => RegKind::Type,
+                    "to_regnamespace" => RegKind::Namespace,
+                    "to_regrole" => RegKind::Role,
+                    _ => RegKind::Proc,
+                };
+                self.catalog_call(CatalogFunc::ToReg(k), args, &[ScalarType::Text])
+            }
+            ("pg_get_userbyid", 1) => self.catalog_call(CatalogFunc::UserById, args, &[oid]),
+            ("pg_table_is_visible", 1) => self.catalog_call(CatalogFunc::TableIsVisible, args, &[oid]),
+            ("pg_type_is_visible" | "pg_function_is_visible", 1) => Ok(typed(Datum::Bool(true), ScalarType::Bool)),
+            ("pg_get_indexdef", 1) => self.catalog_call(CatalogFunc::IndexDef, args, &[oid]),
+            ("pg_get_indexdef", 3) => self.catalog_call(CatalogFunc::IndexDef, args, &[oid, int, ScalarType::Bool]),
+            ("pg_get_constraintdef", 1) => self.catalog_call(CatalogFunc::ConstraintDef, args, &[oid]),
+            ("pg_get_constraintdef", 2) => self.catalog_call(CatalogFunc::ConstraintDef, args, &[oid, ScalarType::Bool]),
+            ("pg_get_viewdef", 1) => self.catalog_call(CatalogFunc::ViewDef, args, &[oid]),
+            ("pg_get_viewdef", 2) => self.catalog_call(CatalogFunc::ViewDef, args, &[oid, ScalarType::Bool]),
+            ("obj_description", 1) => self.catalog_call(CatalogFunc::ObjDescription, args, &[oid]),
+            ("obj_description", 2) => self.catalog_call(CatalogFunc::ObjDescription, args, &[oid, ScalarType::Name]),
+            ("col_description", 2) => self.catalog_call(CatalogFunc::ColDescription, args, &[oid, int]),
+            ("shobj_description", 2) => self.catalog_call(CatalogFunc::ShobjDescription, args, &[oid, ScalarType::Name]),
+            ("format_type", 2) => self.catalog_call(CatalogFunc::FormatType, args, &[oid, int]),
+            // `pg_attrdef.adbin` holds the default's text, so the
+            // expression is its own deparsed form.
+            ("pg_get_expr", 2 | 3) => (|| {
+                let nullable = args[0].nullable;
+                let e = self.coerce(args.into_iter().next().expect("an argument"), &ScalarType::Text)?;
+                Ok(Bound::typed_pub(e, ScalarType::Text, nullable))
+            })(),
+            // pg_proc lists no functions yet, and these are NULL for an OID
+            // that is not a function, as in Postgres.
+            ("pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments", 1) => {
+                Ok(typed(Datum::Null, ScalarType::Text))
+            }
+            // Ripple has no extended statistics objects: NULL, as for any
+            // OID that is not one.
+            ("pg_get_statisticsobjdef_columns", 1) => Ok(typed(Datum::Null, ScalarType::Text)),
+            // pg_rewrite and pg_trigger are empty: NULL, as for any OID that
+            // is not a rule or trigger.
+            ("pg_get_ruledef" | "pg_get_triggerdef", 1 | 2) => Ok(typed(Datum::Null, ScalarType::Text)),
+            // Logical replication does not exist in ripple.
+            ("pg_relation_is_publishable", 1) => Ok(typed(Datum::Bool(false), ScalarType::Bool)),
+            ("quote_ident", 1) => self.unary_text(args, UnaryFunc::QuoteIdent),
+            ("quote_literal", 1) => self.unary_text(args, UnaryFunc::QuoteLiteral),
+            ("quote_nullable", 1) => self.unary_text(args, UnaryFunc::QuoteNullable),
+            _ => return Err(args),
+        })
+    }
+
+    fn unary_text(&mut self, args: Vec<Bound>, f: UnaryFunc) -> Result<Bound, Error> {
+        let b = args.into_iter().next().ok_or_else(|| Error::Internal("missing argument".into()))?;
+        let nullable = b.nullable && f != UnaryFunc::QuoteNullable;
+        // quote_literal(anyelement) quotes the value's text form.
+        let ty = b.ty.clone().unwrap_or(ScalarType::Text);
+        let x = self.coerce(b, &ty)?;
+        let x = if ty.is_string() { x } else { x.call_unary(UnaryFunc::Cast { to: ScalarType::Text, explicit: true }) };
+        Ok(Bound::typed_pub(x.call_unary(f), ScalarType::Text, nullable))
+    }
+
+    /// A string literal read as an OID alias type: resolved now, as
+    /// Postgres resolves `'t'::regclass` when it parses the statement.
+    pub(crate) fn reg_literal(&self, kind: RegKind, s: &str) -> Result<Datum, Error> {
+        Ok(Datum::Int64(self.catalog.snapshot().reg_in(kind, s)?))
+    }
+
+    /// The conversion between a string type and an OID alias type, which
+    /// needs the catalog; `None` for any other cast.
+    pub(crate) fn reg_cast(&self, expr: ScalarExpr, from: &ScalarType, to: &ScalarType) -> Result<ScalarExpr, ScalarExpr> {
+        let func = match (from, to) {
+            (f, ScalarType::Reg(k)) if f.is_string() => CatalogFunc::RegIn(*k),
+            (ScalarType::Reg(k), t) if t.is_string() => CatalogFunc::RegOut(*k),
+            _ => return Err(expr),
+        };
+        let snap = SnapshotRef(self.catalog.snapshot());
+        let call = ScalarExpr::CallVariadic { func: VariadicFunc::Catalog(func, snap), exprs: vec![expr] };
+        Ok(match to {
+            t if t.is_string() && *t != ScalarType::Text => call.call_unary(UnaryFunc::Cast { to: t.clone(), explicit: true }),
+            _ => call,
+        })
+    }
+}
+
+/// Whether `name` is one of the functions bound here.
+fn is_catalog_function(name: &str) -> bool {
+    matches!(
+        name,
+        "version" | "current_database" | "current_catalog" | "current_user" | "session_user" | "user"
+            | "current_role" | "getpgusername" | "current_schema" | "current_schemas" | "pg_backend_pid"
+            | "current_setting" | "pg_encoding_to_char" | "pg_get_userbyid" | "pg_table_is_visible"
+            | "pg_type_is_visible" | "pg_function_is_visible" | "pg_get_indexdef" | "pg_get_constraintdef"
+            | "pg_get_viewdef" | "obj_description" | "col_description" | "shobj_description" | "format_type"
+            | "pg_get_expr" | "pg_get_function_result" | "pg_get_function_arguments"
+            | "pg_get_function_identity_arguments" | "pg_get_statisticsobjdef_columns"
+            | "pg_relation_is_publishable" | "pg_get_ruledef" | "pg_get_triggerdef" | "to_regclass"
+            | "to_regtype" | "to_regproc" | "to_regprocedure" | "to_regnamespace" | "to_regrole"
+    ) || (name.starts_with("has_") && name.ends_with("_privilege"))
+        || name == "pg_has_role"
+}
