@@ -175,6 +175,11 @@ impl Binder<'_> {
             // pg_rewrite and pg_trigger are empty: NULL, as for any OID that
             // is not a rule or trigger.
             ("pg_get_ruledef" | "pg_get_triggerdef", 1 | 2) => Ok(typed(Datum::Null, ScalarType::Text)),
+            // Ripple has no sequences.
+            ("pg_get_serial_sequence", 2) => Ok(typed(Datum::Null, ScalarType::Text)),
+            ("pg_collation_is_visible" | "pg_opclass_is_visible" | "pg_operator_is_visible", 1) => {
+                Ok(typed(Datum::Bool(true), ScalarType::Bool))
+            }
             // Logical replication does not exist in ripple.
             ("pg_relation_is_publishable", 1) => Ok(typed(Datum::Bool(false), ScalarType::Bool)),
             ("quote_ident", 1) => self.unary_text(args, UnaryFunc::QuoteIdent),
@@ -230,6 +235,8 @@ fn is_catalog_function(name: &str) -> bool {
             | "pg_get_function_identity_arguments" | "pg_get_statisticsobjdef_columns"
             | "pg_relation_is_publishable" | "pg_get_ruledef" | "pg_get_triggerdef" | "to_regclass"
             | "to_regtype" | "to_regproc" | "to_regprocedure" | "to_regnamespace" | "to_regrole"
+            | "pg_get_serial_sequence" | "pg_collation_is_visible" | "pg_opclass_is_visible"
+            | "pg_operator_is_visible"
     ) || (name.starts_with("has_") && name.ends_with("_privilege"))
         || name == "pg_has_role"
 }

@@ -126,6 +126,16 @@ impl Binder<'_> {
             Some(Unknown::EmptyArray) => {
                 Err(Error::IndeterminateDatatype("cannot determine type of empty array".into()))
             }
+            // A parameter read as an OID alias type arrives as the name's
+            // text (clients send `$1::regclass` with 'schema.table').
+            Some(Unknown::Param(n))
+                if matches!(target, ScalarType::Reg(_)) && self.params.types[n].as_ref().is_none_or(|t| t.is_string()) =>
+            {
+                let text = self.coerce(b, &ScalarType::Text)?;
+                Ok(match self.reg_cast(text, &ScalarType::Text, target) {
+                    Ok(x) | Err(x) => x,
+                })
+            }
             Some(Unknown::Param(n)) => {
                 let slot = &mut self.params.types[n];
                 if slot.is_none() {

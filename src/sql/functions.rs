@@ -718,14 +718,16 @@ impl Binder<'_> {
             ("current_time" | "localtime", _) => {
                 return Err(Error::FeatureNotSupported("type time is not supported yet".into()));
             }
-            ("concat" | "concat_ws" | "jsonb_build_array" | "jsonb_build_object", _) => {
+            // json_build_* build jsonb: ripple has no json type (clients
+            // read both as JSON; key order and duplicate keys are jsonb's).
+            ("concat" | "concat_ws" | "jsonb_build_array" | "jsonb_build_object" | "json_build_array" | "json_build_object", _) => {
                 if (name == "concat_ws" || name == "concat") && args.is_empty() {
                     return Err(not_found());
                 }
                 let func = match name {
                     "concat" => VariadicFunc::Concat,
                     "concat_ws" => VariadicFunc::ConcatWs,
-                    "jsonb_build_array" => VariadicFunc::JsonbBuildArray,
+                    "jsonb_build_array" | "json_build_array" => VariadicFunc::JsonbBuildArray,
                     _ => VariadicFunc::JsonbBuildObject,
                 };
                 let sep_nullable = args.first().map(|a| a.nullable).unwrap_or(false);
@@ -768,7 +770,12 @@ impl Binder<'_> {
                 return Ok(Bound::typed_pub(lit_text(&name), ScalarType::Text, false));
             }
             (name, _) if crate::sql::arrays::is_array_function(name) => return self.bind_array_function(name, args),
-            ("unnest" | "array_fill" | "array_dims" | "string_to_array" | "generate_subscripts", _) => {
+            (name, _) if crate::sql::table_funcs::is_table_function(name) => {
+                return Err(Error::FeatureNotSupported(format!(
+                    "set-returning function {name}() is supported in FROM and as a whole select-list item, not inside an expression"
+                )));
+            }
+            ("array_fill" | "array_dims" | "string_to_array", _) => {
                 return Err(Error::FeatureNotSupported(format!("{name} is not supported yet")));
             }
             ("to_jsonb", 1) if args[0].ty.is_none() && self.unknown_literal(&args[0]) => {

@@ -16,7 +16,7 @@ mod query;
 mod recursive;
 mod scope;
 mod subquery;
-mod table_funcs;
+pub(crate) mod table_funcs;
 mod types;
 mod window;
 

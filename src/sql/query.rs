@@ -434,14 +434,16 @@ impl Binder<'_> {
     }
 
     /// Replaces each select item that is a call of a set-returning
-    /// function by a column of a `FlatMap` over the FROM relation.
+    /// function by a column of one `FlatMap` over the FROM relation
+    /// (several such functions run side by side, as in Postgres).
     fn select_list_functions(
         &mut self,
-        mut rel: RelationExpr,
+        rel: RelationExpr,
         mut scope: Scope,
         items: &mut [(Expr, String)],
     ) -> Result<(RelationExpr, Scope), Error> {
-        let mut count = 0;
+        let mut funcs = Vec::new();
+        let mut all_exprs = Vec::new();
         for (e, _) in items.iter_mut() {
             let Expr::Function(f) = e else { continue };
             if f.over.is_some() {
@@ -451,12 +453,6 @@ impl Binder<'_> {
             if !crate::sql::table_funcs::is_table_function(&name) {
                 continue;
             }
-            if count > 0 {
-                return Err(Error::FeatureNotSupported(
-                    "more than one set-returning function in a select list is not supported yet".into(),
-                ));
-            }
-            count += 1;
             let args = crate::sql::table_funcs::call_args(f)?;
             if args.iter().any(contains_aggregate) {
                 return Err(Error::FeatureNotSupported(
@@ -475,11 +471,23 @@ impl Binder<'_> {
             if cols.len() != 1 {
                 return Err(Error::FeatureNotSupported(format!("{name} in a select list is not supported yet; use it in FROM")));
             }
-            let hidden = format!("?{name}?");
+            let hidden = format!("?{name}{}?", funcs.len());
             let (_, t) = cols.into_iter().next().expect("one column");
+            let t = if funcs.is_empty() { t } else { ColumnType::new(t.scalar, true) };
             scope.items.push(ScopeItem::new(None, hidden.clone(), t));
-            rel = Self::flat_map(rel, func, exprs, false);
+            funcs.push((func, exprs.len()));
+            all_exprs.extend(exprs);
             *e = Expr::Identifier(ast::Ident::with_quote('"', hidden));
+        }
+        let rel = match funcs.len() {
+            0 => rel,
+            1 => Self::flat_map(rel, funcs.pop().expect("one").0, all_exprs, false),
+            _ => Self::flat_map(rel, crate::expr::func::table::TableFunc::Zip(funcs), all_exprs, false),
+        };
+        // With several functions the first's column may be padded too.
+        if let RelationExpr::FlatMap { func: crate::expr::func::table::TableFunc::Zip(_), .. } = &rel {
+            let first = scope.items.len() - rel_func_width(&rel);
+            scope.items[first].typ.nullable = true;
         }
         Ok((rel, scope))
     }
@@ -1238,6 +1246,14 @@ fn is_lateral(tf: &TableFactor) -> bool {
             | TableFactor::Function { .. }
             | TableFactor::UNNEST { .. }
     )
+}
+
+/// How many columns the function of a `FlatMap` adds.
+fn rel_func_width(rel: &RelationExpr) -> usize {
+    match rel {
+        RelationExpr::FlatMap { func, .. } => func.columns().len(),
+        _ => 0,
+    }
 }
 
 /// The plain arguments of a function in FROM.

@@ -29,6 +29,7 @@ pub fn is_table_function(name: &str) -> bool {
             | "jsonb_each_text"
             | "jsonb_object_keys"
             | "pg_partition_ancestors"
+            | "generate_subscripts"
     )
 }
 
@@ -119,6 +120,13 @@ impl Binder<'_> {
                 let f = TableFunc::JsonbEach { text: name.ends_with("_text") };
                 Ok((f, coerce_all(self, args, &[ScalarType::Jsonb])?))
             }
+            ("generate_subscripts", 2 | 3) => match &types[0] {
+                Some(t @ ScalarType::Array(_)) => {
+                    let tys = [t.clone(), ScalarType::Int32, ScalarType::Bool];
+                    Ok((TableFunc::GenerateSubscripts, coerce_all(self, args, &tys)?))
+                }
+                _ => Err(not_found()),
+            },
             ("jsonb_object_keys", 1) => Ok((TableFunc::JsonbObjectKeys, coerce_all(self, args, &[ScalarType::Jsonb])?)),
             // Ripple has no partitioned tables: a relation's only ancestor
             // is itself.

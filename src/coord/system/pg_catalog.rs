@@ -87,6 +87,13 @@ pub static RELATIONS: &[SystemRelation] = &[
          probin text, prosqlbody text, proconfig text[], proacl text[]",
         none,
     ),
+    rel(
+        "pg_opclass",
+        2616,
+        "oid oid, opcmethod oid, opcname name, opcnamespace oid, opcowner oid, opcfamily oid, opcintype oid, \
+         opcdefault bool, opckeytype oid",
+        none,
+    ),
     rel("pg_am", 2601, "oid oid, amname name, amhandler regproc, amtype char", access_methods),
     rel(
         "pg_database",

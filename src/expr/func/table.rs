@@ -31,6 +31,13 @@ pub enum TableFunc {
     JsonbEach { text: bool },
     /// `jsonb_object_keys(jsonb)`.
     JsonbObjectKeys,
+    /// `generate_subscripts(anyarray, dim [, reverse])`: the subscripts of
+    /// the array's dimension `dim` (arrays here have one, from 1).
+    GenerateSubscripts,
+    /// Several functions side by side (several in one select list): row
+    /// `i` holds each function's row `i`, NULLs where one has fewer. Each
+    /// takes the given number of the arguments, in order.
+    Zip(Vec<(TableFunc, usize)>),
 }
 
 impl TableFunc {
@@ -44,6 +51,8 @@ impl TableFunc {
             TableFunc::JsonbEach { text: false } => "jsonb_each",
             TableFunc::JsonbEach { text: true } => "jsonb_each_text",
             TableFunc::JsonbObjectKeys => "jsonb_object_keys",
+            TableFunc::GenerateSubscripts => "generate_subscripts",
+            TableFunc::Zip(_) => "rows from",
         }
     }
 
@@ -62,12 +71,21 @@ impl TableFunc {
                 ("value", nullable(if *text { ScalarType::Text } else { ScalarType::Jsonb })),
             ],
             TableFunc::JsonbObjectKeys => vec![(self.name(), ColumnType::new(ScalarType::Text, false))],
+            TableFunc::GenerateSubscripts => vec![(self.name(), ColumnType::new(ScalarType::Int32, false))],
+            TableFunc::Zip(funcs) => funcs
+                .iter()
+                .flat_map(|(f, _)| f.columns())
+                .map(|(n, t)| (n, ColumnType::new(t.scalar, true)))
+                .collect(),
         }
     }
 
     /// The rows of one call. A NULL argument gives no rows (the functions
     /// are strict).
     pub fn eval(&self, args: &[Datum]) -> Result<Vec<Vec<Datum>>, EvalError> {
+        if let TableFunc::Zip(funcs) = self {
+            return zip(funcs, args);
+        }
         if args.iter().any(Datum::is_null) {
             return Ok(Vec::new());
         }
@@ -101,6 +119,22 @@ impl TableFunc {
                 },
                 _ => return Err(EvalError::Internal("jsonb_each of a non-jsonb".into())),
             },
+            TableFunc::GenerateSubscripts => {
+                let n = match &args[0] {
+                    Datum::Array(v) => v.len() as i32,
+                    _ => return Err(EvalError::Internal("generate_subscripts of a non-array".into())),
+                };
+                if args[1].as_i64() != Some(1) {
+                    return Ok(Vec::new());
+                }
+                let reverse = matches!(args.get(2), Some(Datum::Bool(true)));
+                let mut subs: Vec<Vec<Datum>> = (1..=n).map(|i| one(Datum::Int32(i))).collect();
+                if reverse {
+                    subs.reverse();
+                }
+                subs
+            }
+            TableFunc::Zip(funcs) => zip(funcs, args)?,
             TableFunc::JsonbObjectKeys => match &args[0] {
                 Datum::Jsonb(j) => match j.as_ref() {
                     Jsonb::Object(pairs) => pairs.iter().map(|(k, _)| one(Datum::Text(k.clone()))).collect(),
@@ -111,6 +145,29 @@ impl TableFunc {
             },
         })
     }
+}
+
+/// The rows of functions called side by side, padded with NULLs.
+fn zip(funcs: &[(TableFunc, usize)], args: &[Datum]) -> Result<Vec<Vec<Datum>>, EvalError> {
+    let mut results = Vec::with_capacity(funcs.len());
+    let mut at = 0;
+    for (f, n) in funcs {
+        let end = (at + n).min(args.len());
+        results.push((f.columns().len(), f.eval(&args[at..end])?));
+        at = end;
+    }
+    let rows = results.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    Ok((0..rows)
+        .map(|i| {
+            results
+                .iter()
+                .flat_map(|(width, r)| match r.get(i) {
+                    Some(row) => row.clone(),
+                    None => vec![Datum::Null; *width],
+                })
+                .collect()
+        })
+        .collect())
 }
 
 /// A jsonb element as `jsonb_array_elements` gives it, or as text for the
