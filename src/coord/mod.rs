@@ -1022,61 +1022,16 @@ impl Coordinator {
                         rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
                         rows
                     }
-                    ShowKind::Variable(name) if name == "all" => {
-                        let info = session.info();
-                        settings::SETTINGS
-                            .iter()
-                            .map(|s| {
-                                let v = info.settings.get(s.name).cloned().unwrap_or_default();
-                                vec![Datum::Text(s.name.into()), Datum::Text(v), Datum::Text(s.description.into())]
-                            })
-                            .collect()
-                    }
-                    ShowKind::Variable(name) => {
-                        let key = settings::canonical(name);
-                        if settings::find(&key).is_none() {
-                            return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
-                        }
-                        let value = session.info().settings.get(&key).cloned().unwrap_or_default();
-                        vec![vec![Datum::Text(value)]]
-                    }
+                    ShowKind::Variable(name) => settings::show(&session.info(), name)?,
                 };
                 Ok(ExecuteResponse::Rows { desc: show_desc(&kind), rows })
             }
             Plan::ResetVariable { name } => {
-                match name {
-                    None => session.vars.retain(|k, _| k == "application_name"),
-                    Some(name) => {
-                        let key = settings::canonical(&name);
-                        if settings::find(&key).is_none() {
-                            return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
-                        }
-                        session.vars.remove(&key);
-                    }
-                }
+                settings::reset(&mut session.vars, name.as_deref())?;
                 Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
             }
             Plan::SetVariable { name, value } => {
-                let name = settings::canonical(&name);
-                match settings::find(&name) {
-                    None => {
-                        return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\"")));
-                    }
-                    Some(s) if s.read_only => {
-                        return Err(Error::InvalidParameter(format!("parameter \"{name}\" cannot be changed")));
-                    }
-                    Some(_) => {}
-                }
-                if value.eq_ignore_ascii_case("default") {
-                    session.vars.remove(&name);
-                    return Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None });
-                }
-                if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
-                    return Err(Error::InvalidParameter(format!(
-                        "invalid value for parameter \"transaction_isolation\": \"{value}\""
-                    )));
-                }
-                session.vars.insert(name, value);
+                settings::set(&mut session.vars, &name, value)?;
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
             Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),

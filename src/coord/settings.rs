@@ -2,8 +2,13 @@
 //! session may change. `SET`, `SHOW`, `RESET`, `current_setting` and
 //! `pg_settings` read this list; an unknown name is 42704, as in Postgres.
 //!
-//! Owns: the list and the validation of names. Must not: interpret a
-//! setting's meaning (the code that reads a setting does).
+//! Owns: the list, the validation of names and values, and what `SET`,
+//! `SHOW` and `RESET` do to a session's values. Must not: interpret a
+//! setting's meaning otherwise (the code that reads a setting does).
+
+use crate::coord::recovery::Isolation;
+use crate::repr::{Datum, Error};
+use std::collections::BTreeMap;
 
 /// One setting.
 pub struct Setting {
@@ -83,4 +88,58 @@ pub fn canonical(name: &str) -> String {
         "session authorization" => "session_authorization".into(),
         _ => n,
     }
+}
+
+fn unknown(name: &str) -> Error {
+    Error::UndefinedObject(format!("unrecognized configuration parameter \"{name}\""))
+}
+
+/// `SHOW name` (`SHOW ALL`: every setting with its value and description)
+/// for a session whose settings are `info`'s.
+pub fn show(info: &crate::sql::SessionInfo, name: &str) -> Result<Vec<Vec<Datum>>, Error> {
+    if name == "all" {
+        return Ok(SETTINGS
+            .iter()
+            .map(|s| {
+                let v = info.settings.get(s.name).cloned().unwrap_or_default();
+                vec![Datum::Text(s.name.into()), Datum::Text(v), Datum::Text(s.description.into())]
+            })
+            .collect());
+    }
+    let key = canonical(name);
+    find(&key).ok_or_else(|| unknown(name))?;
+    Ok(vec![vec![Datum::Text(info.settings.get(&key).cloned().unwrap_or_default())]])
+}
+
+/// `SET name = value` (`DEFAULT` resets) on a session's values.
+pub fn set(vars: &mut BTreeMap<String, String>, name: &str, value: String) -> Result<(), Error> {
+    let name = canonical(name);
+    match find(&name) {
+        None => return Err(unknown(&name)),
+        Some(s) if s.read_only => return Err(Error::InvalidParameter(format!("parameter \"{name}\" cannot be changed"))),
+        Some(_) => {}
+    }
+    if value.eq_ignore_ascii_case("default") {
+        vars.remove(&name);
+        return Ok(());
+    }
+    if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
+        return Err(Error::InvalidParameter(format!("invalid value for parameter \"transaction_isolation\": \"{value}\"")));
+    }
+    vars.insert(name, value);
+    Ok(())
+}
+
+/// `RESET name`, or `RESET ALL` (`None`), which keeps the application name
+/// the client connected with.
+pub fn reset(vars: &mut BTreeMap<String, String>, name: Option<&str>) -> Result<(), Error> {
+    match name {
+        None => vars.retain(|k, _| k == "application_name"),
+        Some(name) => {
+            let key = canonical(name);
+            find(&key).ok_or_else(|| unknown(name))?;
+            vars.remove(&key);
+        }
+    }
+    Ok(())
 }
