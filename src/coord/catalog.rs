@@ -145,22 +145,6 @@ impl<'a> BindCatalog<'a> {
         d
     }
 
-    /// The schemas an unqualified name is looked up in: `pg_catalog`
-    /// first unless the search path names it, then the path's existing
-    /// schemas.
-    pub fn search_path(&self) -> Vec<String> {
-        let path = self.session.settings.get("search_path").cloned().unwrap_or_default();
-        let mut out: Vec<String> = path
-            .split(',')
-            .map(|s| s.trim().trim_matches('"').to_string())
-            .filter(|s| s == USER_SCHEMA || SYSTEM_SCHEMAS.contains(&s.as_str()))
-            .collect();
-        if !out.iter().any(|s| s == "pg_catalog") {
-            out.insert(0, "pg_catalog".into());
-        }
-        out
-    }
-
     fn user_item(&self, name: &str) -> Option<CatalogEntry> {
         let item = self.catalog.by_name(name)?;
         self.resolved.borrow_mut().push(item.id);
@@ -191,14 +175,14 @@ impl SqlCatalog for BindCatalog<'_> {
         Ok(match schema {
             Some(s) if s == USER_SCHEMA || SYSTEM_SCHEMAS.contains(&s) => lookup(s),
             Some(_) => None,
-            None => self.search_path().iter().find_map(|s| lookup(s)),
+            None => self.session.search_path().iter().find_map(|s| lookup(s)),
         })
     }
 
     fn snapshot(&self) -> Arc<CatalogSnapshot> {
         self.read_system.set(true);
         let mut slot = self.snapshot.borrow_mut();
-        slot.get_or_insert_with(|| Arc::new(system::snapshot(self.catalog, &self.session, self.search_path()))).clone()
+        slot.get_or_insert_with(|| Arc::new(system::snapshot(self.catalog, &self.session, self.session.search_path()))).clone()
     }
 
     fn session(&self) -> &SessionInfo {

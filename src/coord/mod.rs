@@ -784,7 +784,7 @@ impl Coordinator {
             let bc = BindCatalog::new(&state.catalog, session.info());
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
             // A view would keep the catalog as of its creation.
-            if bc.read_system.get() && matches!(plan, Plan::CreateView { .. } | Plan::CreateIndex { .. }) {
+            if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
                 return Err(Error::FeatureNotSupported(
                     "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported"
                         .into(),
@@ -1064,24 +1064,15 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None })
             }
             Plan::Savepoint { name } => {
-                let txn = session.txn.as_mut().ok_or_else(|| {
-                    Error::NoActiveTransaction("SAVEPOINT can only be used in transaction blocks".into())
-                })?;
-                txn.savepoint(name);
+                txn_block(session, "SAVEPOINT")?.savepoint(name);
                 Ok(ExecuteResponse::Command { tag: "SAVEPOINT".into(), rows: None })
             }
             Plan::ReleaseSavepoint { name } => {
-                let txn = session.txn.as_mut().ok_or_else(|| {
-                    Error::NoActiveTransaction("RELEASE SAVEPOINT can only be used in transaction blocks".into())
-                })?;
-                txn.release(&name)?;
+                txn_block(session, "RELEASE SAVEPOINT")?.release(&name)?;
                 Ok(ExecuteResponse::Command { tag: "RELEASE".into(), rows: None })
             }
             Plan::RollbackTo { name } => {
-                let txn = session.txn.as_mut().ok_or_else(|| {
-                    Error::NoActiveTransaction("ROLLBACK TO SAVEPOINT can only be used in transaction blocks".into())
-                })?;
-                txn.rollback_to(&name)?;
+                txn_block(session, "ROLLBACK TO SAVEPOINT")?.rollback_to(&name)?;
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
             Plan::Rollback => {
@@ -1858,6 +1849,15 @@ fn verb(stmt: &Statement) -> String {
         Some(w) => w,
         None => String::new(),
     }
+}
+
+/// The session's transaction block, for a statement (`verb`) that needs
+/// one (25P01 outside).
+fn txn_block<'a>(session: &'a mut Session, verb: &str) -> Result<&'a mut Txn, Error> {
+    session
+        .txn
+        .as_mut()
+        .ok_or_else(|| Error::NoActiveTransaction(format!("{verb} can only be used in transaction blocks")))
 }
 
 /// A failed statement aborts the session's transaction block: its writes

@@ -10,6 +10,9 @@ use crate::coord::recovery::Isolation;
 use crate::repr::{Datum, Error};
 use std::collections::BTreeMap;
 
+/// The `server_version` reported to clients (ParameterStatus, `SHOW`).
+pub const SERVER_VERSION: &str = "15.0 (ripple)";
+
 /// One setting.
 pub struct Setting {
     pub name: &'static str,
@@ -30,7 +33,7 @@ const fn fixed(name: &'static str, default: &'static str, description: &'static 
 
 /// Every setting, by lower-case name.
 pub static SETTINGS: &[Setting] = &[
-    fixed("server_version", "15.0 (ripple)", "Shows the server version."),
+    fixed("server_version", SERVER_VERSION, "Shows the server version."),
     fixed("server_version_num", "150000", "Shows the server version as an integer."),
     fixed("server_encoding", "UTF8", "Shows the server (database) character set encoding."),
     fixed("integer_datetimes", "on", "Shows whether datetimes are integer based."),

@@ -22,8 +22,7 @@ use pgwire::api::{
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
-/// The `server_version` reported to clients.
-pub const SERVER_VERSION: &str = "15.0 (ripple)";
+pub use crate::coord::settings::SERVER_VERSION;
 
 /// Accepts every user and database without authentication.
 #[derive(Debug, Default)]

@@ -357,17 +357,15 @@ impl Binder<'_> {
         if !desc.types.iter().any(|t| matches!(t.scalar, ScalarType::Reg(_))) {
             return (expr, desc);
         }
-        let n = desc.arity();
-        let mut scalars = Vec::with_capacity(n);
+        // The relation may carry more columns than the result (ORDER BY
+        // keys past `desc`): those are kept as they are.
+        let n = expr.arity();
+        let mut scalars: Vec<ScalarExpr> = (0..n).map(ScalarExpr::Column).collect();
         for (i, t) in desc.types.iter_mut().enumerate() {
-            let col = ScalarExpr::Column(i);
-            scalars.push(match self.reg_cast(col, &t.scalar, &ScalarType::Text) {
-                Ok(named) => {
-                    t.scalar = ScalarType::Text;
-                    named
-                }
-                Err(col) => col,
-            });
+            if let Ok(named) = self.reg_cast(ScalarExpr::Column(i), &t.scalar, &ScalarType::Text) {
+                t.scalar = ScalarType::Text;
+                scalars[i] = named;
+            }
         }
         let map = RelationExpr::Map { input: Box::new(expr), scalars };
         (RelationExpr::Project { input: Box::new(map), outputs: (n..2 * n).collect() }, desc)

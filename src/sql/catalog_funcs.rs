@@ -15,7 +15,7 @@
 use crate::expr::func::catalog::{CatalogFunc, SnapshotRef};
 use crate::expr::{ScalarExpr, UnaryFunc, VariadicFunc};
 use crate::repr::{Datum, Error, RegKind, ScalarType};
-use crate::sql::binder::{Binder, USER_SCHEMA};
+use crate::sql::binder::Binder;
 use crate::sql::expr::Bound;
 
 /// The version string `version()` returns: Postgres 15's shape, so that
@@ -38,16 +38,6 @@ fn typed(d: Datum, t: ScalarType) -> Bound {
 }
 
 impl Binder<'_> {
-    /// The schemas of the search path that exist, in order (`$user` and
-    /// unknown schemas are skipped, as Postgres does).
-    pub(crate) fn effective_search_path(&self) -> Vec<String> {
-        let path = self.catalog.session().settings.get("search_path").cloned().unwrap_or_default();
-        path.split(',')
-            .map(|s| s.trim().trim_matches('"').to_string())
-            .filter(|s| s == USER_SCHEMA || s == "pg_catalog" || s == "information_schema")
-            .collect()
-    }
-
     fn catalog_call(&mut self, f: CatalogFunc, args: Vec<Bound>, types: &[ScalarType]) -> Result<Bound, Error> {
         let nullable = args.iter().any(|b| b.nullable) || f.may_return_null();
         let mut exprs = Vec::with_capacity(args.len());
@@ -62,13 +52,18 @@ impl Binder<'_> {
     /// Binds a session or catalog function; gives the arguments back if
     /// `name` is not one.
     pub(crate) fn bind_catalog_function(&mut self, name: &str, args: Vec<Bound>) -> Result<Result<Bound, Error>, Vec<Bound>> {
-        let session = self.catalog.session().clone();
-        let n = args.len();
-        // Every function here reads the session or the catalog; quote_*
-        // are pure and allowed in views.
-        if !name.starts_with("quote_") && is_catalog_function(name) {
+        let bound = self.bind_catalog_function_inner(name, args)?;
+        // Every function here reads the session or the catalog, except the
+        // quote_* ones, which are pure and allowed in views.
+        if !name.starts_with("quote_") {
             self.catalog.note_catalog_read();
         }
+        Ok(bound)
+    }
+
+    fn bind_catalog_function_inner(&mut self, name: &str, args: Vec<Bound>) -> Result<Result<Bound, Error>, Vec<Bound>> {
+        let session = self.catalog.session().clone();
+        let n = args.len();
         let oid = ScalarType::Oid;
         let int = ScalarType::Int32;
         Ok(match (name, n) {
@@ -78,7 +73,7 @@ impl Binder<'_> {
                 Ok(typed(Datum::Text(session.user), ScalarType::Name))
             }
             ("current_schema", 0) => {
-                let first = self.effective_search_path().into_iter().find(|s| s != "pg_catalog");
+                let first = session.search_path().into_iter().find(|s| s != "pg_catalog");
                 Ok(typed(first.map(Datum::Text).unwrap_or(Datum::Null), ScalarType::Name))
             }
             ("current_schemas", 1) => (|| {
@@ -86,10 +81,7 @@ impl Binder<'_> {
                     Ok(Datum::Bool(b)) => b,
                     _ => return Err(Error::FeatureNotSupported("current_schemas needs a constant argument".into())),
                 };
-                let mut path = self.effective_search_path();
-                if implicit && !path.iter().any(|s| s == "pg_catalog") {
-                    path.insert(0, "pg_catalog".into());
-                }
+                let mut path = session.search_path();
                 if !implicit {
                     path.retain(|s| s != "pg_catalog");
                 }
@@ -220,23 +212,4 @@ impl Binder<'_> {
             _ => call,
         })
     }
-}
-
-/// Whether `name` is one of the functions bound here.
-fn is_catalog_function(name: &str) -> bool {
-    matches!(
-        name,
-        "version" | "current_database" | "current_catalog" | "current_user" | "session_user" | "user"
-            | "current_role" | "getpgusername" | "current_schema" | "current_schemas" | "pg_backend_pid"
-            | "current_setting" | "pg_encoding_to_char" | "pg_get_userbyid" | "pg_table_is_visible"
-            | "pg_type_is_visible" | "pg_function_is_visible" | "pg_get_indexdef" | "pg_get_constraintdef"
-            | "pg_get_viewdef" | "obj_description" | "col_description" | "shobj_description" | "format_type"
-            | "pg_get_expr" | "pg_get_function_result" | "pg_get_function_arguments"
-            | "pg_get_function_identity_arguments" | "pg_get_statisticsobjdef_columns"
-            | "pg_relation_is_publishable" | "pg_get_ruledef" | "pg_get_triggerdef" | "to_regclass"
-            | "to_regtype" | "to_regproc" | "to_regprocedure" | "to_regnamespace" | "to_regrole"
-            | "pg_get_serial_sequence" | "pg_collation_is_visible" | "pg_opclass_is_visible"
-            | "pg_operator_is_visible"
-    ) || (name.starts_with("has_") && name.ends_with("_privilege"))
-        || name == "pg_has_role"
 }

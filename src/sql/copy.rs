@@ -378,7 +378,8 @@ impl Binder<'_> {
                 let block = self.bind_query(q)?;
                 let names = &block.desc.names;
                 let options = resolve_options(given, false, &Columns { copied: names, all: names, relation: None })?;
-                Ok(Plan::CopyTo { query: block.expr, desc: block.desc, finishing: block.finishing, options })
+                let (query, desc) = self.named_outputs(block.expr, block.desc);
+                Ok(Plan::CopyTo { query, desc, finishing: block.finishing, options })
             }
         }
     }

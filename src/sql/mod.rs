@@ -63,6 +63,24 @@ pub struct SessionInfo {
     pub settings: std::collections::BTreeMap<String, String>,
 }
 
+impl SessionInfo {
+    /// The schemas an unqualified name is looked up in, in order: those of
+    /// `search_path` that exist (`$user` and unknown ones are skipped, as
+    /// Postgres does), with `pg_catalog` first unless the path names it.
+    pub fn search_path(&self) -> Vec<String> {
+        let path = self.settings.get("search_path").map(String::as_str).unwrap_or("");
+        let mut out: Vec<String> = path
+            .split(',')
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .filter(|s| s == binder::USER_SCHEMA || binder::SYSTEM_SCHEMAS.contains(&s.as_str()))
+            .collect();
+        if !out.iter().any(|s| s == "pg_catalog") {
+            out.insert(0, "pg_catalog".into());
+        }
+        out
+    }
+}
+
 /// Read-only access to the catalog for name resolution.
 pub trait SqlCatalog {
     /// The relation or index `name` (already case-folded) in `schema`, or

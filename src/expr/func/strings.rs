@@ -500,16 +500,7 @@ pub fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<
         let mut cache = cache.borrow_mut();
         let key = (pattern.to_string(), case_insensitive);
         if !cache.contains_key(&key) {
-            let re = regex::RegexBuilder::new(pattern)
-                .case_insensitive(case_insensitive)
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|e| {
-                    EvalError::InvalidRegularExpression(format!(
-                        "invalid regular expression: {}",
-                        e.to_string().lines().last().unwrap_or("malformed pattern").trim().trim_start_matches("error: ")
-                    ))
-                })?;
+            let re = compile_regex(pattern, case_insensitive)?;
             if cache.len() >= 256 {
                 cache.clear();
             }
@@ -533,12 +524,7 @@ pub fn quote_literal(s: &str) -> String {
 /// `regexp_split_to_table(text, pattern)`: the pieces between matches (an
 /// empty match splits between characters, as in Postgres).
 pub fn regex_split(text: &str, pattern: &str) -> Result<Vec<String>, EvalError> {
-    let re = regex::Regex::new(pattern).map_err(|e| {
-        EvalError::InvalidRegularExpression(format!(
-            "invalid regular expression: {}",
-            e.to_string().lines().last().unwrap_or("malformed pattern").trim().trim_start_matches("error: ")
-        ))
-    })?;
+    let re = compile_regex(pattern, false)?;
     let mut out = Vec::new();
     let mut start = 0;
     for m in re.find_iter(text) {
@@ -556,4 +542,15 @@ pub fn regex_split(text: &str, pattern: &str) -> Result<Vec<String>, EvalError> 
     }
     out.push(text[start..].to_string());
     Ok(out)
+}
+
+/// Compiles a POSIX-style pattern (bounded in size, so a hostile pattern
+/// cannot take the server's memory), with Postgres's error for a bad one.
+fn compile_regex(pattern: &str, case_insensitive: bool) -> Result<regex::Regex, EvalError> {
+    regex::RegexBuilder::new(pattern).case_insensitive(case_insensitive).size_limit(1 << 20).build().map_err(|e| {
+        EvalError::InvalidRegularExpression(format!(
+            "invalid regular expression: {}",
+            e.to_string().lines().last().unwrap_or("malformed pattern").trim().trim_start_matches("error: ")
+        ))
+    })
 }
