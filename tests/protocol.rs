@@ -496,3 +496,46 @@ async fn arrays_in_binary() {
     let r = client.query_one("SELECT 3 = ANY($1)", &[&vec![1i32, 3]]).await.unwrap();
     assert!(r.get::<_, bool>(0));
 }
+
+/// A CancelRequest stops the query its connection runs (57014), the
+/// statement timeout does the same, and the session goes on; settings given
+/// at start-up (`options=-c ...`) apply, and an unknown one refuses the
+/// connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_requests_statement_timeout_and_startup_options() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE big (a int); INSERT INTO big SELECT * FROM generate_series(1, 3000)").await;
+    // Minutes of work: only a cancel or a timeout ends it in time.
+    const SLOW: &str = "SELECT count(*) FROM big a, big b, big c WHERE a.a + b.a = c.a";
+    let token = client.cancel_token();
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        token.cancel_query(tokio_postgres::NoTls).await
+    });
+    let started = std::time::Instant::now();
+    let err = client.simple_query(SLOW).await.expect_err("canceled");
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{}", describe_error(&err));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    canceler.await.unwrap().expect("the cancel request is sent");
+    assert_eq!(query_text(&client, "SELECT 1").await, rows(&[&["1"]]));
+
+    exec(&client, "SET statement_timeout = 200").await;
+    assert_eq!(query_text(&client, "SHOW statement_timeout").await, rows(&[&["200ms"]]));
+    let err = client.simple_query(SLOW).await.expect_err("timed out");
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{}", describe_error(&err));
+    assert!(describe_error(&err).contains("statement timeout"), "{}", describe_error(&err));
+    // (The workers may finish the step they were in before they drop the
+    // abandoned query: the next read may wait for that.)
+    exec(&client, "RESET statement_timeout").await;
+    assert_eq!(query_text(&client, "SELECT count(*) FROM big").await, rows(&[&["3000"]]));
+
+    let conn = format!("{} options='-c search_path=public -c statement_timeout=5s'", server.conn_str());
+    let (other, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.expect("connects");
+    tokio::spawn(connection);
+    assert_eq!(query_text(&other, "SHOW search_path").await, rows(&[&["public"]]));
+    assert_eq!(query_text(&other, "SHOW statement_timeout").await, rows(&[&["5s"]]));
+    let bad = format!("{} options='-c nosuch=1'", server.conn_str());
+    let err = tokio_postgres::connect(&bad, tokio_postgres::NoTls).await.err().expect("refused");
+    assert_eq!(err.code(), Some(&SqlState::UNDEFINED_OBJECT), "{}", describe_error(&err));
+}

@@ -511,3 +511,57 @@ async fn arrays_survive_restart() {
     server.restart();
     check(&server, &table, &view, "after the second restart").await;
 }
+
+/// What ALTER and COMMENT ON change is stored with the items: renamed
+/// tables, views, materialized views and indexes (and what reads them), a
+/// renamed column, a key added to a table with rows, and comments are all
+/// back after a restart, and the key is still enforced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn altered_items_survive_restart() {
+    async fn check(server: &TestServer, when: &str) {
+        let client = server.connect().await;
+        let q = |sql: &'static str| {
+            let client = &client;
+            async move { query_text(client, sql).await }
+        };
+        assert_eq!(q("SELECT * FROM ledger ORDER BY entry_id").await, rows(&[&["1", "10"], &["2", "20"]]), "ledger {when}");
+        assert_eq!(q("SELECT * FROM big_entries").await, rows(&[&["2", "20"]]), "view {when}");
+        assert_eq!(q("SELECT total FROM ledger_total").await, rows(&[&["30"]]), "materialized view {when}");
+        assert_eq!(
+            q("SELECT c.relname, d.objsubid::text, d.description FROM pg_description d JOIN pg_class c ON c.oid = d.objoid ORDER BY 1, 2").await,
+            rows(&[&["ledger", "0", "entries"], &["ledger", "1", "the id"]]),
+            "comments {when}"
+        );
+        assert_eq!(
+            q("SELECT indexname FROM pg_indexes WHERE tablename = 'ledger' ORDER BY 1").await,
+            rows(&[&["entries_pkey"], &["ledger_amount"]]),
+            "indexes {when}"
+        );
+        let dup = client.simple_query("INSERT INTO ledger VALUES (1, 99)").await.expect_err("duplicate key");
+        assert_eq!(dup.code().map(|c| c.code()), Some("23505"), "key enforced {when}");
+    }
+    let mut server = TestServer::start(1);
+    {
+        let client = server.connect().await;
+        exec(
+            &client,
+            "CREATE TABLE entries (id integer, amount integer);
+             INSERT INTO entries VALUES (1, 10), (2, 20);
+             CREATE INDEX by_amount ON entries (amount);
+             ALTER TABLE entries ADD PRIMARY KEY (id);
+             ALTER TABLE entries RENAME COLUMN id TO entry_id;
+             CREATE VIEW big AS SELECT entries.entry_id, entries.amount FROM entries WHERE entries.amount > 15;
+             CREATE MATERIALIZED VIEW total AS SELECT sum(amount) AS total FROM entries;
+             ALTER TABLE entries RENAME TO ledger;
+             ALTER VIEW big RENAME TO big_entries;
+             ALTER MATERIALIZED VIEW total RENAME TO ledger_total;
+             ALTER INDEX by_amount RENAME TO ledger_amount;
+             COMMENT ON TABLE ledger IS 'entries';
+             COMMENT ON COLUMN ledger.entry_id IS 'the id';",
+        )
+        .await;
+    }
+    check(&server, "before the restart").await;
+    server.restart();
+    check(&server, "after the restart").await;
+}

@@ -44,11 +44,16 @@ pub struct Session {
     pub(crate) txn: Option<crate::coord::txn::Txn>,
     /// Session variables set with `SET`.
     pub vars: std::collections::BTreeMap<String, String>,
+    /// The values `RESET` returns to: those the client gave at start-up.
+    pub defaults: std::collections::BTreeMap<String, String>,
     /// Who connected, to which database, under which process id (what
     /// `current_user`, `current_database()` and `pg_backend_pid()` say).
     pub user: String,
     pub database: String,
     pub backend_pid: i32,
+    /// Fires when a CancelRequest arrives for the statement about to run
+    /// (set by the server before each statement).
+    pub cancel: Option<futures::channel::oneshot::Receiver<()>>,
 }
 
 impl Session {
@@ -60,6 +65,14 @@ impl Session {
         if !application_name.is_empty() {
             self.vars.insert("application_name".into(), application_name.to_string());
         }
+        self.defaults = self.vars.clone();
+    }
+
+    /// Settings the client gave at start-up: the session's values and its
+    /// defaults.
+    pub fn start_with(&mut self, settings: std::collections::BTreeMap<String, String>) {
+        self.vars.extend(settings);
+        self.defaults = self.vars.clone();
     }
 
     /// What a statement of this session knows of it.

@@ -24,6 +24,22 @@ pub struct ItemRecord {
     pub name: String,
     pub kind: ItemKind,
     pub create_sql: String,
+    /// `COMMENT ON` texts: 0 for the item, a column's number for a column.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub comments: BTreeMap<usize, String>,
+}
+
+impl ItemRecord {
+    /// What is stored for `item`.
+    pub fn of(item: &Item) -> ItemRecord {
+        ItemRecord {
+            id: item.id,
+            name: item.name.clone(),
+            kind: item.kind,
+            create_sql: item.create_sql.clone(),
+            comments: item.comments.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -32,8 +48,8 @@ pub struct Item {
     pub name: String,
     pub kind: ItemKind,
     pub desc: RelationDesc,
-    /// The statement that created it, as stored.
-    #[allow(dead_code)]
+    /// The statement that creates it as it is now, as stored (an ALTER
+    /// rewrites it).
     pub create_sql: String,
     /// Items this one reads (tables, views, materialized views; for an
     /// index, the indexed relation).
@@ -48,6 +64,9 @@ pub struct Item {
     pub keys: Vec<crate::sql::UniqueKey>,
     /// For an index: whether it is a unique index.
     pub unique: bool,
+    /// `COMMENT ON` texts: 0 for the item, a column's number (from 1) for
+    /// a column.
+    pub comments: BTreeMap<usize, String>,
 }
 
 #[derive(Default)]

@@ -149,6 +149,7 @@ mod tests {
             imports: vec![],
             keys: vec![],
             unique: false,
+            comments: Default::default(),
         }
     }
 

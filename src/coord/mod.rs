@@ -14,6 +14,7 @@
 //! Must not: block a dataflow worker, or do I/O other than through `storage`.
 
 pub mod api;
+mod alter;
 mod catalog;
 mod checkpoint;
 mod commit;
@@ -37,6 +38,7 @@ use crate::sql::{self, Finishing, ItemKind, Params, Plan, ShowKind};
 use crate::storage::{Storage, WriteSet};
 use catalog::{BindCatalog, Catalog, Item, ItemRecord};
 use sqlparser::ast::Statement;
+use sql::Stmt;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use commit::GroupCommit;
@@ -245,6 +247,9 @@ impl Coordinator {
                 (plan, bc.dependencies())
             };
             state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone(), &no_contents)?;
+            if let Some(item) = state.catalog.items.get_mut(&rec.id) {
+                item.comments = rec.comments;
+            }
             if rec.kind == ItemKind::MaterializedView {
                 state.recovery.pending.insert(rec.id);
             }
@@ -620,7 +625,7 @@ impl Coordinator {
 
     /// Parses a query string that may hold several statements (an empty
     /// string gives an empty list).
-    pub fn parse(&self, sql: &str) -> Result<Vec<Statement>, Error> {
+    pub fn parse(&self, sql: &str) -> Result<Vec<Stmt>, Error> {
         sql::parse(sql)
     }
 
@@ -628,7 +633,7 @@ impl Coordinator {
     pub async fn describe(
         &self,
         session: &Session,
-        stmt: &Statement,
+        stmt: &Stmt,
         param_types: &[Option<ScalarType>],
     ) -> Result<StatementDesc, Error> {
         let state = self.state.lock().await;
@@ -651,7 +656,7 @@ impl Coordinator {
     /// token a write needs, runs the statement, and acknowledges a write
     /// only once it is durable. An error inside a transaction block aborts
     /// the transaction (Postgres's rule).
-    pub async fn execute(&self, session: &mut Session, stmt: &Statement, params: &[Datum]) -> Result<ExecuteResponse, Error> {
+    pub async fn execute(&self, session: &mut Session, stmt: &Stmt, params: &[Datum]) -> Result<ExecuteResponse, Error> {
         let class = StmtClass::of(stmt);
         if session.txn.as_ref().is_some_and(|t| t.failed) && class != StmtClass::TxnControl {
             return Err(Error::InFailedTransaction);
@@ -664,7 +669,21 @@ impl Coordinator {
             }
         };
         let writing = own_token.is_some() || session.txn.as_ref().is_some_and(|t| t.token.is_some());
-        let result = self.execute_inner(session, stmt, params, writing).await;
+        let cancel = session.cancel.take();
+        let result = if class == StmtClass::Other {
+            // A read may stop at any point: a CancelRequest or the
+            // statement timeout ends it (writes run to their end, so that
+            // what is reported is what happened).
+            let timeout = settings::statement_timeout(&session.vars);
+            let run = self.execute_inner(session, stmt, params, writing);
+            tokio::select! {
+                r = run => r,
+                _ = canceled(cancel) => Err(Error::Canceled),
+                _ = sleep_for(timeout) => Err(Error::StatementTimeout),
+            }
+        } else {
+            self.execute_inner(session, stmt, params, writing).await
+        };
         if let Some(token) = own_token {
             let ts = self.state.lock().await.write_ts;
             drop(token);
@@ -685,7 +704,7 @@ impl Coordinator {
     async fn take_write_token(
         &self,
         session: &mut Session,
-        stmt: &Statement,
+        stmt: &Stmt,
         class: StmtClass,
     ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
         let StmtClass::Write { ddl } = class else { return Ok(None) };
@@ -770,7 +789,7 @@ impl Coordinator {
     async fn execute_inner(
         &self,
         session: &mut Session,
-        stmt: &Statement,
+        stmt: &Stmt,
         params: &[Datum],
         writing: bool,
     ) -> Result<ExecuteResponse, Error> {
@@ -804,8 +823,14 @@ impl Coordinator {
         }
         let create_sql = stmt.to_string();
         match plan {
-            Plan::Select { query, desc, finishing } => {
+            Plan::Select { query, desc, finishing, settings } => {
                 let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                for (name, value, local) in settings {
+                    // SET LOCAL outside a transaction block has no effect.
+                    if !local || session.in_transaction {
+                        settings::set(&mut session.vars, &name, value)?;
+                    }
+                }
                 Ok(ExecuteResponse::Rows { desc, rows })
             }
             Plan::CopyTo { query, desc, finishing, options } => {
@@ -893,6 +918,33 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "TRUNCATE TABLE".into(), rows: None })
             }
             Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
+            Plan::Rename { id, new_name, tag, .. } => {
+                state.rename(id, &new_name)?;
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::RenameColumn { table, column, new_name } => {
+                state.rename_column(table, column, &new_name)?;
+                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+            }
+            Plan::AddConstraint { table, constraint } => {
+                // The key must hold on the rows already there.
+                let ts = state.write_ts;
+                let (name, types) =
+                    state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
+                let rx = state.read(RelationExpr::Get { id: table, name, types }, ts);
+                let rows: Vec<(Row, Diff)> = self.collect(rx).await?.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
+                state.add_constraint(table, &constraint, &rows)?;
+                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+            }
+            Plan::Comment { id, column, comment } => {
+                state.comment(id, column, comment)?;
+                Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
+            }
+            Plan::Checkpoint => {
+                drop(state);
+                self.checkpoint_round().await?;
+                Ok(ExecuteResponse::Command { tag: "CHECKPOINT".into(), rows: None })
+            }
             Plan::CreateTable { ref name, if_not_exists, .. }
             | Plan::CreateView { ref name, if_not_exists, .. } => {
                 let name = name.clone();
@@ -944,7 +996,7 @@ impl Coordinator {
                 }
                 // Store the statement with its (possibly generated) name.
                 let create_sql = match stmt {
-                    Statement::CreateIndex(ci) => {
+                    Stmt::Sql(Statement::CreateIndex(ci)) => {
                         let mut ci = ci.clone();
                         ci.name = Some(sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::with_quote('"', name.clone())]));
                         Statement::CreateIndex(ci).to_string()
@@ -1027,7 +1079,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: show_desc(&kind), rows })
             }
             Plan::ResetVariable { name } => {
-                settings::reset(&mut session.vars, name.as_deref())?;
+                settings::reset(&mut session.vars, &session.defaults, name.as_deref())?;
                 Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
             }
             Plan::SetVariable { name, value } => {
@@ -1432,7 +1484,7 @@ impl State {
             Plan::CreateView { .. } => ItemKind::View,
             _ => ItemKind::Index,
         };
-        let rec = ItemRecord { id, name: name.to_string(), kind, create_sql: create_sql.clone() };
+        let rec = ItemRecord { id, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new() };
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
@@ -1505,6 +1557,7 @@ impl State {
                     imports: vec![],
                     keys: unique,
                     unique: false,
+                    comments: BTreeMap::new(),
                 }
             }
             Plan::CreateView { query, desc, materialized, .. } => {
@@ -1559,6 +1612,7 @@ impl State {
                     imports,
                     keys: vec![],
                     unique: false,
+                    comments: BTreeMap::new(),
                 }
             }
             Plan::CreateIndex { on, key, unique, .. } => {
@@ -1586,6 +1640,7 @@ impl State {
                     imports: vec![],
                     keys: vec![],
                     unique,
+                    comments: BTreeMap::new(),
                 }
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),
@@ -1825,7 +1880,12 @@ enum StmtClass {
 }
 
 impl StmtClass {
-    fn of(stmt: &Statement) -> StmtClass {
+    fn of(stmt: &Stmt) -> StmtClass {
+        let stmt = match stmt {
+            Stmt::Sql(s) => s,
+            Stmt::Rename { .. } => return StmtClass::Write { ddl: true },
+            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } => return StmtClass::Other,
+        };
         match stmt {
             Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => StmtClass::TxnControl,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Truncate(_) => {
@@ -1834,20 +1894,42 @@ impl StmtClass {
             Statement::CreateTable(_)
             | Statement::CreateView(_)
             | Statement::CreateIndex(_)
-            | Statement::Drop { .. } => StmtClass::Write { ddl: true },
+            | Statement::Drop { .. }
+            | Statement::AlterTable(_)
+            | Statement::AlterIndex { .. }
+            | Statement::Comment { .. } => StmtClass::Write { ddl: true },
             _ => StmtClass::Other,
         }
     }
 }
 
 /// The statement's leading keywords, for messages (`INSERT`, `CREATE TABLE`).
-fn verb(stmt: &Statement) -> String {
+fn verb(stmt: &Stmt) -> String {
     let text = stmt.to_string();
     let words: Vec<&str> = text.split_whitespace().take(2).collect();
     match words.first().map(|w| w.to_ascii_uppercase()) {
         Some(w) if w == "CREATE" || w == "DROP" => words.join(" ").to_ascii_uppercase(),
         Some(w) => w,
         None => String::new(),
+    }
+}
+
+/// Resolves when a CancelRequest fires `cancel` (never without one, or
+/// once the next statement has replaced it).
+async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<()>>) {
+    if let Some(rx) = cancel {
+        if rx.await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
+}
+
+/// Resolves after `timeout` (never without one).
+async fn sleep_for(timeout: Option<std::time::Duration>) {
+    match timeout {
+        Some(t) => tokio::time::sleep(t).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -129,20 +129,191 @@ pub fn set(vars: &mut BTreeMap<String, String>, name: &str, value: String) -> Re
     if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
         return Err(Error::InvalidParameter(format!("invalid value for parameter \"transaction_isolation\": \"{value}\"")));
     }
+    let value = if DURATIONS.contains(&name.as_str()) {
+        let ms = parse_duration_ms(&value).ok_or_else(|| {
+            Error::InvalidParameter(format!("invalid value for parameter \"{name}\": \"{value}\""))
+        })?;
+        format_duration_ms(ms)
+    } else {
+        value
+    };
     vars.insert(name, value);
     Ok(())
 }
 
-/// `RESET name`, or `RESET ALL` (`None`), which keeps the application name
-/// the client connected with.
-pub fn reset(vars: &mut BTreeMap<String, String>, name: Option<&str>) -> Result<(), Error> {
+/// The settings that hold a duration (milliseconds without a unit).
+const DURATIONS: [&str; 3] = ["statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"];
+
+/// A duration setting's value in milliseconds: a number with an optional
+/// unit (`us`, `ms`, `s`, `min`, `h`, `d`), as Postgres reads it.
+pub fn parse_duration_ms(value: &str) -> Option<u64> {
+    let v = value.trim().trim_matches('\'');
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let ms = (n * scale).round();
+    (ms.is_finite() && ms >= 0.0 && ms <= i32::MAX as f64).then_some(ms as u64)
+}
+
+/// A duration as `SHOW` prints it: in the largest unit that divides it.
+fn format_duration_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0".into();
+    }
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000)] {
+        if ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// The settings a client gives in its start-up message: parameters named
+/// like a setting, and `-c name=value` / `--name=value` in `options`.
+/// Checked as `SET` checks them (a client that names an unknown setting
+/// cannot connect, as in Postgres).
+pub fn startup_settings(params: &std::collections::HashMap<String, String>) -> Result<BTreeMap<String, String>, Error> {
+    let mut vars = BTreeMap::new();
+    // The start-up message's own fields, which are not settings here.
+    const NOT_SETTINGS: [&str; 4] = ["user", "database", "options", "replication"];
+    for (k, v) in params {
+        let key = k.to_lowercase();
+        if !NOT_SETTINGS.contains(&key.as_str()) && find(&key).is_some_and(|s| !s.read_only) {
+            set(&mut vars, &key, v.clone())?;
+        }
+    }
+    if let Some(options) = params.get("options") {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut chars = options.chars();
+        // Words are separated by spaces; a backslash escapes the next one.
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => word.extend(chars.next()),
+                ' ' | '\t' => words.extend((!word.is_empty()).then(|| std::mem::take(&mut word))),
+                c => word.push(c),
+            }
+        }
+        words.extend((!word.is_empty()).then_some(word));
+        let mut it = words.into_iter();
+        while let Some(w) = it.next() {
+            let assignment = if w == "-c" {
+                it.next().unwrap_or_default()
+            } else if let Some(rest) = w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+                rest.to_string()
+            } else {
+                return Err(Error::InvalidParameter(format!("invalid command-line argument for server process: {w}")));
+            };
+            let Some((name, value)) = assignment.split_once('=') else {
+                return Err(Error::InvalidParameter(format!("parameter \"{assignment}\" requires a value")));
+            };
+            set(&mut vars, &name.replace('-', "_"), value.to_string())?;
+        }
+    }
+    Ok(vars)
+}
+
+/// The settings whose changes a client is told of (ParameterStatus), by
+/// the name Postgres reports them under.
+const REPORTED: [(&str, &str); 7] = [
+    ("application_name", "application_name"),
+    ("client_encoding", "client_encoding"),
+    ("DateStyle", "datestyle"),
+    ("IntervalStyle", "intervalstyle"),
+    ("TimeZone", "timezone"),
+    ("default_transaction_read_only", "default_transaction_read_only"),
+    ("standard_conforming_strings", "standard_conforming_strings"),
+];
+
+/// The reported settings that differ between a session's values `before`
+/// and `after` a statement, with their new values.
+pub fn reported_changes(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let value = |vars: &BTreeMap<String, String>, key: &str| {
+        vars.get(key).cloned().or_else(|| find(key).map(|s| s.default.to_string())).unwrap_or_default()
+    };
+    REPORTED
+        .iter()
+        .filter(|(_, key)| value(before, key) != value(after, key))
+        .map(|(wire, key)| (wire.to_string(), value(after, key)))
+        .collect()
+}
+
+/// A session's statement timeout, if one is set.
+pub fn statement_timeout(vars: &BTreeMap<String, String>) -> Option<std::time::Duration> {
+    let ms = parse_duration_ms(vars.get("statement_timeout")?)?;
+    (ms > 0).then(|| std::time::Duration::from_millis(ms))
+}
+
+/// `RESET name`, or `RESET ALL` (`None`): back to the session's defaults
+/// (what the client gave at start-up), else the server's.
+pub fn reset(vars: &mut BTreeMap<String, String>, defaults: &BTreeMap<String, String>, name: Option<&str>) -> Result<(), Error> {
     match name {
-        None => vars.retain(|k, _| k == "application_name"),
+        None => *vars = defaults.clone(),
         Some(name) => {
             let key = canonical(name);
             find(&key).ok_or_else(|| unknown(name))?;
-            vars.remove(&key);
+            match defaults.get(&key) {
+                Some(v) => vars.insert(key, v.clone()),
+                None => vars.remove(&key),
+            };
         }
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let mut vars = BTreeMap::new();
+        for (given, shown) in [("5000", "5s"), ("'1min'", "1min"), ("90s", "90s"), ("1500", "1500ms"), ("0", "0"), ("2h", "2h")] {
+            set(&mut vars, "statement_timeout", given.into()).unwrap();
+            assert_eq!(vars["statement_timeout"], shown, "{given}");
+        }
+        assert!(set(&mut vars, "statement_timeout", "soon".into()).is_err());
+        assert!(set(&mut vars, "statement_timeout", "5 parsecs".into()).is_err());
+        assert_eq!(statement_timeout(&vars), Some(std::time::Duration::from_secs(7200)));
+    }
+
+    #[test]
+    fn startup_options() {
+        let params: std::collections::HashMap<String, String> = [
+            ("user", "u"),
+            ("statement_timeout", "5000"),
+            ("options", "-c search_path=public  --DateStyle=ISO\\,\\ DMY -cwork_mem=8MB"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let vars = startup_settings(&params).unwrap();
+        assert_eq!(vars["statement_timeout"], "5s");
+        assert_eq!(vars["search_path"], "public");
+        assert_eq!(vars["datestyle"], "ISO, DMY");
+        assert_eq!(vars["work_mem"], "8MB");
+        let bad: std::collections::HashMap<String, String> =
+            [("options".to_string(), "-c nosuch=1".to_string())].into_iter().collect();
+        assert!(matches!(startup_settings(&bad), Err(Error::UndefinedObject(_))));
+    }
+
+    #[test]
+    fn reported() {
+        let before = BTreeMap::new();
+        let mut after = BTreeMap::new();
+        set(&mut after, "TimeZone", "Europe/Paris".into()).unwrap();
+        set(&mut after, "work_mem", "8MB".into()).unwrap();
+        assert_eq!(reported_changes(&before, &after), vec![("TimeZone".to_string(), "Europe/Paris".to_string())]);
+        assert_eq!(reported_changes(&after, &before), vec![("TimeZone".to_string(), "UTC".to_string())]);
+    }
+}
+

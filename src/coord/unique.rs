@@ -100,6 +100,17 @@ impl UniqueKeys {
         self.by_table.get(&table).is_some_and(|keys| !keys.is_empty())
     }
 
+    /// Renames column `column` of `table` in the keys' error details.
+    pub fn rename_column(&mut self, table: GlobalId, column: usize, name: &str) {
+        for key in self.by_table.get_mut(&table).into_iter().flatten() {
+            for (c, n) in key.columns.iter().zip(key.column_names.iter_mut()) {
+                if *c == column {
+                    *n = name.to_string();
+                }
+            }
+        }
+    }
+
     /// Forgets the keys owned by `owner` (a dropped table or index).
     pub fn drop_owner(&mut self, owner: GlobalId) {
         self.by_table.remove(&owner);

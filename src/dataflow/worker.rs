@@ -481,6 +481,15 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
     let mut i = 0;
     while i < state.peeks.len() {
         let peek = &mut state.peeks[i];
+        // A query whose reader is gone (canceled, timed out, client
+        // disconnected) stops computing.
+        if peek.reply.is_closed() && peek.checkpoint.is_none() {
+            let peek = state.peeks.swap_remove(i);
+            if let Some(df) = peek.drop_dataflow {
+                worker.drop_dataflow(df);
+            }
+            continue;
+        }
         let ready = complete_through(&mut peek.ok, peek.time)
             && peek.err.as_mut().map(|e| complete_through(e, peek.time)).unwrap_or(true);
         if !ready {

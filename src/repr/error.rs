@@ -377,6 +377,8 @@ pub enum Error {
     Internal(String),
     #[error("canceling statement due to user request")]
     Canceled,
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
     /// Malformed COPY input: wrong column count, bad quoting, a corrupt
     /// end marker (22P04); `hint` is Postgres's HINT line, if any.
     #[error("{message}")]
@@ -404,6 +406,10 @@ pub enum Error {
     /// `savepoint "s" does not exist` (3B001).
     #[error("{0}")]
     InvalidSavepoint(String),
+    /// A column that must not hold NULL does (23502), outside a write
+    /// (`ALTER TABLE ... ADD PRIMARY KEY` over existing rows).
+    #[error("{0}")]
+    NotNullViolation(String),
 }
 
 impl Error {
@@ -444,7 +450,7 @@ impl Error {
             Error::Eval(e) => e.sqlstate(),
             Error::Storage(_) => SqlState::IoError,
             Error::Internal(_) => SqlState::InternalError,
-            Error::Canceled | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
+            Error::Canceled | Error::StatementTimeout | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
             Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
             Error::CharacterNotInRepertoire(_) => SqlState::CharacterNotInRepertoire,
             Error::WithContext { error, .. } => error.sqlstate(),
@@ -452,6 +458,7 @@ impl Error {
             Error::InsufficientPrivilege(_) => SqlState::InsufficientPrivilege,
             Error::NoActiveTransaction(_) => SqlState::NoActiveSqlTransaction,
             Error::InvalidSavepoint(_) => SqlState::InvalidSavepointSpecification,
+            Error::NotNullViolation(_) => SqlState::NotNullViolation,
         }
     }
 

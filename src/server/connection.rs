@@ -29,7 +29,8 @@ use pgwire::messages::response::{
     CommandComplete, EmptyQueryResponse, ErrorResponse, ReadyForQuery, TransactionStatus,
 };
 use pgwire::messages::simplequery::Query;
-use sqlparser::ast::Statement;
+use pgwire::messages::startup::ParameterStatus;
+use crate::sql::Stmt;
 use tokio::sync::Mutex;
 
 use super::convert::{
@@ -51,7 +52,7 @@ const INVALID_CURSOR_NAME: &str = "34000";
 /// decoded parameter values and the requested result formats.
 #[derive(Clone, Debug)]
 pub struct PreparedStatement {
-    pub stmt: Arc<Statement>,
+    pub stmt: Arc<Stmt>,
     pub bound: Option<Arc<BoundParams>>,
 }
 
@@ -119,6 +120,13 @@ pub struct Connection {
     parser: Arc<StatementParser>,
     /// The COPY FROM STDIN receiving data, if one is.
     pub(super) copy_in: Mutex<Option<CopyIn>>,
+    /// Where CancelRequests find this connection (registered once the
+    /// session is identified; the guard unregisters it when it closes).
+    cancels: Arc<pgwire::api::ConnectionManager>,
+    cancel: Mutex<Option<(Arc<pgwire::api::ConnectionHandle>, pgwire::api::ConnectionGuard)>>,
+    /// Reported settings changed by the statements run since they were
+    /// last sent (ParameterStatus).
+    reported: Mutex<Vec<(String, String)>>,
 }
 
 /// Whether a query string holds no statement at all (only whitespace and
@@ -184,7 +192,7 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
 
 impl Connection {
     /// A new connection with a fresh session.
-    pub fn new(coord: Coordinator) -> Self {
+    pub fn new(coord: Coordinator, cancels: Arc<pgwire::api::ConnectionManager>) -> Self {
         let session = coord.new_session();
         let parser = Arc::new(StatementParser {
             coord: coord.clone(),
@@ -194,6 +202,9 @@ impl Connection {
             session: Mutex::new(session),
             parser,
             copy_in: Mutex::new(None),
+            cancels,
+            cancel: Mutex::new(None),
+            reported: Mutex::new(Vec::new()),
         }
     }
 
@@ -210,6 +221,12 @@ impl Connection {
                 get(pgwire::api::METADATA_APPLICATION_NAME),
                 client.pid_and_secret_key().0,
             );
+            // Checked at start-up (`startup::RippleStartup`).
+            if let Ok(vars) = crate::coord::settings::startup_settings(md) {
+                session.start_with(vars);
+            }
+            let (pid, secret) = client.pid_and_secret_key();
+            *self.cancel.lock().await = Some(self.cancels.register(pid, secret));
         }
     }
 
@@ -231,15 +248,41 @@ impl Connection {
     /// whether the session is inside a transaction block afterwards.
     async fn execute(
         &self,
-        stmt: &Statement,
+        stmt: &Stmt,
         params: &[Datum],
     ) -> (Result<ExecuteResponse, Error>, bool) {
         let mut session = self.session.lock().await;
+        // A CancelRequest from now on cancels this statement.
+        if let Some((handle, _)) = self.cancel.lock().await.as_ref() {
+            session.cancel = Some(handle.start_query().await);
+        }
+        let before = session.vars.clone();
         let result = self.coord.execute(&mut session, stmt, params).await;
+        if session.vars != before {
+            let changes = crate::coord::settings::reported_changes(&before, &session.vars);
+            self.reported.lock().await.extend(changes);
+        }
         if let Err(e) = &result {
             tracing::debug!(session = session.id, error = %e, "statement failed");
         }
         (result, session.in_transaction)
+    }
+
+    /// Sends ParameterStatus for the reported settings the last statements
+    /// changed.
+    async fn send_reported<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let changes = std::mem::take(&mut *self.reported.lock().await);
+        for (name, value) in changes {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name, value)))
+                .await?;
+        }
+        Ok(())
     }
 
     /// Runs a simple-protocol query string and sends its responses (but not
@@ -312,6 +355,7 @@ impl Connection {
                     for m in messages {
                         client.feed(m).await?;
                     }
+                    self.send_reported(client).await?;
                 }
                 Err(e) => {
                     // The first error ends the query string.
@@ -621,6 +665,7 @@ impl ExtendedQueryHandler for Connection {
                     client
                         .feed(PgWireBackendMessage::CommandComplete(tag.into()))
                         .await?;
+                    self.send_reported(client).await?;
                     // A completed command is not run again by another Execute.
                     *state = PortalExecutionState::Finished;
                     client.set_state(PgWireConnectionState::ReadyForQuery);
@@ -691,6 +736,7 @@ impl ExtendedQueryHandler for Connection {
         if finished {
             *state = PortalExecutionState::Finished;
         }
+        self.send_reported(client).await?;
         client.set_state(PgWireConnectionState::ReadyForQuery);
         Ok(())
     }

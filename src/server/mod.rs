@@ -10,9 +10,11 @@
 //! COPY FROM STDIN and COPY TO STDOUT (text and CSV) are served by `copy`
 //! (the sub-protocol) and `copy_format` (the data formats).
 //!
+//! A CancelRequest cancels the statement its connection is running, if it
+//! only reads (pgwire's `ConnectionManager` finds the connection).
+//!
 //! Not supported: TLS (SSLRequest is answered 'N'), authentication (every
-//! user and database is accepted), COPY in binary format, and cancel
-//! requests (accepted and ignored; the running statement completes).
+//! user and database is accepted), COPY in binary format.
 
 mod array_format;
 mod connection;
@@ -26,7 +28,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use pgwire::api::PgWireServerHandlers;
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::{ConnectionManager, PgWireServerHandlers};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -45,6 +48,7 @@ pub use startup::SERVER_VERSION;
 struct ConnectionHandlers {
     connection: Arc<Connection>,
     startup: Arc<startup::RippleStartup>,
+    cancels: Arc<ConnectionManager>,
 }
 
 impl PgWireServerHandlers for ConnectionHandlers {
@@ -62,6 +66,10 @@ impl PgWireServerHandlers for ConnectionHandlers {
 
     fn copy_handler(&self) -> Arc<impl CopyHandler> {
         self.connection.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(self.cancels.clone()))
     }
 }
 
@@ -89,6 +97,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator) -> Result
         tracing::info!(%addr, "accepting connections");
     }
     let startup = Arc::new(startup::RippleStartup::new());
+    let cancels = Arc::new(ConnectionManager::new());
     loop {
         let (socket, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -101,12 +110,14 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator) -> Result
         };
         let coord = coord.clone();
         let startup = startup.clone();
+        let cancels = cancels.clone();
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             tracing::debug!(conn_id, %peer, "connection opened");
             let handlers = ConnectionHandlers {
-                connection: Arc::new(Connection::new(coord)),
+                connection: Arc::new(Connection::new(coord, cancels.clone())),
                 startup,
+                cancels,
             };
             match process_socket(socket, None, handlers).await {
                 Ok(()) => tracing::debug!(conn_id, %peer, "connection closed"),

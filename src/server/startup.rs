@@ -100,6 +100,17 @@ impl StartupHandler for RippleStartup {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             protocol_negotiation(client, startup).await?;
             save_startup_parameters_to_metadata(client, startup);
+            // Settings given at start-up must be valid, or the client
+            // cannot connect (FATAL, as in Postgres).
+            if let Err(e) = crate::coord::settings::startup_settings(client.metadata()) {
+                let mut info = pgwire::error::ErrorInfo::new(
+                    "FATAL".to_string(),
+                    e.sqlstate().code().to_string(),
+                    e.to_string(),
+                );
+                info.severity_nonlocalized = Some("FATAL".to_string());
+                return Err(PgWireError::UserError(Box::new(info)));
+            }
             let (pid, secret_key) = self.keys.generate(&*client);
             client.set_pid_and_secret_key(pid, secret_key);
             tracing::debug!(

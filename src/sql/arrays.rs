@@ -371,7 +371,7 @@ fn order_key(key: &str, o: &OrderByOptions) -> String {
 
 fn parse_query(sql: &str) -> Result<Query, Error> {
     match crate::sql::parse(sql)?.pop() {
-        Some(Statement::Query(q)) => Ok(*q),
+        Some(crate::sql::Stmt::Sql(Statement::Query(q))) => Ok(*q),
         _ => Err(Error::Internal("ARRAY(subquery) rewrite".into())),
     }
 }

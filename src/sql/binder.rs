@@ -10,7 +10,7 @@ use crate::sql::query::Cte;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::CorrFrame;
 use crate::sql::types::{assignable, scalar_type_from_sql};
-use crate::sql::{CatalogEntry, SqlCatalog};
+use crate::sql::{CatalogEntry, SqlCatalog, Stmt};
 use sqlparser::ast::{
     self, AssignmentTarget, ColumnOption, Expr, FromTable, Ident, ObjectName, ObjectType, SetExpr, Statement,
     TableConstraint, TableFactor, TableObject, Value,
@@ -35,6 +35,9 @@ pub struct Binder<'a> {
     /// The statement's time: the value of `now()`, `current_date`... in
     /// this statement (see `sql::functions::finish_plan`).
     pub now: chrono::DateTime<chrono::Utc>,
+    /// Settings the statement changes when it succeeds (`set_config`):
+    /// name, value, and whether only for the transaction.
+    pub settings: Vec<(String, String, bool)>,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -74,10 +77,21 @@ pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
 pub const USER_SCHEMA: &str = "public";
 
 /// Binds one statement.
-pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Statement, params: &mut Params) -> Result<Plan, Error> {
+pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params) -> Result<Plan, Error> {
     let now = chrono::Utc::now();
-    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new(), now };
-    let mut plan = b.bind_statement(stmt)?;
+    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new(), now, settings: Vec::new() };
+    let mut plan = match stmt {
+        Stmt::Sql(s) => b.bind_statement(s)?,
+        Stmt::Refresh { name, .. } => b.bind_refresh(name)?,
+        Stmt::Checkpoint => Plan::Checkpoint,
+        Stmt::Maintenance { verb, tables } => {
+            for t in tables {
+                b.resolve_object(t)?;
+            }
+            Plan::Maintenance { tag: verb.to_string() }
+        }
+        Stmt::Rename { kind, if_exists, name, new_name } => b.bind_rename(*kind, *if_exists, name, new_name)?,
+    };
     crate::sql::functions::finish_plan(&mut plan, now)?;
     Ok(plan)
 }
@@ -88,7 +102,7 @@ impl Binder<'_> {
             Statement::Query(q) => {
                 let block = self.bind_query(q)?;
                 let (query, desc) = self.named_outputs(block.expr, block.desc);
-                Ok(Plan::Select { query, desc, finishing: block.finishing })
+                Ok(Plan::Select { query, desc, finishing: block.finishing, settings: std::mem::take(&mut self.settings) })
             }
             Statement::CreateTable(ct) => {
                 let name = self.creation_name(&ct.name)?;
@@ -310,18 +324,6 @@ impl Binder<'_> {
                 }
                 Ok(Plan::Truncate { tables })
             }
-            Statement::Analyze(a) => {
-                if let Some(name) = &a.table_name {
-                    self.resolve_object(name)?;
-                }
-                Ok(Plan::Maintenance { tag: "ANALYZE".into() })
-            }
-            Statement::Vacuum(v) => {
-                if let Some(name) = &v.table_name {
-                    self.resolve_object(name)?;
-                }
-                Ok(Plan::Maintenance { tag: "VACUUM".into() })
-            }
             Statement::Reset(r) => Ok(Plan::ResetVariable {
                 name: match &r.reset {
                     ast::Reset::ALL => None,
@@ -338,11 +340,20 @@ impl Binder<'_> {
                 tag: if name.value.eq_ignore_ascii_case("all") { "DEALLOCATE ALL".into() } else { "DEALLOCATE".into() },
             }),
             Statement::Discard { .. } => Ok(Plan::SessionCleanup { tag: "DISCARD ALL".into() }),
+            // Portals and SQL cursors are the protocol layer's; ripple has
+            // no notifications. What pools send on release is accepted.
+            Statement::Close { cursor: ast::CloseCursor::All } => Ok(Plan::SessionCleanup { tag: "CLOSE CURSOR ALL".into() }),
+            Statement::UNLISTEN { .. } => Ok(Plan::SessionCleanup { tag: "UNLISTEN".into() }),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackTo { name: ident(name) }),
             Statement::Rollback { .. } => Ok(Plan::Rollback),
             Statement::Savepoint { name } => Ok(Plan::Savepoint { name: ident(name) }),
             Statement::ReleaseSavepoint { name } => Ok(Plan::ReleaseSavepoint { name: ident(name) }),
+            Statement::AlterTable(at) => self.bind_alter_table(at),
+            Statement::AlterIndex { name, operation } => self.bind_alter_index(name, operation),
+            Statement::Comment { object_type, object_name, comment, if_exists } => {
+                self.bind_comment(object_type, object_name, comment, *if_exists)
+            }
             other => Err(Error::FeatureNotSupported(format!(
                 "statement not supported yet: {}",
                 other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
@@ -468,6 +479,22 @@ impl Binder<'_> {
         let Some(source) = &ins.source else {
             return Err(Error::FeatureNotSupported("INSERT ... DEFAULT VALUES is not supported yet".into()));
         };
+        // Without a column list, the values fill the leading columns (the
+        // rest get their defaults), as in Postgres.
+        let mut targets = targets;
+        if ins.columns.is_empty() {
+            let given = match source.body.as_ref() {
+                SetExpr::Values(values) => {
+                    let first = values.rows.first().map_or(0, |r| r.content.len());
+                    if values.rows.iter().any(|r| r.content.len() != first) {
+                        return Err(Error::Syntax("VALUES lists must all be the same length".into()));
+                    }
+                    first
+                }
+                _ => targets.len(),
+            };
+            targets.truncate(given.max(1));
+        }
         // VALUES are coerced to the target column types directly, as
         // Postgres does for unknown-typed literals.
         let (src, src_types) = match source.body.as_ref() {
@@ -507,6 +534,9 @@ impl Binder<'_> {
             }
             _ => {
                 let block = self.bind_query(source)?;
+                if ins.columns.is_empty() && block.desc.arity() < targets.len() {
+                    targets.truncate(block.desc.arity());
+                }
                 if block.desc.arity() != targets.len() {
                     return Err(Error::Syntax(if block.desc.arity() > targets.len() {
                         "INSERT has more expressions than target columns".into()

@@ -105,6 +105,36 @@ impl Binder<'_> {
                     None => Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{key}\""))),
                 }
             })(),
+            // `set_config(name, value, is_local)`: the change is made when
+            // the statement succeeds (`Plan::Select::settings`).
+            ("set_config", 3) => (|| {
+                let mut consts = Vec::new();
+                for (b, t) in args.into_iter().zip([ScalarType::Text, ScalarType::Text, ScalarType::Bool]) {
+                    match self.coerce(b, &t)?.eval(&[]) {
+                        Ok(d) => consts.push(d),
+                        Err(_) => {
+                            return Err(Error::FeatureNotSupported("set_config needs constant arguments".into()));
+                        }
+                    }
+                }
+                let (Datum::Text(key), value) = (&consts[0], &consts[1]) else {
+                    return Err(Error::InvalidParameter("SET requires parameter name".into()));
+                };
+                let key = key.to_lowercase();
+                if !session.settings.contains_key(&key) {
+                    return Err(Error::UndefinedObject(format!("unrecognized configuration parameter \"{key}\"")));
+                }
+                let value = match value {
+                    Datum::Text(v) => v.clone(),
+                    _ => String::new(),
+                };
+                let local = matches!(consts[2], Datum::Bool(true));
+                self.settings.push((key, value.clone(), local));
+                Ok(text(value))
+            })(),
+            // Ripple takes no advisory locks; releasing all of them (what
+            // connection pools send on release) has nothing to do.
+            ("pg_advisory_unlock_all", 0) => Ok(typed(Datum::Null, ScalarType::Text)),
             // Ripple has no privileges: every user may do everything, as a
             // Postgres superuser may.
             (

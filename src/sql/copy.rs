@@ -264,8 +264,8 @@ fn no_inline_data(values: &[Option<String>]) -> bool {
 /// sqlparser reads everything after `COPY ... FROM STDIN;` in a query
 /// string as inline data, so a statement after it would silently vanish
 /// (Postgres would run it once the data is in): such strings are refused.
-pub fn check_copy_from_stdin_is_last(sql: &str, stmts: &[Statement]) -> Result<(), Error> {
-    let Some(Statement::Copy { to: false, target: CopyTarget::Stdin, .. }) = stmts.last() else {
+pub fn check_copy_from_stdin_is_last(sql: &str, stmts: &[super::Stmt]) -> Result<(), Error> {
+    let Some(Statement::Copy { to: false, target: CopyTarget::Stdin, .. }) = stmts.last().and_then(super::Stmt::sql) else {
         return Ok(());
     };
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
@@ -392,7 +392,7 @@ mod tests {
     fn opts(sql_opts: &str, from: bool) -> Result<CopyOptions, Error> {
         let sql = format!("COPY t FROM STDIN {sql_opts}");
         let stmts = crate::sql::parse(&sql)?;
-        let sqlparser::ast::Statement::Copy { options, legacy_options, .. } = &stmts[0] else {
+        let Some(sqlparser::ast::Statement::Copy { options, legacy_options, .. }) = stmts[0].sql() else {
             panic!("not a COPY: {sql}");
         };
         let g = GivenOptions::collect(options, legacy_options)?;

@@ -5,12 +5,15 @@
 //! Owns: the meaning of SQL text. Must not: touch the catalog other than
 //! through the read-only `SqlCatalog` trait, or do I/O.
 
+mod alter;
 mod arrays;
 mod binder;
 mod catalog_funcs;
 mod copy;
+pub mod ddl_text;
 mod expr;
 mod functions;
+mod parse;
 mod plan;
 mod query;
 mod recursive;
@@ -21,20 +24,18 @@ mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
+pub use parse::{parse, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
 pub use binder::QualifiedName;
 /// The schema names the binder knows.
 pub mod binder_names {
-    pub use super::binder::{SYSTEM_SCHEMAS, USER_SCHEMA};
+    pub use super::binder::{ident, SYSTEM_SCHEMAS, USER_SCHEMA};
 }
 pub use types::{category as type_category, is_preferred as type_is_preferred};
 pub use catalog_funcs::version_string;
 
 use crate::repr::{Error, GlobalId, RelationDesc};
-use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 /// A catalog item as the binder sees it.
 #[derive(Clone, Debug)]
@@ -97,37 +98,3 @@ pub trait SqlCatalog {
     fn note_catalog_read(&self);
 }
 
-/// Parses a string of zero or more statements.
-pub fn parse(sql: &str) -> Result<Vec<Statement>, Error> {
-    let to_error = |e: sqlparser::parser::ParserError| match e {
-        sqlparser::parser::ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
-        e => Error::Syntax(syntax_message(&e.to_string())),
-    };
-    let stmts = Parser::new(&PostgreSqlDialect {})
-        .with_recursion_limit(PARSER_RECURSION_LIMIT)
-        .try_with_sql(sql)
-        .and_then(|mut p| p.parse_statements())
-        .map_err(to_error)?;
-    copy::check_copy_from_stdin_is_last(sql, &stmts)?;
-    Ok(stmts)
-}
-
-/// How deeply the parser may nest (sqlparser's default is 50, which
-/// machine-generated WHERE clauses exceed). Statements are bound and
-/// planned on the server's threads, whose stacks `main` sizes for this.
-pub const PARSER_RECURSION_LIMIT: usize = 3000;
-
-/// Words a parser error as Postgres does: `syntax error at or near "X"`,
-/// or `syntax error at end of input`.
-fn syntax_message(raw: &str) -> String {
-    let msg = raw.strip_prefix("sql parser error: ").unwrap_or(raw);
-    if let Some(pos) = msg.find("found: ") {
-        let rest = &msg[pos + "found: ".len()..];
-        let token = rest.split(" at Line:").next().unwrap_or(rest).trim();
-        if token == "EOF" {
-            return "syntax error at end of input".into();
-        }
-        return format!("syntax error at or near \"{}\"", token.trim_matches('"'));
-    }
-    format!("syntax error: {msg}")
-}

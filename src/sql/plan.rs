@@ -101,7 +101,9 @@ pub enum Plan {
     /// `ANALYZE`: storage compacts itself and plans use no statistics);
     /// its tables were checked to exist.
     Maintenance { tag: String },
-    Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing },
+    /// `settings`: what `set_config` calls in it change once it succeeds
+    /// (name, value, local to the transaction).
+    Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing, settings: Vec<(String, String, bool)> },
     /// `COPY table [(columns)] FROM STDIN`: `columns` are the table columns
     /// the data holds, in the data's order; the others get their default
     /// (NULL).
@@ -126,4 +128,17 @@ pub enum Plan {
     ReleaseSavepoint { name: String },
     /// `ROLLBACK TO [SAVEPOINT] name`.
     RollbackTo { name: String },
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX ... RENAME TO`.
+    Rename { id: GlobalId, kind: ItemKind, new_name: String, tag: &'static str },
+    /// `ALTER TABLE ... RENAME COLUMN`: column `column` of `table`.
+    RenameColumn { table: GlobalId, column: usize, new_name: String },
+    /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE (...)`,
+    /// as written (the coordinator names it and adds it to the table's
+    /// stored statement, which binds it like `CREATE TABLE` would).
+    AddConstraint { table: GlobalId, constraint: Box<sqlparser::ast::TableConstraint> },
+    /// `COMMENT ON ... IS 'text' | NULL`: a relation's comment (`column`
+    /// `None`) or one column's (its index).
+    Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
+    /// `CHECKPOINT`: checkpoint every materialized view now.
+    Checkpoint,
 }

@@ -38,4 +38,15 @@ with psycopg.connect(f"host=127.0.0.1 port={port} user=ripple dbname=ripple") as
     cur.execute("SELECT n, s FROM pm")
     got = cur.fetchall()
     assert got == [(4, decimal.Decimal("13.75"))], got
+    # A change of a reported setting reaches the client (ParameterStatus),
+    # by SET and by set_config alike.
+    conn.commit()
+    conn.autocommit = True
+    assert conn.info.parameter_status("application_name") == "", conn.info.parameter_status("application_name")
+    cur.execute("SET application_name = 'smoke'")
+    assert conn.info.parameter_status("application_name") == "smoke"
+    cur.execute("SELECT set_config('application_name', 'smoke2', false)")
+    assert conn.info.parameter_status("application_name") == "smoke2"
+    cur.execute("RESET ALL")
+    assert conn.info.parameter_status("application_name") == ""
 print("psycopg smoke test passed")

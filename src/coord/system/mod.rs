@@ -20,7 +20,7 @@ mod information_schema;
 mod pg_catalog;
 
 use crate::coord::catalog::{Catalog, Item};
-use crate::expr::func::catalog::{CatalogSnapshot, SnapRelation};
+use crate::expr::func::catalog::{CatalogSnapshot, SnapRelation, PG_CLASS_OID};
 use crate::expr::RelationExpr;
 use crate::repr::types::builtin_types;
 use crate::repr::{ColumnType, Datum, GlobalId, RegKind, RelationDesc, Row, ScalarType};
@@ -262,7 +262,7 @@ fn quote(s: &str) -> String {
 /// The defining query of a view, from its stored `CREATE` statement.
 pub fn view_def(item: &Item) -> Option<String> {
     let stmts = crate::sql::parse(&item.create_sql).ok()?;
-    match stmts.first()? {
+    match stmts.first()?.sql()? {
         sqlparser::ast::Statement::CreateView(cv) => Some(format!(" {};", cv.query)),
         _ => None,
     }
@@ -288,6 +288,9 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
             }
         }
         if let Some(item) = rel.item {
+            for (sub, text) in &item.comments {
+                snap.descriptions.insert((rel.oid, PG_CLASS_OID, *sub as i32), text.clone());
+            }
             if matches!(item.kind, ItemKind::View | ItemKind::MaterializedView) {
                 if let Some(def) = view_def(item) {
                     snap.view_defs.insert(rel.oid, def);

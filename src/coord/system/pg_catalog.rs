@@ -8,6 +8,7 @@ use super::{b, i2, i4, i8, index_def, item_oid, null, o, t, Ctx, SystemRelation,
 use super::{INFORMATION_SCHEMA_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID};
 use crate::repr::types::builtin_types;
 use crate::repr::{Datum, ScalarType};
+use crate::expr::func::catalog::PG_CLASS_OID;
 use crate::sql::ItemKind;
 
 const fn rel(name: &'static str, oid: i64, columns: &'static str, rows: fn(&Ctx) -> Vec<Vec<Datum>>) -> SystemRelation {
@@ -74,7 +75,7 @@ pub static RELATIONS: &[SystemRelation] = &[
          conffeqop oid[], confdelsetcols int2[], conexclop oid[], conbin text",
         constraints,
     ),
-    rel("pg_description", 2609, "objoid oid, classoid oid, objsubid int4, description text", none),
+    rel("pg_description", 2609, "objoid oid, classoid oid, objsubid int4, description text", descriptions),
     rel("pg_shdescription", 2396, "objoid oid, classoid oid, description text", none),
     rel(
         "pg_proc",
@@ -683,4 +684,15 @@ fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
         null(),
         t("client backend"),
     ]]
+}
+
+/// `COMMENT ON` texts of relations (`objsubid` 0) and their columns.
+fn descriptions(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for item in ctx.catalog.items.values() {
+        for (sub, text) in &item.comments {
+            out.push(vec![o(item_oid(item.id)), o(PG_CLASS_OID), i4(*sub as i64), t(text.clone())]);
+        }
+    }
+    out
 }

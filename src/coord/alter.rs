@@ -1,0 +1,215 @@
+//! Changes to existing catalog items: `ALTER ... RENAME`, `ALTER TABLE ...
+//! RENAME COLUMN`, `ALTER TABLE ... ADD PRIMARY KEY | UNIQUE`, `COMMENT ON`.
+//!
+//! An item is stored as the statement that creates it as it is now: each
+//! change rewrites the stored statements it affects (`sql::ddl_text`),
+//! checks that they still bind, and makes the new records durable at one
+//! timestamp. Dataflows are untouched: they know items by id.
+//!
+//! Owns: applying these plans to the catalog. Must not: read table rows
+//! (the caller passes a table's contents) or touch dataflows.
+
+use super::catalog::{BindCatalog, Item, ItemRecord};
+use super::{Session, State, META_NEXT_ID};
+use crate::repr::{Datum, Diff, Error, GlobalId, Row};
+use crate::sql::{self, ddl_text, ItemKind, Params, Plan};
+use crate::storage::WriteSet;
+use std::sync::Arc;
+
+impl State {
+    /// Makes the records of `ids` durable at a new timestamp.
+    fn persist(&mut self, ids: &[GlobalId]) -> Result<(), Error> {
+        let ts = self.next_ts();
+        let mut ws = WriteSet::new(ts);
+        for id in ids {
+            if let Some(item) = self.catalog.items.get(id) {
+                let rec = ItemRecord::of(item);
+                ws.catalog_puts.push((*id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
+            }
+        }
+        ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
+        self.commits.submit(ws)?;
+        self.dataflow.broadcast(crate::dataflow::Command::Advance { time: ts, updates: Arc::new(vec![]) });
+        Ok(())
+    }
+
+    /// Binds a stored statement against the catalog as it is now.
+    fn rebind(&self, create_sql: &str) -> Result<Plan, Error> {
+        let stmts = sql::parse(create_sql)?;
+        let stmt = stmts.first().ok_or_else(|| Error::Internal(format!("empty stored statement: {create_sql}")))?;
+        let bc = BindCatalog::new(&self.catalog, Session::default().info());
+        sql::bind_statement(&bc, stmt, &mut Params::default())
+    }
+
+    /// Sets new stored statements (and names); if one of them no longer
+    /// binds, puts everything back and fails.
+    fn rewrite(&mut self, changes: Vec<(GlobalId, String, String)>) -> Result<(), Error> {
+        let mut old = Vec::new();
+        for (id, name, create_sql) in changes {
+            if let Some(item) = self.catalog.items.get_mut(&id) {
+                old.push((id, std::mem::replace(&mut item.name, name), std::mem::replace(&mut item.create_sql, create_sql)));
+            }
+        }
+        let mut failure = None;
+        for (id, _, _) in &old {
+            let sql = self.catalog.items[id].create_sql.clone();
+            match self.rebind(&sql) {
+                // A view is inlined where it is read: keep its query bound
+                // with the new names.
+                Ok(Plan::CreateView { query, materialized: false, .. }) => {
+                    if let Some(item) = self.catalog.items.get_mut(id) {
+                        item.plan = Some(query);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    failure = Some(Error::Internal(format!("stored statement of {id} does not bind after the change: {e}")));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for (id, name, sql) in old {
+                if let Some(item) = self.catalog.items.get_mut(&id) {
+                    item.name = name;
+                    item.create_sql = sql;
+                }
+            }
+            return Err(e);
+        }
+        let ids: Vec<GlobalId> = old.iter().map(|(id, _, _)| *id).collect();
+        self.persist(&ids)
+    }
+
+    /// The items whose stored statements name `id`.
+    fn direct_dependents(&self, id: GlobalId) -> Vec<&Item> {
+        self.catalog.items.values().filter(|i| i.id != id && i.depends_on.contains(&id)).collect()
+    }
+
+    /// `ALTER ... RENAME TO new_name`.
+    pub(super) fn rename(&mut self, id: GlobalId, new_name: &str) -> Result<(), Error> {
+        let Some(item) = self.catalog.items.get(&id) else { return Ok(()) };
+        if self.catalog.by_name(new_name).is_some() {
+            return Err(Error::DuplicateTable(new_name.to_string()));
+        }
+        let old = item.name.clone();
+        let mut changes = vec![(id, new_name.to_string(), ddl_text::renamed(&item.create_sql, true, &old, new_name)?)];
+        for dep in self.direct_dependents(id) {
+            changes.push((dep.id, dep.name.clone(), ddl_text::renamed(&dep.create_sql, false, &old, new_name)?));
+        }
+        self.rewrite(changes)
+    }
+
+    /// `ALTER TABLE ... RENAME COLUMN`: the table's statement and its
+    /// indexes'; refused while a view reads the table (its stored query
+    /// names the column).
+    pub(super) fn rename_column(&mut self, table: GlobalId, column: usize, new_name: &str) -> Result<(), Error> {
+        let Some(item) = self.catalog.items.get(&table) else { return Ok(()) };
+        let old = item.desc.names[column].clone();
+        if item.desc.names.iter().any(|n| n == new_name) {
+            return Err(Error::DuplicateColumn(format!(
+                "column \"{new_name}\" of relation \"{}\" already exists",
+                item.name
+            )));
+        }
+        let mut changes = vec![(table, item.name.clone(), ddl_text::column_renamed(&item.create_sql, &old, new_name)?)];
+        for dep in self.direct_dependents(table) {
+            if dep.kind != ItemKind::Index {
+                return Err(Error::FeatureNotSupported(format!(
+                    "cannot rename a column of \"{}\" while {} \"{}\" reads it",
+                    item.name,
+                    dep.kind.name(),
+                    dep.name
+                )));
+            }
+            changes.push((dep.id, dep.name.clone(), ddl_text::column_renamed(&dep.create_sql, &old, new_name)?));
+        }
+        self.rewrite(changes)?;
+        if let Some(item) = self.catalog.items.get_mut(&table) {
+            item.desc.names[column] = new_name.to_string();
+        }
+        self.unique.rename_column(table, column, new_name);
+        Ok(())
+    }
+
+    /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE`, over
+    /// the table's current `rows`: a primary key's columns must hold no
+    /// NULL (23502) and every key value must be unique (23505).
+    pub(super) fn add_constraint(
+        &mut self,
+        table: GlobalId,
+        constraint: &sqlparser::ast::TableConstraint,
+        rows: &[(Row, Diff)],
+    ) -> Result<(), Error> {
+        let Some(item) = self.catalog.items.get(&table) else { return Ok(()) };
+        let name = self.constraint_name(item, constraint);
+        let create_sql = ddl_text::with_constraint(&item.create_sql, constraint, &name)?;
+        let Plan::CreateTable { desc, unique, .. } = self.rebind(&create_sql)? else {
+            return Err(Error::Internal(format!("stored statement of {} is not a table", item.name)));
+        };
+        let added: Vec<sql::UniqueKey> = unique.iter().filter(|k| !item.keys.contains(k)).cloned().collect();
+        for key in added.iter().filter(|k| k.primary) {
+            for c in &key.columns {
+                if rows.iter().any(|(r, d)| *d > 0 && r.unpack().get(*c).is_some_and(Datum::is_null)) {
+                    return Err(Error::NotNullViolation(format!(
+                        "column \"{}\" of relation \"{}\" contains null values",
+                        desc.names[*c], item.name
+                    )));
+                }
+            }
+        }
+        // Checked on a scratch set first, so a failure adds nothing.
+        let names = |k: &sql::UniqueKey| k.columns.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
+        for key in &added {
+            super::unique::UniqueKeys::default().add(table, table, &key.name, &key.columns, names(key), rows)?;
+        }
+        for key in &added {
+            self.unique.add(table, table, &key.name, &key.columns, names(key), rows)?;
+        }
+        if let Some(item) = self.catalog.items.get_mut(&table) {
+            item.create_sql = create_sql;
+            item.desc = desc;
+            item.keys = unique;
+        }
+        self.persist(&[table])
+    }
+
+    /// The name of a new key constraint: as given, or Postgres's
+    /// (`t_pkey`, `t_a_b_key`), numbered past any name taken.
+    fn constraint_name(&self, item: &Item, constraint: &sqlparser::ast::TableConstraint) -> String {
+        use sqlparser::ast::TableConstraint as C;
+        let (given, columns, primary) = match constraint {
+            C::PrimaryKey(pk) => (pk.name.as_ref(), &pk.columns, true),
+            C::Unique(u) => (u.name.as_ref(), &u.columns, false),
+            _ => (None, &Vec::new(), false),
+        };
+        if let Some(n) = given {
+            return crate::sql::binder_names::ident(n);
+        }
+        let base = if primary {
+            format!("{}_pkey", item.name)
+        } else {
+            let cols: Vec<String> = columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect();
+            format!("{}_{}_key", item.name, cols.join("_"))
+        };
+        let taken = |n: &str| self.catalog.by_name(n).is_some() || item.keys.iter().any(|k| k.name == n);
+        let mut candidate = base.clone();
+        let mut k = 1;
+        while taken(&candidate) {
+            candidate = format!("{base}{k}");
+            k += 1;
+        }
+        candidate
+    }
+
+    /// `COMMENT ON`: sets (or with NULL or '', removes) a comment.
+    pub(super) fn comment(&mut self, id: GlobalId, column: Option<usize>, text: Option<String>) -> Result<(), Error> {
+        let Some(item) = self.catalog.items.get_mut(&id) else { return Ok(()) };
+        let key = column.map_or(0, |c| c + 1);
+        match text.filter(|t| !t.is_empty()) {
+            Some(t) => item.comments.insert(key, t),
+            None => item.comments.remove(&key),
+        };
+        self.persist(&[id])
+    }
+}

@@ -1,0 +1,326 @@
+//! Statements as ripple reads them: sqlparser's PostgreSQL grammar, plus
+//! the few PostgreSQL statements sqlparser does not parse (`REFRESH
+//! MATERIALIZED VIEW`, `CHECKPOINT`, `ALTER VIEW | MATERIALIZED VIEW ...
+//! RENAME TO`) and PostgreSQL's boolean spellings in `COPY` options
+//! (`FREEZE on`, `HEADER 1`).
+//!
+//! Owns: turning text into `Stmt`s. Must not: resolve names or look at
+//! the catalog (the binder does).
+
+use super::copy::check_copy_from_stdin_is_last;
+use super::ItemKind;
+use crate::repr::Error;
+use sqlparser::ast::{Ident, ObjectName, Statement};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+use std::fmt;
+
+/// How deeply the parser may nest (sqlparser's default is 50, which
+/// machine-generated WHERE clauses exceed). Statements are bound and
+/// planned on the server's threads, whose stacks `main` sizes for this.
+pub const PARSER_RECURSION_LIMIT: usize = 3000;
+
+/// One statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// Anything sqlparser parses.
+    Sql(Statement),
+    /// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]`.
+    Refresh { name: ObjectName, concurrently: bool, with_data: bool },
+    /// `CHECKPOINT`.
+    Checkpoint,
+    /// `ALTER VIEW | MATERIALIZED VIEW [IF EXISTS] name RENAME TO new`
+    /// (sqlparser parses the `TABLE` and `INDEX` forms itself).
+    Rename { kind: ItemKind, if_exists: bool, name: ObjectName, new_name: Ident },
+    /// `VACUUM [(options)] [FULL] [FREEZE] [VERBOSE] [ANALYZE] [t [(cols)], ...]`
+    /// and `ANALYZE [(options)] [VERBOSE] [t [(cols)], ...]` (sqlparser
+    /// reads other dialects' forms): `verb` is `VACUUM` or `ANALYZE`.
+    Maintenance { verb: &'static str, tables: Vec<ObjectName> },
+}
+
+impl fmt::Display for Stmt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stmt::Sql(s) => write!(f, "{s}"),
+            Stmt::Refresh { name, concurrently, with_data } => {
+                write!(f, "REFRESH MATERIALIZED VIEW ")?;
+                if *concurrently {
+                    write!(f, "CONCURRENTLY ")?;
+                }
+                write!(f, "{name}")?;
+                if !with_data {
+                    write!(f, " WITH NO DATA")?;
+                }
+                Ok(())
+            }
+            Stmt::Checkpoint => write!(f, "CHECKPOINT"),
+            Stmt::Maintenance { verb, tables } => {
+                write!(f, "{verb}")?;
+                for (i, t) in tables.iter().enumerate() {
+                    write!(f, "{}{t}", if i == 0 { " " } else { ", " })?;
+                }
+                Ok(())
+            }
+            Stmt::Rename { kind, if_exists, name, new_name } => {
+                let kind = if *kind == ItemKind::MaterializedView { "MATERIALIZED VIEW" } else { "VIEW" };
+                let if_exists = if *if_exists { "IF EXISTS " } else { "" };
+                write!(f, "ALTER {kind} {if_exists}{name} RENAME TO {new_name}")
+            }
+        }
+    }
+}
+
+impl Stmt {
+    /// The sqlparser statement, if this is one.
+    pub fn sql(&self) -> Option<&Statement> {
+        match self {
+            Stmt::Sql(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl From<Statement> for Stmt {
+    fn from(s: Statement) -> Stmt {
+        Stmt::Sql(s)
+    }
+}
+
+/// Parses a string of zero or more statements.
+pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
+    let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
+    let tokens = copy_booleans(tokens);
+    let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
+    let stmts = statements(&mut parser).map_err(|e| match e {
+        ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
+        e => Error::Syntax(syntax_message(&e.to_string())),
+    })?;
+    check_copy_from_stdin_is_last(sql, &stmts)?;
+    Ok(stmts)
+}
+
+/// sqlparser's `parse_statements`, trying ripple's own statements first.
+fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
+    let mut out = Vec::new();
+    loop {
+        while p.consume_token(&Token::SemiColon) {}
+        if p.peek_token_ref().token == Token::EOF {
+            break;
+        }
+        let stmt = match own_statement(p)? {
+            Some(s) => s,
+            None => Stmt::Sql(p.parse_statement()?),
+        };
+        out.push(stmt);
+        if !p.consume_token(&Token::SemiColon) && p.peek_token_ref().token != Token::EOF {
+            return p.expected_ref("end of statement", p.peek_token_ref());
+        }
+    }
+    Ok(out)
+}
+
+/// The statements sqlparser does not know, or `None` (nothing consumed).
+fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
+    if p.parse_keywords(&[Keyword::REFRESH, Keyword::MATERIALIZED, Keyword::VIEW]) {
+        let concurrently = p.parse_keyword(Keyword::CONCURRENTLY);
+        let name = p.parse_object_name(false)?;
+        let mut with_data = true;
+        if p.parse_keyword(Keyword::WITH) {
+            with_data = !p.parse_keyword(Keyword::NO);
+            p.expect_keyword(Keyword::DATA)?;
+        }
+        return Ok(Some(Stmt::Refresh { name, concurrently, with_data }));
+    }
+    for (keyword, verb) in [(Keyword::VACUUM, "VACUUM"), (Keyword::ANALYZE, "ANALYZE")] {
+        if p.parse_keyword(keyword) {
+            return maintenance(p, verb).map(Some);
+        }
+    }
+    if is_word(&p.peek_token_ref().token, "checkpoint") {
+        p.next_token();
+        return Ok(Some(Stmt::Checkpoint));
+    }
+    // ALTER VIEW | MATERIALIZED VIEW ... RENAME TO: sqlparser parses only
+    // `ALTER VIEW name AS query`; anything else falls through to it.
+    let kind = if p.peek_keyword(Keyword::ALTER) && peek_is(p, 1, Keyword::MATERIALIZED) && peek_is(p, 2, Keyword::VIEW) {
+        Some((ItemKind::MaterializedView, 3))
+    } else if p.peek_keyword(Keyword::ALTER) && peek_is(p, 1, Keyword::VIEW) {
+        Some((ItemKind::View, 2))
+    } else {
+        None
+    };
+    if let Some((kind, words)) = kind {
+        let start = p.index();
+        for _ in 0..words {
+            p.next_token();
+        }
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = p.parse_object_name(false)?;
+        if p.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+            let new_name = p.parse_identifier()?;
+            return Ok(Some(Stmt::Rename { kind, if_exists, name, new_name }));
+        }
+        if kind == ItemKind::MaterializedView {
+            return p.expected_ref("RENAME TO", p.peek_token_ref());
+        }
+        while p.index() > start {
+            p.prev_token();
+        }
+    }
+    Ok(None)
+}
+
+/// The rest of a `VACUUM` or `ANALYZE`: options, then tables (each with
+/// an optional column list, which ripple has no use for).
+fn maintenance(p: &mut Parser, verb: &'static str) -> Result<Stmt, ParserError> {
+    if p.consume_token(&Token::LParen) {
+        // (option [value], ...): read up to the closing parenthesis.
+        let mut depth = 1;
+        while depth > 0 {
+            match p.next_token().token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                Token::EOF => return p.expected_ref(")", p.peek_token_ref()),
+                _ => {}
+            }
+        }
+    }
+    while p.parse_one_of_keywords(&[Keyword::FULL, Keyword::FREEZE, Keyword::VERBOSE, Keyword::ANALYZE]).is_some() {}
+    let mut tables = Vec::new();
+    if !matches!(p.peek_token_ref().token, Token::EOF | Token::SemiColon) {
+        loop {
+            tables.push(p.parse_object_name(false)?);
+            if p.consume_token(&Token::LParen) {
+                p.parse_comma_separated(|p| p.parse_identifier())?;
+                p.expect_token(&Token::RParen)?;
+            }
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+    }
+    Ok(Stmt::Maintenance { verb, tables })
+}
+
+fn peek_is(p: &Parser, n: usize, keyword: Keyword) -> bool {
+    matches!(&p.peek_nth_token_ref(n).token, Token::Word(w) if w.keyword == keyword)
+}
+
+fn is_word(t: &Token, word: &str) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// PostgreSQL accepts a boolean COPY option as `true|false|on|off|1|0`;
+/// sqlparser only as `TRUE|FALSE`. Within a COPY statement's option list,
+/// the value after `FREEZE` or `HEADER` is respelled as `TRUE`/`FALSE`.
+fn copy_booleans(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let significant = |t: &Token| !matches!(t, Token::Whitespace(_));
+    let mut in_copy = false;
+    let mut at_statement_start = true;
+    let mut expect_value = false;
+    for t in tokens.iter_mut() {
+        if !significant(&t.token) {
+            continue;
+        }
+        if t.token == Token::SemiColon {
+            at_statement_start = true;
+            in_copy = false;
+            expect_value = false;
+            continue;
+        }
+        if at_statement_start {
+            in_copy = matches!(&t.token, Token::Word(w) if w.keyword == Keyword::COPY);
+            at_statement_start = false;
+            continue;
+        }
+        if !in_copy {
+            continue;
+        }
+        if expect_value {
+            expect_value = false;
+            let value = match &t.token {
+                Token::Word(w) if w.quote_style.is_none() => match w.value.to_ascii_lowercase().as_str() {
+                    "on" => Some(true),
+                    "off" => Some(false),
+                    _ => None,
+                },
+                Token::Number(n, _) if n == "1" => Some(true),
+                Token::Number(n, _) if n == "0" => Some(false),
+                _ => None,
+            };
+            if let Some(v) = value {
+                t.token = Token::Word(Word {
+                    value: if v { "TRUE".into() } else { "FALSE".into() },
+                    quote_style: None,
+                    keyword: if v { Keyword::TRUE } else { Keyword::FALSE },
+                });
+            }
+            continue;
+        }
+        expect_value = matches!(&t.token, Token::Word(w) if matches!(w.keyword, Keyword::FREEZE | Keyword::HEADER));
+    }
+    tokens
+}
+
+/// Words a parser error as Postgres does: `syntax error at or near "X"`,
+/// or `syntax error at end of input`.
+pub(super) fn syntax_message(raw: &str) -> String {
+    let msg = raw.strip_prefix("sql parser error: ").unwrap_or(raw);
+    if let Some(pos) = msg.find("found: ") {
+        let rest = &msg[pos + "found: ".len()..];
+        let token = rest.split(" at Line:").next().unwrap_or(rest).trim();
+        if token == "EOF" {
+            return "syntax error at end of input".into();
+        }
+        return format!("syntax error at or near \"{}\"", token.trim_matches('"'));
+    }
+    format!("syntax error: {msg}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(sql: &str) -> Stmt {
+        let mut s = parse(sql).expect("parses");
+        assert_eq!(s.len(), 1, "{sql}");
+        s.remove(0)
+    }
+
+    #[test]
+    fn own_statements() {
+        assert!(matches!(one("REFRESH MATERIALIZED VIEW public.v"), Stmt::Refresh { with_data: true, .. }));
+        assert!(matches!(one("refresh materialized view concurrently v with no data;"), Stmt::Refresh { concurrently: true, with_data: false, .. }));
+        assert_eq!(one("checkpoint"), Stmt::Checkpoint);
+        for (sql, n) in [("VACUUM", 0), ("vacuum analyze t", 1), ("VACUUM (VERBOSE, ANALYZE) a, b (x, y)", 2), ("ANALYZE VERBOSE t", 1)] {
+            assert!(matches!(one(sql), Stmt::Maintenance { tables, .. } if tables.len() == n), "{sql}");
+        }
+        assert!(matches!(one("ALTER MATERIALIZED VIEW IF EXISTS m RENAME TO m2"), Stmt::Rename { kind: ItemKind::MaterializedView, if_exists: true, .. }));
+        assert!(matches!(one("ALTER VIEW v RENAME TO w"), Stmt::Rename { kind: ItemKind::View, .. }));
+        // The forms sqlparser knows still reach it.
+        assert!(matches!(one("ALTER VIEW v AS SELECT 1"), Stmt::Sql(Statement::AlterView { .. })));
+        assert!(matches!(one("ALTER TABLE t RENAME TO u"), Stmt::Sql(Statement::AlterTable(_))));
+        assert_eq!(parse("SELECT 1; CHECKPOINT; REFRESH MATERIALIZED VIEW v").map(|s| s.len()).ok(), Some(3));
+        assert!(parse("CHECKPOINT now").is_err());
+        assert!(parse("ALTER MATERIALIZED VIEW m SET SCHEMA s").is_err());
+    }
+
+    #[test]
+    fn copy_boolean_spellings() {
+        for sql in ["COPY t FROM STDIN WITH (FREEZE on)", "copy t from stdin with (freeze 1, header off)", "COPY t TO STDOUT (HEADER on)"] {
+            assert!(matches!(one(sql), Stmt::Sql(Statement::Copy { .. })), "{sql}");
+        }
+        // Only inside COPY: `on` elsewhere is untouched.
+        assert!(matches!(one("SELECT 1 AS header"), Stmt::Sql(Statement::Query(_))));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for sql in ["REFRESH MATERIALIZED VIEW v", "CHECKPOINT", "ALTER MATERIALIZED VIEW m RENAME TO n"] {
+            assert_eq!(one(sql).to_string(), sql);
+        }
+    }
+}
