@@ -1,11 +1,12 @@
 //! Drivers other than tokio-postgres against a real server: psycopg 3
-//! (Python), and SQLAlchemy 2 on psycopg (what Superset and most Python BI
-//! stacks use).
+//! (Python), SQLAlchemy 2 on psycopg (what Superset and most Python BI
+//! stacks use), and node-postgres with pg-cursor (Node.js).
 //!
-//! The tests need `python3` with `psycopg` and `sqlalchemy` installed
-//! (`.ci/run` installs them). Where a module is missing its test fails,
-//! unless `RIPPLE_SKIP_PYTHON_DRIVERS=1` (or the older
-//! `RIPPLE_SKIP_PSYCOPG=1`) is set.
+//! The tests need `python3` with `psycopg` and `sqlalchemy` installed, and
+//! `node` with `npm` (`.ci/run` installs them; the node test installs its
+//! packages from `tests/drivers/node/package-lock.json` with `npm ci`).
+//! Where one is missing its test fails, unless `RIPPLE_SKIP_PYTHON_DRIVERS=1`
+//! (or the older `RIPPLE_SKIP_PSYCOPG=1`) or `RIPPLE_SKIP_NODE=1` is set.
 
 mod common;
 
@@ -47,4 +48,34 @@ fn psycopg_works() {
 #[test]
 fn sqlalchemy_reflects_and_round_trips() {
     run_python("sqlalchemy_reflect.py", "sqlalchemy");
+}
+
+#[test]
+fn node_postgres_and_pg_cursor() {
+    let have = Command::new("npm").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !have {
+        if std::env::var("RIPPLE_SKIP_NODE").is_ok() {
+            eprintln!("node/npm is not installed; skipped (RIPPLE_SKIP_NODE is set)");
+            return;
+        }
+        panic!("node and npm are required (apt-get install nodejs npm), or set RIPPLE_SKIP_NODE=1");
+    }
+    let dir = format!("{}/tests/drivers/node", env!("CARGO_MANIFEST_DIR"));
+    if !std::path::Path::new(&format!("{dir}/node_modules/pg-cursor")).exists() {
+        let out = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).output().expect("run npm ci");
+        assert!(out.status.success(), "npm ci failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let server = TestServer::start(1);
+    let out = Command::new("node")
+        .arg(format!("{dir}/check.js"))
+        .args(["127.0.0.1", &server.port().to_string()])
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "node check.js failed:\n{}\n{}\n--- server ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr_tail()
+    );
 }

@@ -46,6 +46,8 @@ pub struct Session {
     pub vars: std::collections::BTreeMap<String, String>,
     /// The values `RESET` returns to: those the client gave at start-up.
     pub defaults: std::collections::BTreeMap<String, String>,
+    /// SQL-level prepared statements (`PREPARE`), with their parameter types.
+    pub prepared: std::collections::BTreeMap<String, (crate::sql::Stmt, Vec<Option<ScalarType>>)>,
     /// Who connected, to which database, under which process id (what
     /// `current_user`, `current_database()` and `pg_backend_pid()` say).
     pub user: String,
@@ -90,6 +92,7 @@ impl Session {
             database: if self.database.is_empty() { "ripple".into() } else { self.database.clone() },
             backend_pid: self.backend_pid,
             settings,
+            prepared: self.prepared.iter().map(|(k, (_, types))| (k.clone(), types.clone())).collect(),
         }
     }
 }

@@ -657,7 +657,13 @@ impl Coordinator {
     /// only once it is durable. An error inside a transaction block aborts
     /// the transaction (Postgres's rule).
     pub async fn execute(&self, session: &mut Session, stmt: &Stmt, params: &[Datum]) -> Result<ExecuteResponse, Error> {
-        let class = StmtClass::of(stmt);
+        let class = match stmt {
+            Stmt::Sql(Statement::Execute { name: Some(name), .. }) => {
+                let name = name.0.last().and_then(|p| p.as_ident()).map(sql::binder_names::ident).unwrap_or_default();
+                session.prepared.get(&name).map_or(StmtClass::Other, |(s, _)| StmtClass::of(s))
+            }
+            s => StmtClass::of(s),
+        };
         if session.txn.as_ref().is_some_and(|t| t.failed) && class != StmtClass::TxnControl {
             return Err(Error::InFailedTransaction);
         }
@@ -939,6 +945,40 @@ impl Coordinator {
             Plan::Comment { id, column, comment } => {
                 state.comment(id, column, comment)?;
                 Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
+            }
+            Plan::Lock => {
+                txn_block(session, "LOCK TABLE")?;
+                Ok(ExecuteResponse::Command { tag: "LOCK TABLE".into(), rows: None })
+            }
+            Plan::Prepare { name, stmt, types } => {
+                if session.prepared.contains_key(&name) {
+                    return Err(Error::DuplicatePreparedStatement(format!("prepared statement \"{name}\" already exists")));
+                }
+                session.prepared.insert(name, (*stmt, types));
+                Ok(ExecuteResponse::Command { tag: "PREPARE".into(), rows: None })
+            }
+            Plan::ExecutePrepared { name, params } => {
+                let Some((stmt, _)) = session.prepared.get(&name).cloned() else {
+                    return Err(Error::UndefinedPreparedStatement(format!("prepared statement \"{name}\" does not exist")));
+                };
+                drop(state);
+                Box::pin(self.execute_inner(session, &stmt, &params, writing)).await
+            }
+            Plan::Deallocate { name } => {
+                let tag = match name {
+                    Some(n) => {
+                        // A name that is not a SQL-level statement may be a
+                        // protocol-level one, which the server's own store
+                        // keeps: nothing to do here.
+                        session.prepared.remove(&n);
+                        "DEALLOCATE"
+                    }
+                    None => {
+                        session.prepared.clear();
+                        "DEALLOCATE ALL"
+                    }
+                };
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
             Plan::Checkpoint => {
                 drop(state);

@@ -70,6 +70,7 @@ pub static SETTINGS: &[Setting] = &[
     s("work_mem", "4MB", "Resource Usage", "Sets the maximum memory to be used for query workspaces."),
     s("enable_seqscan", "on", "Query Tuning", "Enables the planner's use of sequential-scan plans."),
     s("jit", "off", "Query Tuning", "Allow JIT compilation."),
+    s("synchronize_seqscans", "on", "Version and Platform Compatibility", "Enable synchronized sequential scans."),
     s("geqo", "on", "Query Tuning", "Enables genetic query optimization."),
     s("max_parallel_workers_per_gather", "0", "Resource Usage", "Sets the maximum number of parallel processes per executor node."),
     s("cluster_name", "", "Reporting and Logging", "Sets the name of the cluster."),

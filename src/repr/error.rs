@@ -67,6 +67,8 @@ pub enum SqlState {
     InvalidRegularExpression,
     NoActiveSqlTransaction,
     InvalidSavepointSpecification,
+    InvalidSqlStatementName,
+    DuplicatePreparedStatement,
 }
 
 impl SqlState {
@@ -133,6 +135,8 @@ impl SqlState {
             SqlState::InvalidRegularExpression => "2201B",
             SqlState::NoActiveSqlTransaction => "25P01",
             SqlState::InvalidSavepointSpecification => "3B001",
+            SqlState::InvalidSqlStatementName => "26000",
+            SqlState::DuplicatePreparedStatement => "42P05",
         }
     }
 }
@@ -406,6 +410,12 @@ pub enum Error {
     /// `savepoint "s" does not exist` (3B001).
     #[error("{0}")]
     InvalidSavepoint(String),
+    /// `prepared statement "x" does not exist` (26000).
+    #[error("{0}")]
+    UndefinedPreparedStatement(String),
+    /// `prepared statement "x" already exists` (42P05).
+    #[error("{0}")]
+    DuplicatePreparedStatement(String),
     /// A column that must not hold NULL does (23502), outside a write
     /// (`ALTER TABLE ... ADD PRIMARY KEY` over existing rows).
     #[error("{0}")]
@@ -459,6 +469,8 @@ impl Error {
             Error::NoActiveTransaction(_) => SqlState::NoActiveSqlTransaction,
             Error::InvalidSavepoint(_) => SqlState::InvalidSavepointSpecification,
             Error::NotNullViolation(_) => SqlState::NotNullViolation,
+            Error::UndefinedPreparedStatement(_) => SqlState::InvalidSqlStatementName,
+            Error::DuplicatePreparedStatement(_) => SqlState::DuplicatePreparedStatement,
         }
     }
 

@@ -22,9 +22,6 @@ impl Binder<'_> {
         let entry = match self.catalog.resolve_in(q.schema.as_deref(), &q.name) {
             Ok(Some(e)) => e,
             Ok(None) | Err(Error::InvalidSchemaName(_)) if if_exists => return Ok(None),
-            Ok(None) if kind == ItemKind::Index => {
-                return Err(Error::UndefinedObject(format!("index \"{q}\" does not exist")));
-            }
             Ok(None) => return Err(Error::UndefinedTable(q.to_string())),
             Err(e) => return Err(e),
         };
@@ -50,8 +47,13 @@ impl Binder<'_> {
             ItemKind::MaterializedView => "ALTER MATERIALIZED VIEW",
             ItemKind::Index => "ALTER INDEX",
         };
-        Ok(match self.alter_target(name, kind, if_exists)? {
-            Some(e) => Plan::Rename { id: e.id, kind, new_name: ident(new_name), tag },
+        // As in Postgres, any of the four keywords renames any relation.
+        let entry = match self.alter_target(name, kind, if_exists) {
+            Err(Error::WrongObjectType(_)) => self.alter_target(name, self.resolve_object(name)?.kind, if_exists)?,
+            other => other?,
+        };
+        Ok(match entry {
+            Some(e) => Plan::Rename { id: e.id, kind: e.kind, new_name: ident(new_name), tag },
             None => Plan::Maintenance { tag: tag.into() },
         })
     }
@@ -66,21 +68,19 @@ impl Binder<'_> {
         let [op] = at.operations.as_slice() else {
             return Err(Error::FeatureNotSupported("ALTER TABLE with several actions is not supported yet".into()));
         };
+        if let AlterTableOperation::RenameTable { table_name: RenameTableNameKind::To(n) | RenameTableNameKind::As(n) } = op {
+            let new = Ident::with_quote('"', self.new_name(n)?);
+            return self.bind_rename(ItemKind::Table, at.if_exists, &at.name, &new);
+        }
         let Some(entry) = self.alter_target(&at.name, ItemKind::Table, at.if_exists)? else {
             return Ok(Plan::Maintenance { tag: "ALTER TABLE".into() });
         };
         match op {
-            AlterTableOperation::RenameTable { table_name: RenameTableNameKind::To(n) | RenameTableNameKind::As(n) } => {
-                let new = self.new_name(n)?;
-                Ok(Plan::Rename { id: entry.id, kind: ItemKind::Table, new_name: new, tag: "ALTER TABLE" })
-            }
+            AlterTableOperation::RenameTable { .. } => Err(Error::Internal("RENAME TO is bound before the table is".into())),
             AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                 let old = ident(old_column_name);
                 let Some(column) = entry.desc.names.iter().position(|n| *n == old) else {
-                    return Err(Error::UndefinedColumn(format!(
-                        "column \"{old}\" of relation \"{}\" does not exist",
-                        entry.name
-                    )));
+                    return Err(Error::UndefinedColumn(format!("column \"{old}\" does not exist")));
                 };
                 Ok(Plan::RenameColumn { table: entry.id, column, new_name: ident(new_column_name) })
             }
@@ -149,7 +149,11 @@ impl Binder<'_> {
     /// `REFRESH MATERIALIZED VIEW`: ripple's views are always current, so
     /// it only checks its target.
     pub(super) fn bind_refresh(&self, name: &ObjectName) -> Result<Plan, Error> {
-        self.alter_target(name, ItemKind::MaterializedView, false)?;
+        let entry = self.resolve_object(name)?;
+        Self::check_writable(&entry)?;
+        if entry.kind != ItemKind::MaterializedView {
+            return Err(Error::WrongObjectType(format!("\"{}\" is not a table or materialized view", entry.name)));
+        }
         Ok(Plan::Maintenance { tag: "REFRESH MATERIALIZED VIEW".into() })
     }
 }

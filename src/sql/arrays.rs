@@ -114,6 +114,16 @@ impl Binder<'_> {
     pub(crate) fn bind_subscripts(&mut self, root: &Expr, chain: &[AccessExpr], ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let mut cur = self.bind_expr(root, ctx)?;
         for access in chain {
+            // A `name` is a fixed array of characters: `typname[0]` is its
+            // first character, as a "char".
+            if let (Some(ScalarType::Name), AccessExpr::Subscript(Subscript::Index { index })) = (&cur.ty, access) {
+                let (i, _) = self.bind_subscript_value(index, ctx)?;
+                let one = ScalarExpr::Literal(Datum::Int32(1), ScalarType::Int32);
+                let start = i.call_binary(one.clone(), BinaryFunc::Add);
+                let exprs = vec![cur.expr, start, one];
+                cur = Bound::typed_pub(ScalarExpr::CallVariadic { func: VariadicFunc::Substr, exprs }, ScalarType::PgChar, true);
+                continue;
+            }
             let ty = match &cur.ty {
                 Some(t @ ScalarType::Array(_)) => t.clone(),
                 other => {

@@ -336,9 +336,52 @@ impl Binder<'_> {
                     matches!(m, ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly))
                 }),
             }),
-            Statement::Deallocate { name, .. } => Ok(Plan::SessionCleanup {
-                tag: if name.value.eq_ignore_ascii_case("all") { "DEALLOCATE ALL".into() } else { "DEALLOCATE".into() },
+            Statement::Deallocate { name, .. } => Ok(Plan::Deallocate {
+                name: (!(name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all"))).then(|| ident(name)),
             }),
+            Statement::Prepare { name, data_types, statement } => {
+                let mut types = Vec::new();
+                for t in data_types {
+                    types.push(Some(scalar_type_from_sql(t)?));
+                }
+                let stmt = Stmt::Sql(statement.as_ref().clone());
+                let mut params = Params { types, values: None };
+                bind_statement(self.catalog, &stmt, &mut params)?;
+                Ok(Plan::Prepare { name: ident(name), stmt: Box::new(stmt), types: params.types })
+            }
+            Statement::Execute { name: Some(name), parameters, immediate: false, into, using, .. }
+                if into.is_empty() && using.is_empty() =>
+            {
+                let name = object_name(name);
+                let Some(types) = self.catalog.session().prepared.get(&name).cloned() else {
+                    return Err(Error::UndefinedPreparedStatement(format!("prepared statement \"{name}\" does not exist")));
+                };
+                if types.len() != parameters.len() {
+                    return Err(Error::Syntax(format!(
+                        "wrong number of parameters for prepared statement \"{name}\"\nDETAIL: Expected {} parameters but got {}.",
+                        types.len(),
+                        parameters.len()
+                    )));
+                }
+                let mut params = Vec::new();
+                for (e, t) in parameters.iter().zip(types) {
+                    let empty = Scope::default();
+                    let mut ctx = ExprCtx::new(&empty, "EXECUTE");
+                    let b = self.bind_expr(e, &mut ctx)?;
+                    let x = match &t {
+                        Some(t) => self.coerce(b, t)?,
+                        None => b.expr,
+                    };
+                    params.push(x.eval(&[])?);
+                }
+                Ok(Plan::ExecutePrepared { name, params })
+            }
+            Statement::Lock(lock) => {
+                for target in &lock.tables {
+                    self.resolve_table(&target.name)?;
+                }
+                Ok(Plan::Lock)
+            }
             Statement::Discard { .. } => Ok(Plan::SessionCleanup { tag: "DISCARD ALL".into() }),
             // Portals and SQL cursors are the protocol layer's; ripple has
             // no notifications. What pools send on release is accepted.

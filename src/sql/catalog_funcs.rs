@@ -112,8 +112,14 @@ impl Binder<'_> {
                 for (b, t) in args.into_iter().zip([ScalarType::Text, ScalarType::Text, ScalarType::Bool]) {
                     match self.coerce(b, &t)?.eval(&[]) {
                         Ok(d) => consts.push(d),
+                        // Its change could not be made: an error if it is
+                        // ever evaluated (not over no rows, as when pg_dump
+                        // sets a setting ripple lacks from pg_settings).
                         Err(_) => {
-                            return Err(Error::FeatureNotSupported("set_config needs constant arguments".into()));
+                            let e = crate::repr::EvalError::FeatureNotSupported(
+                                "set_config with arguments that are not constants is not supported".into(),
+                            );
+                            return Ok(Bound::typed_pub(ScalarExpr::Error(e), ScalarType::Text, false));
                         }
                     }
                 }
@@ -167,6 +173,9 @@ impl Binder<'_> {
             }
             ("pg_get_userbyid", 1) => self.catalog_call(CatalogFunc::UserById, args, &[oid]),
             ("pg_table_is_visible", 1) => self.catalog_call(CatalogFunc::TableIsVisible, args, &[oid]),
+            ("acldefault", 2) => self.catalog_call(CatalogFunc::AclDefault, args, &[ScalarType::PgChar, oid.clone()]),
+            // A ripple server is never a standby.
+            ("pg_is_in_recovery", 0) => Ok(typed(Datum::Bool(false), ScalarType::Bool)),
             ("pg_type_is_visible" | "pg_function_is_visible", 1) => Ok(typed(Datum::Bool(true), ScalarType::Bool)),
             ("pg_get_indexdef", 1) => self.catalog_call(CatalogFunc::IndexDef, args, &[oid]),
             ("pg_get_indexdef", 3) => self.catalog_call(CatalogFunc::IndexDef, args, &[oid, int, ScalarType::Bool]),

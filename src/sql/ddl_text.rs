@@ -120,6 +120,39 @@ pub fn renamed(create_sql: &str, own: bool, old: &str, new: &str) -> Result<Stri
     Ok(stmt.to_string())
 }
 
+/// Qualifies the unqualified relation names of a statement's queries with
+/// the user schema (for `pg_get_viewdef` when the search path does not hold
+/// it, as when pg_dump reads definitions). Names of WITH queries stay.
+pub fn qualified(stmt: &mut Statement) {
+    struct Ctes(Vec<String>);
+    impl VisitorMut for Ctes {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            if let Some(with) = &query.with {
+                self.0.extend(with.cte_tables.iter().map(|c: &Cte| ident(&c.alias.name)));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    struct Qualify(Vec<String>);
+    impl VisitorMut for Qualify {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, args: None, .. } = factor {
+                if let [ObjectNamePart::Identifier(id)] = name.0.as_slice() {
+                    if !self.0.contains(&ident(id)) {
+                        name.0.insert(0, ObjectNamePart::Identifier(Ident::new(super::binder_names::USER_SCHEMA)));
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = Ctes(Vec::new());
+    let _ = stmt.visit(&mut ctes);
+    let _ = stmt.visit(&mut Qualify(ctes.0));
+}
+
 /// The stored `CREATE TABLE` or `CREATE INDEX` after column `old` of the
 /// table is renamed `new` (views are not rewritten: the caller refuses a
 /// column rename that a view would see).
@@ -194,6 +227,18 @@ mod tests {
         // Other schemas' and unrelated names stay.
         assert_eq!(renamed("CREATE VIEW v AS SELECT * FROM tt", false, "t", "u").unwrap(), "CREATE VIEW v AS SELECT * FROM tt");
         assert!(renamed("CREATE VIEW v AS WITH u AS (SELECT 1) SELECT * FROM t, u", false, "t", "u").is_err());
+    }
+
+    #[test]
+    fn qualifies_relations_not_ctes() {
+        let mut stmts = super::super::parse("CREATE VIEW v AS WITH w AS (SELECT * FROM t) SELECT * FROM w, s, other.x").unwrap();
+        let Some(super::super::Stmt::Sql(stmt)) = stmts.pop() else { panic!() };
+        let mut stmt = stmt;
+        qualified(&mut stmt);
+        assert_eq!(
+            stmt.to_string(),
+            "CREATE VIEW v AS WITH w AS (SELECT * FROM public.t) SELECT * FROM w, public.s, other.x"
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct SessionInfo {
     pub backend_pid: i32,
     /// The session's settings, with every known setting present.
     pub settings: std::collections::BTreeMap<String, String>,
+    /// The parameter types of the session's prepared statements (`PREPARE`).
+    pub prepared: std::collections::BTreeMap<String, Vec<Option<crate::repr::ScalarType>>>,
 }
 
 impl SessionInfo {

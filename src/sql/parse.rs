@@ -112,7 +112,16 @@ fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
         }
         let stmt = match own_statement(p)? {
             Some(s) => s,
-            None => Stmt::Sql(p.parse_statement()?),
+            None => {
+                let stmt = p.parse_statement()?;
+                // `CREATE MATERIALIZED VIEW ... AS query WITH [NO] DATA`
+                // (pg_dump writes it): ripple's views are always populated.
+                if matches!(&stmt, Statement::CreateView(cv) if cv.materialized) {
+                    let _ = p.parse_keywords(&[Keyword::WITH, Keyword::NO, Keyword::DATA])
+                        || p.parse_keywords(&[Keyword::WITH, Keyword::DATA]);
+                }
+                Stmt::Sql(stmt)
+            }
         };
         out.push(stmt);
         if !p.consume_token(&Token::SemiColon) && p.peek_token_ref().token != Token::EOF {
@@ -305,6 +314,9 @@ mod tests {
         assert!(matches!(one("ALTER TABLE t RENAME TO u"), Stmt::Sql(Statement::AlterTable(_))));
         assert_eq!(parse("SELECT 1; CHECKPOINT; REFRESH MATERIALIZED VIEW v").map(|s| s.len()).ok(), Some(3));
         assert!(parse("CHECKPOINT now").is_err());
+        assert!(matches!(one("CREATE MATERIALIZED VIEW m AS SELECT 1 WITH NO DATA"), Stmt::Sql(Statement::CreateView(_))));
+        assert!(matches!(one("CREATE MATERIALIZED VIEW m AS SELECT 1 WITH DATA;"), Stmt::Sql(Statement::CreateView(_))));
+        assert!(parse("CREATE VIEW v AS SELECT 1 WITH NO DATA").is_err());
         assert!(parse("ALTER MATERIALIZED VIEW m SET SCHEMA s").is_err());
     }
 

@@ -141,4 +141,15 @@ pub enum Plan {
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
     /// `CHECKPOINT`: checkpoint every materialized view now.
     Checkpoint,
+    /// `LOCK TABLE`: its tables exist; ripple's transactions read one
+    /// snapshot and conflicting writes abort, so there is nothing to lock.
+    Lock,
+    /// `PREPARE name [(types)] AS statement`: the statement, checked to
+    /// bind, with its parameter types.
+    Prepare { name: String, stmt: Box<crate::sql::Stmt>, types: Vec<Option<crate::repr::ScalarType>> },
+    /// `EXECUTE name [(values)]`, with the values cast to the parameter
+    /// types.
+    ExecutePrepared { name: String, params: Vec<crate::repr::Datum> },
+    /// `DEALLOCATE [PREPARE] name | ALL` (`None`: all).
+    Deallocate { name: Option<String> },
 }

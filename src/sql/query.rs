@@ -297,14 +297,22 @@ impl Binder<'_> {
             }
         }
         let entry = self.resolve_object(name)?;
-        let scope = Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types);
-        let expr = match entry.kind {
+        let mut scope = Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types);
+        let mut expr = match entry.kind {
             ItemKind::Table | ItemKind::MaterializedView => {
                 RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() }
             }
             ItemKind::View => entry.view_plan.clone().ok_or_else(|| Error::Internal(format!("view {} has no plan", entry.name)))?,
             ItemKind::Index => return Err(Error::WrongObjectType(format!("\"{n}\" is an index"))),
         };
+        // A system relation's rows carry `tableoid`, its OID, which
+        // pg_dump reads (`SELECT tableoid, oid ... FROM pg_class`).
+        if entry.system {
+            let oid = ScalarExpr::Literal(Datum::Int64(entry.id as i64), ScalarType::Oid);
+            expr = RelationExpr::Map { input: Box::new(expr), scalars: vec![oid] };
+            let typ = ColumnType::new(ScalarType::Oid, false);
+            scope.items.push(ScopeItem { system: true, ..ScopeItem::new(Some(label.to_string()), "tableoid".into(), typ) });
+        }
         Ok((expr, scope))
     }
 
@@ -572,7 +580,7 @@ impl Binder<'_> {
                     .items
                     .iter()
                     .enumerate()
-                    .filter(|(i, it)| *i >= off && it.level == 0 && !it.hidden && it.name == *u)
+                    .filter(|(i, it)| *i >= off && it.level == 0 && !it.hidden && !it.system && it.name == *u)
                     .map(|(i, _)| i)
                     .collect();
                 match hits.as_slice() {
@@ -844,7 +852,7 @@ impl Binder<'_> {
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string().to_lowercase(),
                     };
                     let cols: Vec<_> =
-                        scope.items.iter().filter(|i| i.level == 0 && i.table.as_deref() == Some(t.as_str())).collect();
+                        scope.items.iter().filter(|i| i.level == 0 && !i.system && i.table.as_deref() == Some(t.as_str())).collect();
                     if cols.is_empty() {
                         return Err(Error::MissingFromEntry(t));
                     }

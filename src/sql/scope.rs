@@ -18,16 +18,19 @@ pub struct ScopeItem {
     /// Reachable only by a qualified name and left out of `*` (the
     /// per-side columns of `JOIN ... USING`).
     pub hidden: bool,
+    /// A system column (`tableoid`): reachable by name, left out of `*`
+    /// and of NATURAL joins.
+    pub system: bool,
 }
 
 impl ScopeItem {
     pub fn new(table: Option<String>, name: String, typ: ColumnType) -> Self {
-        ScopeItem { table, name, typ, level: 0, hidden: false }
+        ScopeItem { table, name, typ, level: 0, hidden: false, system: false }
     }
 
     /// A placeholder that no name resolves to (internal columns).
     pub fn anonymous(typ: ColumnType) -> Self {
-        ScopeItem { table: None, name: String::new(), typ, level: usize::MAX, hidden: true }
+        ScopeItem { table: None, name: String::new(), typ, level: usize::MAX, hidden: true, system: false }
     }
 }
 
@@ -62,7 +65,7 @@ impl Scope {
 
     /// Items visible to `*`: the block's own, unhidden columns.
     pub fn star_items(&self) -> impl Iterator<Item = (usize, &ScopeItem)> {
-        self.items.iter().enumerate().filter(|(_, i)| i.level == 0 && !i.hidden)
+        self.items.iter().enumerate().filter(|(_, i)| i.level == 0 && !i.hidden && !i.system)
     }
 
     /// The position of a column reference `[table.]name`: the innermost

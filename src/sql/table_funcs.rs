@@ -28,6 +28,7 @@ pub fn is_table_function(name: &str) -> bool {
             | "jsonb_each"
             | "jsonb_each_text"
             | "jsonb_object_keys"
+            | "pg_options_to_table"
             | "pg_partition_ancestors"
             | "generate_subscripts"
     )
@@ -128,6 +129,9 @@ impl Binder<'_> {
                 _ => Err(not_found()),
             },
             ("jsonb_object_keys", 1) => Ok((TableFunc::JsonbObjectKeys, coerce_all(self, args, &[ScalarType::Jsonb])?)),
+            ("pg_options_to_table", 1) => {
+                Ok((TableFunc::OptionsToTable, coerce_all(self, args, &[ScalarType::Text.array_of()])?))
+            }
             // Ripple has no partitioned tables: a relation's only ancestor
             // is itself.
             ("pg_partition_ancestors", 1) => {

@@ -214,7 +214,7 @@ fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 t(&ctx.session.database),
                 t("public"),
                 t(&i.name),
-                super::view_def(i).map(t).unwrap_or(null()),
+                super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null()),
                 t("NONE"),
                 t("NO"),
                 t("NO"),

@@ -259,10 +259,19 @@ fn quote(s: &str) -> String {
     crate::expr::func::catalog::quote_ident(s)
 }
 
-/// The defining query of a view, from its stored `CREATE` statement.
-pub fn view_def(item: &Item) -> Option<String> {
-    let stmts = crate::sql::parse(&item.create_sql).ok()?;
-    match stmts.first()?.sql()? {
+/// The defining query of a view, from its stored `CREATE` statement; its
+/// relation names qualified when the search path does not reach the user
+/// schema (pg_dump reads definitions with an empty search path).
+pub fn view_def(item: &Item, search_path: &[String]) -> Option<String> {
+    let mut stmts = crate::sql::parse(&item.create_sql).ok()?;
+    let mut stmt = match stmts.pop()? {
+        crate::sql::Stmt::Sql(s) => s,
+        _ => return None,
+    };
+    if !search_path.iter().any(|s| s == crate::sql::binder_names::USER_SCHEMA) {
+        crate::sql::ddl_text::qualified(&mut stmt);
+    }
+    match stmt {
         sqlparser::ast::Statement::CreateView(cv) => Some(format!(" {};", cv.query)),
         _ => None,
     }
@@ -292,7 +301,7 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
                 snap.descriptions.insert((rel.oid, PG_CLASS_OID, *sub as i32), text.clone());
             }
             if matches!(item.kind, ItemKind::View | ItemKind::MaterializedView) {
-                if let Some(def) = view_def(item) {
+                if let Some(def) = view_def(item, &snap.search_path) {
                     snap.view_defs.insert(rel.oid, def);
                 }
             }

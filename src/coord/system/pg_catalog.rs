@@ -242,6 +242,97 @@ pub static RELATIONS: &[SystemRelation] = &[
          partcollation oid[], partexprs text",
         none,
     ),
+    // Objects ripple does not have; pg_dump reads each of these.
+    rel("pg_init_privs", 3394, "objoid oid, classoid oid, objsubid int4, privtype char, initprivs text[]", none),
+    rel(
+        "pg_language",
+        2612,
+        "oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool, lanplcallfoid oid, \
+         laninline oid, lanvalidator oid, lanacl text[]",
+        languages,
+    ),
+    rel(
+        "pg_operator",
+        2617,
+        "oid oid, oprname name, oprnamespace oid, oprowner oid, oprkind char, oprcanmerge bool, \
+         oprcanhash bool, oprleft oid, oprright oid, oprresult oid, oprcom oid, oprnegate oid, \
+         oprcode regproc, oprrest regproc, oprjoin regproc",
+        none,
+    ),
+    rel("pg_opfamily", 2753, "oid oid, opfmethod oid, opfname name, opfnamespace oid, opfowner oid", none),
+    rel(
+        "pg_amop",
+        2602,
+        "oid oid, amopfamily oid, amoplefttype oid, amoprighttype oid, amopstrategy int2, \
+         amoppurpose char, amopopr oid, amopmethod oid, amopsortfamily oid",
+        none,
+    ),
+    rel(
+        "pg_amproc",
+        2603,
+        "oid oid, amprocfamily oid, amproclefttype oid, amprocrighttype oid, amprocnum int2, amproc regproc",
+        none,
+    ),
+    rel(
+        "pg_ts_parser",
+        3601,
+        "oid oid, prsname name, prsnamespace oid, prsstart regproc, prstoken regproc, prsend regproc, \
+         prsheadline regproc, prslextype regproc",
+        none,
+    ),
+    rel("pg_ts_template", 3764, "oid oid, tmplname name, tmplnamespace oid, tmplinit regproc, tmpllexize regproc", none),
+    rel(
+        "pg_ts_dict",
+        3600,
+        "oid oid, dictname name, dictnamespace oid, dictowner oid, dicttemplate oid, dictinitoption text",
+        none,
+    ),
+    rel("pg_ts_config", 3602, "oid oid, cfgname name, cfgnamespace oid, cfgowner oid, cfgparser oid", none),
+    rel(
+        "pg_foreign_data_wrapper",
+        2328,
+        "oid oid, fdwname name, fdwowner oid, fdwhandler oid, fdwvalidator oid, fdwacl text[], fdwoptions text[]",
+        none,
+    ),
+    rel(
+        "pg_foreign_server",
+        1417,
+        "oid oid, srvname name, srvowner oid, srvfdw oid, srvtype text, srvversion text, srvacl text[], \
+         srvoptions text[]",
+        none,
+    ),
+    rel("pg_default_acl", 826, "oid oid, defaclrole oid, defaclnamespace oid, defaclobjtype char, defaclacl text[]", none),
+    rel(
+        "pg_conversion",
+        2607,
+        "oid oid, conname name, connamespace oid, conowner oid, conforencoding int4, contoencoding int4, \
+         conproc regproc, condefault bool",
+        none,
+    ),
+    rel("pg_cast", 2605, "oid oid, castsource oid, casttarget oid, castfunc oid, castcontext char, castmethod char", none),
+    rel("pg_transform", 3576, "oid oid, trftype oid, trflang oid, trffromsql regproc, trftosql regproc", none),
+    rel(
+        "pg_event_trigger",
+        3466,
+        "oid oid, evtname name, evtevent name, evtowner oid, evtfoid oid, evtenabled char, evttags text[]",
+        none,
+    ),
+    rel(
+        "pg_subscription",
+        6100,
+        "oid oid, subdbid oid, subskiplsn text, subname name, subowner oid, subenabled bool, subbinary bool, \
+         substream bool, subtwophasestate char, subdisableonerr bool, subconninfo text, subslotname name, \
+         subsynccommit text, subpublications text[]",
+        none,
+    ),
+    rel("pg_seclabel", 3596, "objoid oid, classoid oid, objsubid int4, provider text, label text", none),
+    rel(
+        "pg_seclabels",
+        12090,
+        "objoid oid, classoid oid, objsubid int4, objtype text, objnamespace oid, objname text, provider text, \
+         label text",
+        none,
+    ),
     rel(
         "pg_stat_activity",
         11730,
@@ -596,7 +687,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
     user_items(ctx, ItemKind::View)
-        .map(|i| vec![t("public"), t(&i.name), t(&ctx.session.user), super::view_def(i).map(t).unwrap_or(null())])
+        .map(|i| vec![t("public"), t(&i.name), t(&ctx.session.user), super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null())])
         .collect()
 }
 
@@ -611,7 +702,7 @@ fn matviews(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 null(),
                 b(indexed),
                 b(true),
-                super::view_def(i).map(t).unwrap_or(null()),
+                super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null()),
             ]
         })
         .collect()
@@ -695,4 +786,13 @@ fn descriptions(ctx: &Ctx) -> Vec<Vec<Datum>> {
         }
     }
     out
+}
+
+/// The languages functions could be written in: Postgres's built-in ones
+/// (none is a procedural language).
+fn languages(_: &Ctx) -> Vec<Vec<Datum>> {
+    [(12, "internal"), (13, "c"), (14, "sql")]
+        .into_iter()
+        .map(|(oid, name)| vec![o(oid), t(name), o(OWNER_OID), b(false), b(name == "sql"), o(0), o(0), o(0), null()])
+        .collect()
 }

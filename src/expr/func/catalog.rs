@@ -162,6 +162,9 @@ pub enum CatalogFunc {
     ShobjDescription,
     /// `format_type(type oid, typmod)`.
     FormatType,
+    /// `acldefault(kind "char", owner oid)`: the privileges an object of
+    /// the kind has when none were granted (`aclitem[]`, shown as text).
+    AclDefault,
 }
 
 /// The OID of `pg_class` (the catalog a relation's comment is filed under).
@@ -206,6 +209,7 @@ impl CatalogFunc {
             CatalogFunc::ColDescription => "col_description",
             CatalogFunc::ShobjDescription => "shobj_description",
             CatalogFunc::FormatType => "format_type",
+            CatalogFunc::AclDefault => "acldefault",
         }
     }
 
@@ -214,6 +218,7 @@ impl CatalogFunc {
             CatalogFunc::RegIn(k) | CatalogFunc::ToReg(k) => ScalarType::Reg(*k),
             CatalogFunc::TableIsVisible => ScalarType::Bool,
             CatalogFunc::UserById => ScalarType::Name,
+            CatalogFunc::AclDefault => ScalarType::Text.array_of(),
             _ => ScalarType::Text,
         }
     }
@@ -274,6 +279,35 @@ impl CatalogFunc {
                     return Ok(name.map(Datum::Text).unwrap_or(Datum::Null));
                 }
                 text(def)
+            }
+            CatalogFunc::AclDefault => {
+                let owner = match args.get(1).and_then(|d| d.as_i64()) {
+                    Some(o) => snap.roles.get(&o).cloned().unwrap_or_else(|| o.to_string()),
+                    None => return Ok(Datum::Null),
+                };
+                let kind = match &args[0] {
+                    Datum::Text(k) => k.clone(),
+                    _ => String::new(),
+                };
+                // Postgres's acldefault(): the owner's full rights, and what
+                // PUBLIC gets by default.
+                let (public, own) = match kind.as_str() {
+                    "r" => ("", "arwdDxt"),
+                    "s" => ("", "rwU"),
+                    "d" => ("Tc", "CTc"),
+                    "f" => ("X", "X"),
+                    "l" | "T" => ("U", "U"),
+                    "F" | "S" | "n" => ("", if kind == "n" { "UC" } else { "U" }),
+                    "t" => ("", "C"),
+                    "p" => ("", "sA"),
+                    _ => return Err(EvalError::Internal(format!("unrecognized objtype abbreviation: {kind}"))),
+                };
+                let mut items = Vec::new();
+                if !public.is_empty() {
+                    items.push(Datum::Text(format!("={public}/{owner}")));
+                }
+                items.push(Datum::Text(format!("{owner}={own}/{owner}")));
+                Datum::Array(items)
             }
             CatalogFunc::ConstraintDef => text(snap.constraint_defs.get(&oid()?)),
             CatalogFunc::ViewDef => text(snap.view_defs.get(&oid()?)),

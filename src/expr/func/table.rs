@@ -31,6 +31,8 @@ pub enum TableFunc {
     JsonbEach { text: bool },
     /// `jsonb_object_keys(jsonb)`.
     JsonbObjectKeys,
+    /// `pg_options_to_table(text[])`: each `name=value` as name and value.
+    OptionsToTable,
     /// `generate_subscripts(anyarray, dim [, reverse])`: the subscripts of
     /// the array's dimension `dim` (arrays here have one, from 1).
     GenerateSubscripts,
@@ -51,6 +53,7 @@ impl TableFunc {
             TableFunc::JsonbEach { text: false } => "jsonb_each",
             TableFunc::JsonbEach { text: true } => "jsonb_each_text",
             TableFunc::JsonbObjectKeys => "jsonb_object_keys",
+            TableFunc::OptionsToTable => "pg_options_to_table",
             TableFunc::GenerateSubscripts => "generate_subscripts",
             TableFunc::Zip(_) => "rows from",
         }
@@ -71,6 +74,9 @@ impl TableFunc {
                 ("value", nullable(if *text { ScalarType::Text } else { ScalarType::Jsonb })),
             ],
             TableFunc::JsonbObjectKeys => vec![(self.name(), ColumnType::new(ScalarType::Text, false))],
+            TableFunc::OptionsToTable => {
+                vec![("option_name", ColumnType::new(ScalarType::Text, false)), ("option_value", nullable(ScalarType::Text))]
+            }
             TableFunc::GenerateSubscripts => vec![(self.name(), ColumnType::new(ScalarType::Int32, false))],
             TableFunc::Zip(funcs) => funcs
                 .iter()
@@ -135,6 +141,19 @@ impl TableFunc {
                 subs
             }
             TableFunc::Zip(funcs) => zip(funcs, args)?,
+            TableFunc::OptionsToTable => match &args[0] {
+                Datum::Array(items) => items
+                    .iter()
+                    .filter_map(|d| match d {
+                        Datum::Text(s) => Some(match s.split_once('=') {
+                            Some((k, v)) => vec![Datum::Text(k.into()), Datum::Text(v.into())],
+                            None => vec![Datum::Text(s.clone()), Datum::Null],
+                        }),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
             TableFunc::JsonbObjectKeys => match &args[0] {
                 Datum::Jsonb(j) => match j.as_ref() {
                     Jsonb::Object(pairs) => pairs.iter().map(|(k, _)| one(Datum::Text(k.clone()))).collect(),
