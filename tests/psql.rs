@@ -77,7 +77,8 @@ fn psql_meta_commands() {
     assert!(has_row(&indexes, &["public", "orders_pkey", "index", "ripple", "orders"]), "\\di:\n{indexes}");
     assert!(has_row(&indexes, &["public", "orders_product_idx", "index", "ripple", "orders"]), "\\di:\n{indexes}");
     let schemas = psql(&server, "\\dn");
-    assert!(has_row(&schemas, &["public", "ripple"]), "\\dn:\n{schemas}");
+    // As in PostgreSQL 15, `public` belongs to pg_database_owner.
+    assert!(has_row(&schemas, &["public", "pg_database_owner"]), "\\dn:\n{schemas}");
     let roles = psql(&server, "\\du");
     assert!(has_row(&roles, &["ripple"]), "\\du:\n{roles}");
     let databases = psql(&server, "\\l");

@@ -85,6 +85,10 @@ pub struct Coordinator {
     ready: tokio::sync::watch::Receiver<Readiness>,
     /// Consolidates, encodes and writes checkpoints at low priority.
     checkpoint_writer: Arc<checkpoint::Writer>,
+    /// Held for a whole checkpoint round: the background rounds and
+    /// `CHECKPOINT` never interleave (a view's delta is since its last
+    /// recorded checkpoint).
+    checkpoint_round: Arc<Mutex<()>>,
 }
 
 struct State {
@@ -291,6 +295,7 @@ impl Coordinator {
             commits,
             write_token: Arc::new(Mutex::new(())),
             ready,
+            checkpoint_round: Arc::new(Mutex::new(())),
             checkpoint_writer: Arc::new(
                 checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
             ),
@@ -474,6 +479,7 @@ impl Coordinator {
     /// One round of the checkpointer (`coord/checkpoint.rs`): every
     /// materialized view with changes not yet checkpointed, in Edge order.
     pub async fn checkpoint_round(&self) -> Result<(), Error> {
+        let _round = self.checkpoint_round.lock().await;
         // One timestamp for the whole round, held against compaction until
         // the round ends: the views' checkpoints agree with each other, so
         // after a restart a view can resume from its own checkpoint over
@@ -676,7 +682,9 @@ impl Coordinator {
         };
         let writing = own_token.is_some() || session.txn.as_ref().is_some_and(|t| t.token.is_some());
         let cancel = session.cancel.take();
-        let result = if class == StmtClass::Other {
+        // (CHECKPOINT runs to its end: a round stopped half-way would
+        // leave the workers' checkpoint state ahead of the recorded one.)
+        let result = if class == StmtClass::Other && !matches!(stmt, Stmt::Checkpoint) {
             // A read may stop at any point: a CancelRequest or the
             // statement timeout ends it (writes run to their end, so that
             // what is reported is what happened).

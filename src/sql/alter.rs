@@ -68,6 +68,17 @@ impl Binder<'_> {
         let [op] = at.operations.as_slice() else {
             return Err(Error::FeatureNotSupported("ALTER TABLE with several actions is not supported yet".into()));
         };
+        // ALTER TABLE ... OWNER TO applies to any relation, as in Postgres
+        // (pg_dump writes it for views and materialized views).
+        if let AlterTableOperation::OwnerTo { new_owner } = op {
+            if let Some(e) = self.alter_target(&at.name, ItemKind::Table, at.if_exists).or_else(|e| match e {
+                Error::WrongObjectType(_) => Ok(Some(self.resolve_object(&at.name)?)),
+                e => Err(e),
+            })? {
+                Self::check_writable(&e)?;
+            }
+            return self.owner_to(new_owner);
+        }
         if let AlterTableOperation::RenameTable { table_name: RenameTableNameKind::To(n) | RenameTableNameKind::As(n) } = op {
             let new = Ident::with_quote('"', self.new_name(n)?);
             return self.bind_rename(ItemKind::Table, at.if_exists, &at.name, &new);
@@ -90,17 +101,19 @@ impl Binder<'_> {
                 }
                 other => Err(Error::FeatureNotSupported(format!("constraint {other} is not supported yet"))),
             },
-            AlterTableOperation::OwnerTo { new_owner } => {
-                // One role owns everything: the session's user.
-                let user = &self.catalog.session().user;
-                match new_owner {
-                    Owner::Ident(id) if ident(id) != *user => {
-                        Err(Error::UndefinedObject(format!("role \"{}\" does not exist", ident(id))))
-                    }
-                    _ => Ok(Plan::Maintenance { tag: "ALTER TABLE".into() }),
-                }
-            }
+            AlterTableOperation::OwnerTo { new_owner } => self.owner_to(new_owner),
             other => Err(Error::FeatureNotSupported(format!("ALTER TABLE ... {other} is not supported yet"))),
+        }
+    }
+
+    /// `OWNER TO`: one role owns everything, the session's user.
+    fn owner_to(&self, new_owner: &Owner) -> Result<Plan, Error> {
+        let user = &self.catalog.session().user;
+        match new_owner {
+            Owner::Ident(id) if ident(id) != *user => {
+                Err(Error::UndefinedObject(format!("role \"{}\" does not exist", ident(id))))
+            }
+            _ => Ok(Plan::Maintenance { tag: "ALTER TABLE".into() }),
         }
     }
 

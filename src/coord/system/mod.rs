@@ -34,6 +34,20 @@ pub const DATABASE_OID: i64 = 5;
 pub const PG_CATALOG_OID: i64 = 11;
 pub const PUBLIC_OID: i64 = 2200;
 pub const INFORMATION_SCHEMA_OID: i64 = 13183;
+/// `pg_database_owner`, the role that owns `public` in PostgreSQL 15 (it
+/// stands for the database's owner).
+pub const DATABASE_OWNER_OID: i64 = 6171;
+pub const PG_NAMESPACE_OID: i64 = 2615;
+/// `public`'s comment in PostgreSQL 15, which pg_dump expects.
+pub const PUBLIC_COMMENT: &str = "standard public schema";
+
+/// `public`'s privileges in PostgreSQL 15.
+pub fn public_acl() -> Datum {
+    Datum::Array(vec![
+        Datum::Text("pg_database_owner=UC/pg_database_owner".into()),
+        Datum::Text("=U/pg_database_owner".into()),
+    ])
+}
 const FIRST_USER_OID: i64 = 16384;
 
 /// The OID of a user item.
@@ -284,6 +298,8 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
     snap.namespaces.insert(PUBLIC_OID, "public".into());
     snap.namespaces.insert(INFORMATION_SCHEMA_OID, "information_schema".into());
     snap.roles.insert(OWNER_OID, session.user.clone());
+    snap.roles.insert(DATABASE_OWNER_OID, "pg_database_owner".into());
+    snap.descriptions.insert((PUBLIC_OID, PG_NAMESPACE_OID, 0), PUBLIC_COMMENT.into());
     for t in builtin_types() {
         snap.types.insert(t.oid() as i64, t);
     }

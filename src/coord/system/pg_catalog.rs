@@ -5,7 +5,7 @@
 //! queries clients send about them find nothing instead of failing.
 
 use super::{b, i2, i4, i8, index_def, item_oid, null, o, t, Ctx, SystemRelation, DATABASE_OID};
-use super::{INFORMATION_SCHEMA_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID};
+use super::{DATABASE_OWNER_OID, INFORMATION_SCHEMA_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID};
 use crate::repr::types::builtin_types;
 use crate::repr::{Datum, ScalarType};
 use crate::expr::func::catalog::PG_CLASS_OID;
@@ -349,7 +349,13 @@ fn namespaces(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let _ = ctx;
     [(PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
         .into_iter()
-        .map(|(oid, name)| vec![o(oid), t(name), o(OWNER_OID), null()])
+        .map(|(oid, name)| {
+            if oid == PUBLIC_OID {
+                vec![o(oid), t(name), o(DATABASE_OWNER_OID), super::public_acl()]
+            } else {
+                vec![o(oid), t(name), o(OWNER_OID), null()]
+            }
+        })
         .collect()
 }
 
@@ -603,39 +609,33 @@ fn databases(ctx: &Ctx) -> Vec<Vec<Datum>> {
     ]]
 }
 
+/// The session's user (a superuser), and `pg_database_owner`, which owns
+/// `public` and cannot log in.
 fn authid(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    vec![vec![
-        o(OWNER_OID),
-        t(&ctx.session.user),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        i4(-1),
-        null(),
-        null(),
-    ]]
+    vec![
+        vec![o(OWNER_OID), t(&ctx.session.user), b(true), b(true), b(true), b(true), b(true), b(true), b(true), i4(-1), null(), null()],
+        vec![
+            o(DATABASE_OWNER_OID),
+            t("pg_database_owner"),
+            b(false),
+            b(true),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            i4(-1),
+            null(),
+            null(),
+        ],
+    ]
 }
 
 fn roles(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    vec![vec![
-        t(&ctx.session.user),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        i4(-1),
-        t("********"),
-        null(),
-        b(true),
-        null(),
-        o(OWNER_OID),
-    ]]
+    let login = |name: &str, oid: i64, sup: bool| {
+        vec![t(name), b(sup), b(true), b(sup), b(sup), b(sup), b(false), i4(-1), t("********"), null(), b(sup), null(), o(oid)]
+    };
+    vec![login(&ctx.session.user, OWNER_OID, true), login("pg_database_owner", DATABASE_OWNER_OID, false)]
 }
 
 fn users(ctx: &Ctx) -> Vec<Vec<Datum>> {
@@ -779,7 +779,7 @@ fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 /// `COMMENT ON` texts of relations (`objsubid` 0) and their columns.
 fn descriptions(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let mut out = Vec::new();
+    let mut out = vec![vec![o(PUBLIC_OID), o(super::PG_NAMESPACE_OID), i4(0), t(super::PUBLIC_COMMENT)]];
     for item in ctx.catalog.items.values() {
         for (sub, text) in &item.comments {
             out.push(vec![o(item_oid(item.id)), o(PG_CLASS_OID), i4(*sub as i64), t(text.clone())]);
