@@ -1,5 +1,6 @@
 //! COPY against a real server: `COPY ... FROM STDIN` and `COPY ... TO
-//! STDOUT` in text and CSV through tokio-postgres (`copy_in` / `copy_out`,
+//! STDOUT` in text, CSV and binary (byte for byte PostgreSQL's) through
+//! tokio-postgres (`copy_in` / `copy_out`,
 //! the extended protocol) and through a raw simple-protocol connection (as
 //! psql speaks it): options, data split anywhere across CopyData messages,
 //! 200,000 rows, errors with Postgres's SQLSTATE and CONTEXT, atomicity
@@ -246,6 +247,187 @@ async fn copy_in_split_across_many_messages() {
     }
 }
 
+/// A table of every type binary COPY is tested with, two rows of which
+/// (one all NULL) PostgreSQL 15 writes as `PG_BINARY`.
+const BINARY_TABLE: &str = "(i int, b bigint, t text, n numeric, f float8, ok boolean, ts timestamp, d date, j jsonb, \
+    by bytea, u uuid, iv interval, tz timestamptz, ia int[], ta text[], s smallint, r real, vc varchar(5))";
+const BINARY_ROWS: &str = "(1, -9000000000, 'héllo\\ttab', 12345.678, -1.5, true, '2024-02-29 12:34:56.789', \
+    '1999-12-31', '{\"a\": [1, null]}', '\\x00ff', '12345678-1234-5678-1234-567812345678', '1 mon 2 days 00:00:03', \
+    '2001-02-03 04:05:06+00', '{1,NULL,3}', '{a,\"b c\"}', -7, 2.5, 'xy'), \
+    (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)";
+
+/// `COPY (SELECT * FROM bt ORDER BY i) TO STDOUT (FORMAT binary)` of
+/// `BINARY_ROWS` on PostgreSQL 15 (time zone UTC), in hex.
+const PG_BINARY: &[&str] = &[
+    "5047434f50590aff0d0a0000000000000000000012000000040000000100000008fffffffde78ee6000000000b68c3a9",
+    "6c6c6f5c747461620000000e0003000100000003000109291a7c00000008bff800000000000000000001010000000800",
+    "02b5834172860800000004ffffffff00000011017b2261223a205b312c206e756c6c5d7d0000000200ff000000101234",
+    "56781234567812345678123456780000001000000000002dc6c000000002000000010000000800001f5def3a60800000",
+    "002800000001000000010000001700000003000000010000000400000001ffffffff0000000400000003000000200000",
+    "00010000000000000019000000020000000100000001610000000362206300000002fff9000000044020000000000002",
+    "78790012ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+];
+
+fn unhex(parts: &[&str]) -> Vec<u8> {
+    let hex: String = parts.concat();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Binary COPY data of `tuples` (each field framed, NULL as `None`).
+fn binary_data(tuples: &[Vec<Option<&[u8]>>], trailer: bool) -> Vec<u8> {
+    let mut out = b"PGCOPY\n\xff\r\n\0".to_vec();
+    out.extend_from_slice(&[0; 8]);
+    for t in tuples {
+        out.extend_from_slice(&(t.len() as i16).to_be_bytes());
+        for f in t {
+            match f {
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(v) => {
+                    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+    }
+    if trailer {
+        out.extend_from_slice(&(-1i16).to_be_bytes());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_copy_matches_postgres() {
+    let server = TestServer::start(2);
+    let client = server.connect().await;
+    exec(&client, &format!("CREATE TABLE bt {BINARY_TABLE}")).await;
+    exec(&client, &format!("INSERT INTO bt VALUES {BINARY_ROWS}")).await;
+    let pg = unhex(PG_BINARY);
+    // COPY TO writes PostgreSQL's bytes, in every spelling.
+    for sql in [
+        "COPY (SELECT * FROM bt ORDER BY i) TO STDOUT (FORMAT binary)",
+        "COPY (SELECT * FROM bt ORDER BY i) TO STDOUT WITH BINARY",
+        "COPY (SELECT * FROM bt ORDER BY i) TO STDOUT BINARY",
+    ] {
+        assert_eq!(copy_out(&client, sql).await, pg, "{sql}");
+    }
+    let out = copy_out(&client, "COPY bt (vc, i) TO STDOUT (FORMAT 'binary')").await;
+    assert_eq!(&out[..11], b"PGCOPY\n\xff\r\n\0");
+    assert_eq!(&out[out.len() - 2..], &[0xff, 0xff]);
+    // Every column of a row: count 2, the fields.
+    let empty = copy_out(&client, "COPY (SELECT 1 WHERE false) TO STDOUT (FORMAT binary)").await;
+    assert_eq!(empty, [&pg[..19], &[0xff, 0xff][..]].concat());
+
+    // COPY FROM reads them back, whole or a byte at a time.
+    exec(&client, &format!("CREATE TABLE back {BINARY_TABLE}")).await;
+    let n = copy_in_pieces(&client, "COPY back FROM STDIN (FORMAT binary)", &[&pg[..]]).await.unwrap();
+    assert_eq!(n, 2);
+    let bytes: Vec<&[u8]> = pg.chunks(1).collect();
+    let n = copy_in_pieces(&client, "COPY back FROM STDIN BINARY", &bytes).await.unwrap();
+    assert_eq!(n, 2);
+    let text = |t: &str| format!("SELECT * FROM {t} ORDER BY i, b");
+    let want = query_text(&client, &text("bt")).await;
+    let got = query_text(&client, &text("back")).await;
+    assert_eq!(got, [want[0].clone(), want[0].clone(), want[1].clone(), want[1].clone()]);
+
+    // Many rows across many messages, a column subset, NULLs.
+    exec(&client, "CREATE TABLE many (id integer NOT NULL, v text, n bigint)").await;
+    let vals: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = (0..5_000i32)
+        .map(|i| (i.to_be_bytes().to_vec(), tricky(i as usize).into_bytes(), (i as i64 * 1_000_003).to_be_bytes().to_vec()))
+        .collect();
+    let tuples: Vec<Vec<Option<&[u8]>>> = vals
+        .iter()
+        .enumerate()
+        .map(|(i, (a, b, c))| vec![Some(&c[..]), Some(&a[..]), if i % 11 == 0 { None } else { Some(&b[..]) }])
+        .collect();
+    let data = binary_data(&tuples, true);
+    let n = copy_in_pieces(&client, "COPY many (n, id, v) FROM STDIN (FORMAT binary)", &pieces(&data)).await.unwrap();
+    assert_eq!(n, 5_000);
+    let got = query_text(&client, "SELECT id, v, n FROM many ORDER BY id").await;
+    for (i, row) in got.iter().enumerate() {
+        let v = if i % 11 == 0 { "NULL".to_string() } else { tricky(i) };
+        assert_eq!(row, &vec![i.to_string(), v, (i as i64 * 1_000_003).to_string()]);
+    }
+    // Through the simple protocol the data ends without a trailer too.
+    exec(&client, "CREATE TABLE one (a integer, b text)").await;
+    let data = binary_data(&[vec![Some(&7i32.to_be_bytes()[..]), Some(&b"x"[..])]], false);
+    assert_eq!(copy_in_pieces(&client, "COPY one FROM STDIN (FORMAT binary)", &[&data[..]]).await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_copy_errors() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE t (a integer NOT NULL, b varchar(3))").await;
+    let one = 1i32.to_be_bytes();
+    let cases: Vec<(Vec<u8>, &str, &str, &str)> = vec![
+        (b"1\tx\n".to_vec(), "22P04", "COPY file signature not recognized", ""),
+        (b"PGCOPY\n\xff\r\n\0\0\0".to_vec(), "22P04", "invalid COPY file header (missing flags)", ""),
+        (b"PGCOPY\n\xff\r\n\0\0\x01\0\0\0\0\0\0".to_vec(), "22P04", "invalid COPY file header (WITH OIDS)", ""),
+        (b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0".to_vec(), "22P04", "invalid COPY file header (missing length)", ""),
+        (
+            binary_data(&[vec![Some(&one[..]), None, None]], true),
+            "22P04",
+            "row field count is 3, expected 2",
+            "COPY t, line 1",
+        ),
+        (
+            binary_data(&[vec![Some(&one[..]), None]], false)[..25].to_vec(),
+            "22P04",
+            "unexpected EOF in COPY data",
+            "COPY t, line 1, column a",
+        ),
+        (
+            [binary_data(&[vec![Some(&one[..]), None]], true), b"x".to_vec()].concat(),
+            "22P04",
+            "received copy data after EOF marker",
+            "COPY t, line 2",
+        ),
+        (
+            binary_data(&[vec![Some(&one[..]), None], vec![Some(&[0, 1][..]), None]], true),
+            "22P03",
+            "incorrect binary data format",
+            "COPY t, line 2, column a",
+        ),
+        (
+            binary_data(&[vec![Some(&one[..]), Some(&b"a\xffb"[..])]], true),
+            "22021",
+            "invalid byte sequence for encoding \"UTF8\": 0xff",
+            "COPY t, line 1, column b",
+        ),
+        (
+            binary_data(&[vec![Some(&one[..]), Some(&b"abcd"[..])]], true),
+            "22001",
+            "value too long for type character varying(3)",
+            "COPY t, line 1, column b",
+        ),
+        (
+            binary_data(&[vec![None, Some(&b"abc"[..])]], true),
+            "23502",
+            "null value in column \"a\" of relation \"t\" violates not-null constraint",
+            "COPY t, line 1",
+        ),
+    ];
+    for (data, code, message, context) in cases {
+        let e = copy_in_pieces(&client, "COPY t FROM STDIN (FORMAT binary)", &[&data[..]]).await.unwrap_err();
+        assert_eq!(db_error(&e), (code.to_string(), message.to_string(), context.to_string()), "{data:?}");
+        session_works(&client).await;
+    }
+    assert_eq!(count(&client, "t").await, "0");
+    for (sql, message) in [
+        ("COPY t FROM STDIN (FORMAT binary, DELIMITER ',')", "cannot specify DELIMITER in BINARY mode"),
+        ("COPY t TO STDOUT (FORMAT binary, NULL 'x')", "cannot specify NULL in BINARY mode"),
+        ("COPY t TO STDOUT (FORMAT binary, HEADER)", "cannot specify HEADER in BINARY mode"),
+    ] {
+        let e = client.copy_out(sql).await.err().expect(sql);
+        assert_eq!(db_error(&e).0, "42601", "{sql}");
+        assert_eq!(db_error(&e).1, message, "{sql}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_in_200k_rows_keeps_views_correct() {
     let server = TestServer::start(2);
@@ -448,7 +630,8 @@ async fn failing_rows_apply_nothing() {
         ("COPY f (zz) FROM STDIN", "42703"),
         ("COPY f (a, a) FROM STDIN", "42701"),
         ("COPY f FROM '/etc/passwd'", "0A000"),
-        ("COPY f FROM STDIN (FORMAT binary)", "0A000"),
+        // Binary data must start with its signature (no data: none).
+        ("COPY f FROM STDIN (FORMAT binary)", "22P04"),
         ("COPY f FROM STDIN (FORMAT text, QUOTE '\"')", "0A000"),
     ] {
         let err = copy_in(&client, sql, "").await.expect_err(sql);

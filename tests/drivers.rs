@@ -1,12 +1,17 @@
 //! Drivers other than tokio-postgres against a real server: psycopg 3
 //! (Python), SQLAlchemy 2 on psycopg (what Superset and most Python BI
-//! stacks use), and node-postgres with pg-cursor (Node.js).
+//! stacks use), asyncpg (Python's asyncio driver: binary results and
+//! COPY, its pg_type introspection query), node-postgres with pg-cursor (Node.js), and pgjdbc (the
+//! JDBC driver of DBeaver, DataGrip, Metabase and Tableau).
 //!
-//! The tests need `python3` with `psycopg` and `sqlalchemy` installed, and
-//! `node` with `npm` (`.ci/run` installs them; the node test installs its
-//! packages from `tests/drivers/node/package-lock.json` with `npm ci`).
-//! Where one is missing its test fails, unless `RIPPLE_SKIP_PYTHON_DRIVERS=1`
-//! (or the older `RIPPLE_SKIP_PSYCOPG=1`) or `RIPPLE_SKIP_NODE=1` is set.
+//! The tests need `python3` with `psycopg`, `sqlalchemy` and `asyncpg` installed,
+//! `node` with `npm`, and `java` (17 or later) with pgjdbc's jar at
+//! `/usr/share/java/postgresql.jar` (Debian's `default-jdk-headless` and
+//! `libpostgresql-jdbc-java`; `.ci/run` installs them; the node test
+//! installs its packages from `tests/drivers/node/package-lock.json` with
+//! `npm ci`). Where one is missing its test fails, unless
+//! `RIPPLE_SKIP_PYTHON_DRIVERS=1` (or the older `RIPPLE_SKIP_PSYCOPG=1`),
+//! `RIPPLE_SKIP_NODE=1` or `RIPPLE_SKIP_JAVA=1` is set.
 
 mod common;
 
@@ -26,7 +31,7 @@ fn run_python(script: &str, module: &str) {
             eprintln!("python3 module {module} is not installed; skipped (RIPPLE_SKIP_PYTHON_DRIVERS is set)");
             return;
         }
-        panic!("python3 with {module} is required (pip install 'psycopg[binary]' sqlalchemy), or set RIPPLE_SKIP_PYTHON_DRIVERS=1");
+        panic!("python3 with {module} is required (pip install 'psycopg[binary]' sqlalchemy asyncpg), or set RIPPLE_SKIP_PYTHON_DRIVERS=1");
     }
     let server = TestServer::start(1);
     let path = format!("{}/tests/drivers/{script}", env!("CARGO_MANIFEST_DIR"));
@@ -48,6 +53,11 @@ fn psycopg_works() {
 #[test]
 fn sqlalchemy_reflects_and_round_trips() {
     run_python("sqlalchemy_reflect.py", "sqlalchemy");
+}
+
+#[test]
+fn asyncpg_works() {
+    run_python("asyncpg_check.py", "asyncpg");
 }
 
 #[test]
@@ -74,6 +84,43 @@ fn node_postgres_and_pg_cursor() {
     assert!(
         out.status.success(),
         "node check.js failed:\n{}\n{}\n--- server ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr_tail()
+    );
+}
+
+/// Where Debian's `libpostgresql-jdbc-java` puts pgjdbc.
+const PGJDBC_JAR: &str = "/usr/share/java/postgresql.jar";
+
+/// pgjdbc's DatabaseMetaData (getTables by type, getColumns, getPrimaryKeys,
+/// getIndexInfo, getSchemas, getTypeInfo, ...) and ResultSetMetaData
+/// (which read the table OID and column number of RowDescription), server
+/// side prepared statements past `prepareThreshold`, batches,
+/// transactions, a live materialized view and reads with a fetch size
+/// (`tests/drivers/jdbc/JdbcCheck.java`, run as a single-file program).
+#[test]
+fn pgjdbc_metadata() {
+    let have_java = Command::new("java").arg("-version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !have_java || !std::path::Path::new(PGJDBC_JAR).exists() {
+        if std::env::var("RIPPLE_SKIP_JAVA").is_ok() {
+            eprintln!("java or {PGJDBC_JAR} is missing; skipped (RIPPLE_SKIP_JAVA is set)");
+            return;
+        }
+        panic!(
+            "java and {PGJDBC_JAR} are required (apt-get install default-jdk-headless libpostgresql-jdbc-java), or set RIPPLE_SKIP_JAVA=1"
+        );
+    }
+    let server = TestServer::start(1);
+    let out = Command::new("java")
+        .args(["-cp", PGJDBC_JAR])
+        .arg(format!("{}/tests/drivers/jdbc/JdbcCheck.java", env!("CARGO_MANIFEST_DIR")))
+        .args(["127.0.0.1", &server.port().to_string()])
+        .output()
+        .expect("run java");
+    assert!(
+        out.status.success(),
+        "JdbcCheck.java failed:\n{}\n{}\n--- server ---\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
         server.stderr_tail()

@@ -539,3 +539,124 @@ async fn cancel_requests_statement_timeout_and_startup_options() {
     let err = tokio_postgres::connect(&bad, tokio_postgres::NoTls).await.err().expect("refused");
     assert_eq!(err.code(), Some(&SqlState::UNDEFINED_OBJECT), "{}", describe_error(&err));
 }
+
+/// The table OID and column number of each field of the RowDescription
+/// that a simple query (`Q`) gets, read over a raw socket (tokio-postgres
+/// does not expose them for simple queries).
+fn simple_query_origins(port: u16, sql: &str) -> Vec<(u32, i16)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("timeout");
+    let frame = |tag: Option<u8>, body: &[u8]| {
+        let mut m: Vec<u8> = tag.into_iter().collect();
+        m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    };
+    let mut startup = 196608u32.to_be_bytes().to_vec();
+    for part in ["user", "ripple", "database", "ripple", ""] {
+        startup.extend_from_slice(part.as_bytes());
+        startup.push(0);
+    }
+    s.write_all(&frame(None, &startup)).expect("startup");
+    let read = |s: &mut std::net::TcpStream| -> (u8, Vec<u8>) {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).expect("message header");
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; len - 4];
+        s.read_exact(&mut body).expect("message body");
+        (head[0], body)
+    };
+    while read(&mut s).0 != b'Z' {}
+    let mut q = sql.as_bytes().to_vec();
+    q.push(0);
+    s.write_all(&frame(Some(b'Q'), &q)).expect("query");
+    let mut out = None;
+    loop {
+        let (tag, body) = read(&mut s);
+        match tag {
+            b'T' => {
+                let mut fields = Vec::new();
+                let mut at = 2;
+                for _ in 0..i16::from_be_bytes([body[0], body[1]]) {
+                    at += body[at..].iter().position(|b| *b == 0).expect("field name") + 1;
+                    let oid = u32::from_be_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+                    let attnum = i16::from_be_bytes([body[at + 4], body[at + 5]]);
+                    fields.push((oid, attnum));
+                    at += 18;
+                }
+                out = Some(fields);
+            }
+            b'E' => panic!("{sql}: {}", String::from_utf8_lossy(&body)),
+            b'Z' => break,
+            _ => {}
+        }
+    }
+    out.unwrap_or_else(|| panic!("{sql}: no RowDescription"))
+}
+
+/// RowDescription carries, for each result column that reads a column of
+/// a table, view or materialized view as is, that relation's OID (the one
+/// pg_class shows) and the column's number, as PostgreSQL 15 does: through
+/// derived tables, CTEs, GROUP BY keys and USING joins; a view's columns
+/// are the view's; expressions, aggregates and set operations have 0/0.
+/// Both for Describe of a prepared statement and for a simple query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_descriptions_name_each_columns_table_and_number() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(
+        &client,
+        "CREATE TABLE ot (a integer NOT NULL, b text); CREATE TABLE ou (a integer, c text);
+         CREATE VIEW ov AS SELECT b, a + 1 AS a1, a FROM ot;
+         CREATE MATERIALIZED VIEW omv AS SELECT a, b FROM ot",
+    )
+    .await;
+    let mut oids = std::collections::HashMap::new();
+    for r in query_text(&client, "SELECT relname, oid::text FROM pg_class WHERE relname IN ('ot', 'ou', 'ov', 'omv', 'pg_class')").await {
+        oids.insert(r[0].clone(), r[1].parse::<u32>().expect("an oid"));
+    }
+    let (ot, ou, ov, omv, pg_class) = (oids["ot"], oids["ou"], oids["ov"], oids["omv"], oids["pg_class"]);
+    assert_eq!(pg_class, 1259);
+    let cases: Vec<(&str, Vec<(u32, i16)>)> = vec![
+        ("SELECT a, a + 1 AS b, b AS bb FROM ot", vec![(ot, 1), (0, 0), (ot, 2)]),
+        ("SELECT * FROM ov", vec![(ov, 1), (ov, 2), (ov, 3)]),
+        ("SELECT a1, a FROM ov", vec![(ov, 2), (ov, 3)]),
+        ("SELECT * FROM omv", vec![(omv, 1), (omv, 2)]),
+        ("SELECT a::integer, a::bigint FROM ot", vec![(ot, 1), (0, 0)]),
+        ("SELECT j.a FROM (ot JOIN ou USING (a)) AS j", vec![(ot, 1)]),
+        ("SELECT x FROM (SELECT a AS x FROM ot) s", vec![(ot, 1)]),
+        ("SELECT s.* FROM (SELECT a, b FROM ot ORDER BY a LIMIT 1) s", vec![(ot, 1), (ot, 2)]),
+        ("WITH w AS (SELECT b, a FROM ot) SELECT * FROM w", vec![(ot, 2), (ot, 1)]),
+        ("WITH RECURSIVE r(n) AS (SELECT a FROM ot UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r", vec![(0, 0)]),
+        ("SELECT a FROM ot UNION SELECT a FROM ou", vec![(0, 0)]),
+        ("SELECT a, count(*) FROM ot GROUP BY a", vec![(ot, 1), (0, 0)]),
+        ("SELECT a + 0, max(b) FROM ot GROUP BY a + 0", vec![(0, 0), (0, 0)]),
+        ("SELECT DISTINCT b FROM ot", vec![(ot, 2)]),
+        ("SELECT a, b, c FROM ot JOIN ou USING (a)", vec![(ot, 1), (ot, 2), (ou, 2)]),
+        ("SELECT a FROM ot LEFT JOIN ou USING (a)", vec![(ot, 1)]),
+        ("SELECT a FROM ot RIGHT JOIN ou USING (a)", vec![(ou, 1)]),
+        ("SELECT a FROM ot FULL JOIN ou USING (a)", vec![(0, 0)]),
+        ("SELECT * FROM ot NATURAL JOIN ou", vec![(ot, 1), (ot, 2), (ou, 2)]),
+        ("SELECT * FROM ot t(x, y)", vec![(ot, 1), (ot, 2)]),
+        ("SELECT l.z FROM ot x, LATERAL (SELECT x.a AS z) l", vec![(ot, 1)]),
+        ("SELECT a, row_number() OVER () FROM ot", vec![(ot, 1), (0, 0)]),
+        ("SELECT a FROM ot WHERE a IN (SELECT a FROM ou)", vec![(ot, 1)]),
+        ("SELECT (SELECT a FROM ot LIMIT 1) AS sub", vec![(0, 0)]),
+        ("SELECT g FROM generate_series(1, 2) g", vec![(0, 0)]),
+        ("VALUES (1)", vec![(0, 0)]),
+        ("SELECT relname, oid FROM pg_class", vec![(pg_class, 2), (pg_class, 1)]),
+    ];
+    for (sql, expected) in &cases {
+        let stmt = client.prepare(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", describe_error(&e)));
+        let got: Vec<(u32, i16)> =
+            stmt.columns().iter().map(|c| (c.table_oid().unwrap_or(0), c.column_id().unwrap_or(0))).collect();
+        assert_eq!(&got, expected, "Describe of {sql}");
+        assert_eq!(&simple_query_origins(server.port(), sql), expected, "simple query {sql}");
+    }
+    // A parameterized statement, described and then run (Bind/Execute).
+    let stmt = client.prepare("SELECT b, a * $1 AS twice FROM ot WHERE a > $1").await.unwrap();
+    let got: Vec<(Option<u32>, Option<i16>)> = stmt.columns().iter().map(|c| (c.table_oid(), c.column_id())).collect();
+    assert_eq!(got, vec![(Some(ot), Some(2)), (None, None)]);
+    assert!(client.query(&stmt, &[&0i32]).await.unwrap().is_empty());
+}

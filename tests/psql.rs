@@ -1,10 +1,14 @@
 //! psql, the real client, against a real server: its meta-commands (`\d`,
 //! `\dt`, `\dv`, `\dm`, `\di`, `\dn`, `\du`, `\l`, `\d t`, `\d+ t`) read
 //! `pg_catalog` with the queries psql itself sends, and each must succeed
-//! and list what the database holds.
+//! and list what the database holds. pg_dump, its sibling: a schema of
+//! tables, a view, materialized views, indexes, keys and comments dumped
+//! with `pg_dump --schema-only`, loaded by psql into a fresh server, dumps
+//! the same again.
 //!
-//! Needs `psql` (Debian's `postgresql-client`, which `.ci/run` installs);
-//! where it is missing the test fails, unless `RIPPLE_SKIP_PSQL=1` is set.
+//! Needs `psql` and `pg_dump` (Debian's `postgresql-client`, which `.ci/run`
+//! installs); where they are missing the tests fail, unless
+//! `RIPPLE_SKIP_PSQL=1` is set.
 
 mod common;
 
@@ -15,24 +19,43 @@ fn have_psql() -> bool {
     Command::new("psql").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
 }
 
-/// Runs one psql command (`-c`), returning its standard output; panics with
-/// psql's error output and the server log if it fails.
-fn psql(server: &TestServer, command: &str) -> String {
-    let out = Command::new("psql")
-        .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "ripple", "-d", "ripple"])
-        .args(["-p", &server.port().to_string()])
-        .args(["-P", "pager=off", "-c", command])
+/// Runs a PostgreSQL client program connected to the server as `ripple`
+/// (`args` follow the connection options), returning its standard output;
+/// panics with its error output and the server log if it fails.
+fn run_client(program: &str, server: &TestServer, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(["-h", "127.0.0.1", "-U", "ripple", "-p", &server.port().to_string()])
+        .args(args)
         .env("PGCONNECT_TIMEOUT", "10")
         .output()
-        .expect("run psql");
+        .unwrap_or_else(|e| panic!("run {program}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
-        "psql {command:?} failed:\n{stdout}\n{}\n--- server ---\n{}",
+        "{program} {args:?} failed:\n{stdout}\n{}\n--- server ---\n{}",
         String::from_utf8_lossy(&out.stderr),
         server.stderr_tail()
     );
     stdout
+}
+
+/// Runs psql with `args`, stopping at the first error.
+fn psql_with(server: &TestServer, args: &[&str]) -> String {
+    let mut all = vec!["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", "ripple"];
+    all.extend_from_slice(args);
+    run_client("psql", server, &all)
+}
+
+/// `pg_dump --schema-only` of the server's database. The restrict key is
+/// fixed (pg_dump draws a random one otherwise), so that two dumps of the
+/// same schema are the same text.
+fn pg_dump_schema(server: &TestServer) -> String {
+    run_client("pg_dump", server, &["--schema-only", "--restrict-key=ripple", "ripple"])
+}
+
+/// Runs one psql command (`-c`), returning what it prints.
+fn psql(server: &TestServer, command: &str) -> String {
+    run_client("psql", server, &["-X", "-v", "ON_ERROR_STOP=1", "-d", "ripple", "-P", "pager=off", "-c", command])
 }
 
 /// The lines of a psql table whose first columns are `cells` (as psql
@@ -107,4 +130,51 @@ fn psql_meta_commands() {
         .expect("run psql");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Did not find any relation named \"nosuch\""), "\\d nosuch: {err}");
+}
+
+#[test]
+fn pg_dump_schema_round_trips() {
+    if !have_psql() || Command::new("pg_dump").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        if std::env::var("RIPPLE_SKIP_PSQL").is_ok() {
+            eprintln!("psql or pg_dump is not installed; skipped (RIPPLE_SKIP_PSQL is set)");
+            return;
+        }
+        panic!("psql and pg_dump are required (apt-get install postgresql-client), or set RIPPLE_SKIP_PSQL=1");
+    }
+    let schema = format!("{}/tests/drivers/dump_schema.sql", env!("CARGO_MANIFEST_DIR"));
+    let first_server = TestServer::start(1);
+    psql_with(&first_server, &["-f", &schema]);
+    let first = pg_dump_schema(&first_server);
+    for expected in [
+        "CREATE TABLE public.customers (",
+        "    email character varying(120) NOT NULL,",
+        "    amount numeric(12,2) NOT NULL,",
+        "CREATE VIEW public.active_customers AS",
+        "CREATE MATERIALIZED VIEW public.customer_totals AS",
+        "CREATE MATERIALIZED VIEW public.big_orders AS",
+        "    ADD CONSTRAINT customers_pkey PRIMARY KEY (id);",
+        "    ADD CONSTRAINT customers_email_key UNIQUE (email);",
+        "    ADD CONSTRAINT products_pkey PRIMARY KEY (sku);",
+        "CREATE INDEX orders_customer_idx ON public.orders USING btree (customer_id);",
+        "CREATE INDEX customer_totals_total_idx ON public.customer_totals USING btree (total);",
+        "COMMENT ON TABLE public.customers IS 'people who buy';",
+        "COMMENT ON COLUMN public.customers.email IS 'unique login';",
+        "COMMENT ON MATERIALIZED VIEW public.customer_totals IS 'orders per customer';",
+    ] {
+        assert!(first.contains(expected), "the dump lacks {expected:?}:\n{first}");
+    }
+    // Loaded into a fresh server, the dump makes the same schema.
+    let dump_file = first_server.data_dir().join("schema-dump.sql");
+    std::fs::write(&dump_file, &first).expect("write the dump");
+    let second_server = TestServer::start(1);
+    psql_with(&second_server, &["-f", &dump_file.to_string_lossy()]);
+    let second = pg_dump_schema(&second_server);
+    assert_eq!(first, second, "the dump of the reloaded schema differs");
+    // And the reloaded views are maintained.
+    psql_with(
+        &second_server,
+        &["-c", "INSERT INTO customers VALUES (1, 'a@x', 'A', NULL, true); INSERT INTO orders VALUES (10, 1, 1500, NULL, NULL)"],
+    );
+    let totals = psql_with(&second_server, &["-A", "-t", "-c", "SELECT n_orders, total FROM customer_totals; SELECT count(*) FROM big_orders"]);
+    assert_eq!(totals, "1|1500.00\n1\n");
 }

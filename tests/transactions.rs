@@ -3,7 +3,10 @@
 //! state to readers (tables, materialized views, snapshots inside a
 //! transaction); a session that disconnects in the middle of a transaction
 //! leaves nothing behind and blocks no one; many concurrent autocommit
-//! writes are all durable across a kill -9.
+//! writes are all durable across a kill -9. DDL in a block is the block's:
+//! others write only after it ends, and see its tables at COMMIT. Cursors
+//! over the extended protocol (FETCH is described with its cursor's
+//! columns).
 
 mod common;
 
@@ -135,6 +138,63 @@ async fn a_disconnected_transaction_leaves_nothing_and_blocks_no_one() {
         .unwrap_or_else(|e| panic!("key 1 of the abandoned transaction is still taken: {e}"));
     assert!(waited >= Duration::from_millis(250));
     assert_eq!(scalar_i64(&b, "SELECT count(*) FROM t").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_in_a_block_commits_with_it() {
+    let server = TestServer::start(1);
+    let a = server.connect().await;
+    a.batch_execute("BEGIN; CREATE TABLE made (k int PRIMARY KEY, v text); INSERT INTO made VALUES (1, 'one');")
+        .await
+        .unwrap();
+    let b = server.connect().await;
+    let missing = b.simple_query("SELECT * FROM made").await.expect_err("another session sees the block's table");
+    assert_eq!(missing.code().map(|c| c.code()), Some("42P01"));
+    // A write of another session waits for the block, then sees its table.
+    let write = tokio::spawn(async move {
+        b.batch_execute("INSERT INTO made VALUES (2, 'two')").await.map(|_| b)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!write.is_finished(), "a write went ahead of a block that ran DDL");
+    a.batch_execute("COMMIT").await.unwrap();
+    let b = tokio::time::timeout(Duration::from_secs(10), write)
+        .await
+        .expect("the write still waits after COMMIT")
+        .unwrap()
+        .unwrap_or_else(|e| panic!("the committed table does not take writes: {e}"));
+    assert_eq!(scalar_i64(&b, "SELECT count(*) FROM made").await, 2);
+    // A block that created a table and went away leaves nothing.
+    let c = server.connect().await;
+    c.batch_execute("BEGIN; CREATE TABLE abandoned (a int); INSERT INTO abandoned VALUES (1);").await.unwrap();
+    drop(c);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    b.batch_execute("CREATE TABLE abandoned (b text)").await.unwrap();
+    assert_eq!(scalar_i64(&b, "SELECT count(*) FROM abandoned").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursors_over_the_extended_protocol() {
+    let server = TestServer::start(1);
+    let mut client = server.connect().await;
+    client.batch_execute("CREATE TABLE cur (id int PRIMARY KEY, name text); INSERT INTO cur VALUES (1, 'a'), (2, 'b'), (3, 'c');").await.unwrap();
+    let txn = client.transaction().await.unwrap();
+    txn.execute("DECLARE c SCROLL CURSOR FOR SELECT id, name FROM cur ORDER BY id", &[]).await.unwrap();
+    // Prepared (Parse, Describe): the FETCH's columns are the cursor's.
+    let fetch = txn.prepare("FETCH 2 FROM c").await.unwrap();
+    let names: Vec<&str> = fetch.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["id", "name"]);
+    let rows = txn.query(&fetch, &[]).await.unwrap();
+    let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(got, [(1, "a".to_string()), (2, "b".to_string())]);
+    let rows = txn.query(&fetch, &[]).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(txn.execute("MOVE BACKWARD ALL IN c", &[]).await.unwrap(), 3);
+    let last = txn.query_one("FETCH LAST FROM c", &[]).await.unwrap();
+    assert_eq!(last.get::<_, i32>(0), 3);
+    txn.commit().await.unwrap();
+    // Without HOLD, the cursor ended with its transaction.
+    let gone = client.query("FETCH 1 FROM c", &[]).await.expect_err("the cursor outlived its transaction");
+    assert_eq!(gone.code().map(|c| c.code()), Some("34000"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

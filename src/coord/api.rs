@@ -5,6 +5,7 @@ use super::copy::CopyTarget;
 use crate::repr::{Datum, RelationDesc, ScalarType};
 
 pub use crate::sql::{CopyFormat, CopyOptions};
+pub use crate::sql::origin::{ColumnOrigin, Origins};
 
 /// What the extended protocol needs to know about a statement before it runs.
 #[derive(Clone, Debug)]
@@ -14,13 +15,19 @@ pub struct StatementDesc {
     pub params: Vec<ScalarType>,
     /// The result columns, `None` for statements that return no rows.
     pub columns: Option<RelationDesc>,
+    /// The relation column each result column reads as is, if any (empty
+    /// when none does).
+    pub origins: Origins,
 }
 
 /// The outcome of one statement.
 #[derive(Clone, Debug)]
 pub enum ExecuteResponse {
-    /// Rows for the client, with their description.
-    Rows { desc: RelationDesc, rows: Vec<Vec<Datum>> },
+    /// Rows for the client, with their description and the relation
+    /// column each reads as is, if any (`origins` may be empty: none);
+    /// `tag` is the command tag (`SELECT`, `FETCH`: sent with the row
+    /// count; `SHOW`, `EXPLAIN`: without).
+    Rows { desc: RelationDesc, origins: Origins, rows: Vec<Vec<Datum>>, tag: &'static str },
     /// A command completion: `tag` such as "INSERT", "CREATE TABLE",
     /// "DELETE"; `rows` the affected row count where the tag carries one
     /// (INSERT is sent as `INSERT 0 n`).
@@ -56,6 +63,8 @@ pub struct Session {
     /// Fires when a CancelRequest arrives for the statement about to run
     /// (set by the server before each statement).
     pub cancel: Option<futures::channel::oneshot::Receiver<()>>,
+    /// Open SQL cursors (`DECLARE`), by name.
+    pub(crate) cursors: crate::coord::cursor::Cursors,
 }
 
 impl Session {
@@ -93,6 +102,7 @@ impl Session {
             backend_pid: self.backend_pid,
             settings,
             prepared: self.prepared.iter().map(|(k, (_, types))| (k.clone(), types.clone())).collect(),
+            cursors: self.cursors.iter().map(|(name, c)| c.info(name)).collect(),
         }
     }
 }

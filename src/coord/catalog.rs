@@ -69,7 +69,7 @@ pub struct Item {
     pub comments: BTreeMap<usize, String>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Catalog {
     pub items: BTreeMap<GlobalId, Item>,
     pub next_id: GlobalId,
@@ -131,6 +131,55 @@ impl Catalog {
     pub fn indexes(&self) -> impl Iterator<Item = &Item> {
         self.items.values().filter(|i| i.kind == ItemKind::Index)
     }
+    /// What `DROP kind names [IF EXISTS] [CASCADE]` drops: the items named
+    /// and everything that depends on them, dependents first; fails if an
+    /// item is missing (unless `if_exists`), of another kind, or read by
+    /// something other than an index without `cascade`.
+    pub fn drop_set(&self, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<Vec<GlobalId>, Error> {
+        let mut to_drop: Vec<GlobalId> = Vec::new();
+        for name in names {
+            let Some(item) = self.by_name(name) else {
+                if if_exists {
+                    continue;
+                }
+                return Err(match kind {
+                    ItemKind::Index => Error::UndefinedObject(format!("index \"{name}\" does not exist")),
+                    k => Error::UndefinedRelation(format!("{} \"{name}\" does not exist", k.name())),
+                });
+            };
+            if item.kind != kind {
+                return Err(Error::WrongObjectType(format!("\"{name}\" is not {}", kind.with_article())));
+            }
+            let id = item.id;
+            let dependents = self.dependents(id);
+            // Indexes go with their relation; anything else needs CASCADE.
+            let blocking: Vec<&Item> = dependents
+                .iter()
+                .filter_map(|d| self.items.get(d))
+                .filter(|d| d.kind != ItemKind::Index && !to_drop.contains(&d.id))
+                .collect();
+            if !blocking.is_empty() && !cascade {
+                let detail = blocking
+                    .iter()
+                    .map(|d| format!("{} {} depends on {} {}", d.kind.name(), d.name, kind.name(), name))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                return Err(Error::DependentObjects {
+                    message: format!("cannot drop {} {name} because other objects depend on it", kind.name()),
+                    detail,
+                });
+            }
+            for d in dependents {
+                if !to_drop.contains(&d) {
+                    to_drop.push(d);
+                }
+            }
+            if !to_drop.contains(&id) {
+                to_drop.push(id);
+            }
+        }
+        Ok(to_drop)
+    }
 }
 
 /// The catalog as the binder sees it; records every item it resolves so
@@ -169,6 +218,7 @@ impl<'a> BindCatalog<'a> {
         self.resolved.borrow_mut().push(item.id);
         Some(CatalogEntry {
             id: item.id,
+            oid: u32::try_from(system::item_oid(item.id)).unwrap_or(0),
             name: item.name.clone(),
             kind: item.kind,
             desc: item.desc.clone(),

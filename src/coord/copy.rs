@@ -142,7 +142,7 @@ impl Coordinator {
         if session.txn.as_ref().is_some_and(|t| t.failed) {
             return Err(Error::InFailedTransaction);
         }
-        let own_token = match self.take_token(session, false, "COPY".into()).await {
+        let own_token = match self.take_token(session, "COPY".into()).await {
             Ok(token) => token,
             Err(e) => {
                 super::abort(session);
@@ -153,7 +153,7 @@ impl Coordinator {
             let mut state = self.state.lock().await;
             // The table may have been dropped (and maybe re-created under
             // its name) while the data arrived.
-            match state.catalog.items.get(&target.table) {
+            match state.catalog_of(session.txn.as_ref()).items.get(&target.table) {
                 Some(item) if item.kind == ItemKind::Table => {}
                 _ => return Err(Error::UndefinedTable(target.table_name)),
             }

@@ -19,13 +19,15 @@ mod catalog;
 mod checkpoint;
 mod commit;
 mod copy;
+mod cursor;
 mod recovery;
 pub(crate) mod settings;
 mod system;
 pub(crate) mod txn;
+mod txn_ddl;
 mod unique;
 
-pub use api::{CopyFormat, CopyOptions, ExecuteResponse, Session, StatementDesc};
+pub use api::{ColumnOrigin, CopyFormat, CopyOptions, ExecuteResponse, Origins, Session, StatementDesc};
 pub use copy::CopyTarget;
 pub use recovery::Readiness;
 use recovery::{CheckpointRead, Isolation, Recovery};
@@ -645,17 +647,28 @@ impl Coordinator {
         let state = self.state.lock().await;
         let mut params = Params { types: param_types.to_vec(), values: None };
         let plan = {
-            let bc = BindCatalog::new(&state.catalog, session.info());
+            let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
             sql::bind_statement(&bc, stmt, &mut params)?
+        };
+        // A FETCH returns its cursor's columns (none if the cursor is not
+        // open yet: it is looked up again when the FETCH runs).
+        let cursor = match &plan {
+            Plan::Fetch { name, move_only: false, .. } => session.cursors.get(name),
+            _ => None,
+        };
+        let origins = match &plan {
+            Plan::Select { origins, .. } => origins.clone(),
+            _ => cursor.map(|c| c.origins.clone()).unwrap_or_default(),
         };
         let columns = match &plan {
             Plan::Select { desc, .. } => Some(desc.clone()),
+            Plan::Fetch { .. } => cursor.map(|c| c.desc.clone()),
             Plan::Explain { .. } => Some(text_desc(&["QUERY PLAN"])),
             Plan::Show(kind) => Some(show_desc(kind)),
             _ => None,
         };
         let params = params.types.into_iter().map(|t| t.unwrap_or(ScalarType::Text)).collect();
-        Ok(StatementDesc { params, columns })
+        Ok(StatementDesc { params, columns, origins })
     }
 
     /// Executes one statement with its parameter values: takes the write
@@ -721,16 +734,15 @@ impl Coordinator {
         stmt: &Stmt,
         class: StmtClass,
     ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
-        let StmtClass::Write { ddl } = class else { return Ok(None) };
-        self.take_token(session, ddl, verb(stmt)).await
+        let StmtClass::Write { .. } = class else { return Ok(None) };
+        self.take_token(session, verb(stmt)).await
     }
 
-    /// `take_write_token` for a write described by `ddl` and its verb
-    /// (also used by COPY FROM when its data is complete).
+    /// `take_write_token` for a write (or DDL) described by its verb (also
+    /// used by COPY FROM when its data is complete).
     async fn take_token(
         &self,
         session: &mut Session,
-        ddl: bool,
         verb: String,
     ) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Error> {
         // After a restart, nothing is written before the tables are loaded.
@@ -738,16 +750,8 @@ impl Coordinator {
         let Some(txn) = session.txn.as_mut() else {
             return Ok(Some(self.write_token.clone().lock_owned().await));
         };
-        if ddl {
-            // DDL takes effect at once, as its own transaction; it may not
-            // come after writes, whose rollback could not undo it.
-            if txn.token.is_some() {
-                return Err(Error::ActiveTransaction(format!(
-                    "{verb} cannot run inside a transaction block that has written; COMMIT or ROLLBACK first"
-                )));
-            }
-            return Ok(Some(self.write_token.clone().lock_owned().await));
-        }
+        // DDL in a block is part of it (`txn_ddl`): like a write, it holds
+        // the write token until the block ends.
         if txn.read_only {
             return Err(Error::ReadOnlyTransaction(format!("cannot execute {verb} in a read-only transaction")));
         }
@@ -795,8 +799,11 @@ impl Coordinator {
     /// uncommitted writes.
     fn with_own_writes(state: &State, session: &Session, query: RelationExpr) -> RelationExpr {
         match &session.txn {
-            Some(txn) if txn.has_writes() => txn::overlay(query, &txn.writes, &state.catalog),
-            _ => query,
+            Some(txn) => {
+                let created = txn.ddl.as_ref().map(|tc| tc.created.clone()).unwrap_or_default();
+                txn::overlay(query, &txn.writes, &created, state.catalog_of(Some(txn)))
+            }
+            None => query,
         }
     }
 
@@ -814,7 +821,7 @@ impl Coordinator {
             p.types[i] = datum_type(d);
         }
         let (plan, deps) = {
-            let bc = BindCatalog::new(&state.catalog, session.info());
+            let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
             // A view would keep the catalog as of its creation.
             if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
@@ -837,7 +844,7 @@ impl Coordinator {
         }
         let create_sql = stmt.to_string();
         match plan {
-            Plan::Select { query, desc, finishing, settings } => {
+            Plan::Select { query, desc, origins, finishing, settings } => {
                 let rows = self.read_finished(state, session, writing, query, &finishing).await?;
                 for (name, value, local) in settings {
                     // SET LOCAL outside a transaction block has no effect.
@@ -845,7 +852,7 @@ impl Coordinator {
                         settings::set(&mut session.vars, &name, value)?;
                     }
                 }
-                Ok(ExecuteResponse::Rows { desc, rows })
+                Ok(ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" })
             }
             Plan::CopyTo { query, desc, finishing, options } => {
                 let rows = self.read_finished(state, session, writing, query, &finishing).await?;
@@ -857,7 +864,7 @@ impl Coordinator {
             Plan::Explain { query } => {
                 let query = crate::planner::optimize(query, &state.catalog);
                 let rows = query.explain().lines().map(|l| vec![Datum::Text(l.to_string())]).collect();
-                Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), rows })
+                Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
             }
             Plan::Insert { table, table_name, desc, source } => {
                 let source = Self::with_own_writes(&state, session, source);
@@ -933,14 +940,19 @@ impl Coordinator {
             }
             Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::Rename { id, new_name, tag, .. } => {
-                state.rename(id, &new_name)?;
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename(txn, id, &new_name)?,
+                    None => state.rename(id, &new_name)?,
+                }
                 Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
             Plan::RenameColumn { table, column, new_name } => {
+                immediate_ddl(session, "ALTER TABLE ... RENAME COLUMN")?;
                 state.rename_column(table, column, &new_name)?;
                 Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
             }
             Plan::AddConstraint { table, constraint } => {
+                immediate_ddl(session, "ALTER TABLE ... ADD CONSTRAINT")?;
                 // The key must hold on the rows already there.
                 let ts = state.write_ts;
                 let (name, types) =
@@ -951,7 +963,10 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
             }
             Plan::Comment { id, column, comment } => {
-                state.comment(id, column, comment)?;
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_comment(txn, id, column, comment),
+                    None => state.comment(id, column, comment)?,
+                }
                 Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
             }
             Plan::Lock => {
@@ -1001,7 +1016,7 @@ impl Coordinator {
                     Plan::CreateView { materialized: true, .. } => "CREATE MATERIALIZED VIEW",
                     _ => "CREATE VIEW",
                 };
-                if let Some(existing) = state.catalog.by_name(&name) {
+                if let Some(existing) = state.catalog_of(session.txn.as_ref()).by_name(&name) {
                     let or_replace = matches!(plan, Plan::CreateView { or_replace: true, .. });
                     if if_not_exists {
                         return Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None });
@@ -1015,28 +1030,62 @@ impl Coordinator {
                     return Err(Error::DuplicateTable(name));
                 }
                 let id = state.catalog.allocate_id();
-                state.create(id, &name, plan, deps, create_sql, &HashMap::new())?;
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_create(txn, id, &name, plan, deps, create_sql, &[])?,
+                    None => state.create(id, &name, plan, deps, create_sql, &HashMap::new())?,
+                }
                 Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None })
             }
+            Plan::CreateTableAs { create, create_sql, query, finishing, with_data } => {
+                let Plan::CreateTable { name, if_not_exists, .. } = &*create else {
+                    return Err(Error::Internal("CREATE TABLE AS without its table".into()));
+                };
+                let name = name.clone();
+                if state.catalog_of(session.txn.as_ref()).by_name(&name).is_some() {
+                    if *if_not_exists {
+                        return Ok(ExecuteResponse::Command { tag: "CREATE TABLE AS".into(), rows: None });
+                    }
+                    return Err(Error::DuplicateTable(name));
+                }
+                // The rows first (the statement holds the write token: no
+                // other DDL comes between), then the table and its rows
+                // under one hold of the coordinator's lock.
+                let rows = if with_data {
+                    self.read_finished(state, session, writing, query, &finishing).await?
+                } else {
+                    drop(state);
+                    Vec::new()
+                };
+                let mut state = self.state.lock().await;
+                let id = state.catalog.allocate_id();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_create(txn, id, &name, *create, deps, create_sql, &[])?,
+                    None => state.create(id, &name, *create, deps, create_sql, &HashMap::new())?,
+                }
+                let n = rows.len() as u64;
+                state.write(session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())])?;
+                Ok(ExecuteResponse::Command { tag: "SELECT".into(), rows: Some(n) })
+            }
             Plan::CreateIndex { ref name, ref on_name, ref key, if_not_exists, .. } => {
+                let catalog = state.catalog_of(session.txn.as_ref());
                 let name = match name {
                     Some(n) => n.clone(),
                     None => {
-                        let on = state.catalog.items.values().find(|i| &i.name == on_name);
+                        let on = catalog.items.values().find(|i| &i.name == on_name);
                         let cols: Vec<String> = on
                             .map(|i| key.iter().map(|k| i.desc.names[*k].clone()).collect())
                             .unwrap_or_default();
                         let base = format!("{on_name}_{}_idx", cols.join("_"));
                         let mut candidate = base.clone();
                         let mut k = 1;
-                        while state.catalog.by_name(&candidate).is_some() {
+                        while catalog.by_name(&candidate).is_some() {
                             candidate = format!("{base}{k}");
                             k += 1;
                         }
                         candidate
                     }
                 };
-                if state.catalog.by_name(&name).is_some() {
+                if catalog.by_name(&name).is_some() {
                     if if_not_exists {
                         return Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None });
                     }
@@ -1052,20 +1101,32 @@ impl Coordinator {
                     _ => create_sql,
                 };
                 // A unique index checks the rows already there.
+                // (As a transaction block sees them: with its own writes.)
                 let mut contents = HashMap::new();
                 if let Plan::CreateIndex { on, unique: true, .. } = &plan {
                     let ts = state.write_ts;
-                    let types = state.catalog.items.get(on).map(|i| i.desc.types.clone()).unwrap_or_default();
-                    let rx = state.read(RelationExpr::Get { id: *on, name: on_name.clone(), types }, ts);
+                    let types = catalog.items.get(on).map(|i| i.desc.types.clone()).unwrap_or_default();
+                    let get = Self::with_own_writes(&state, session, RelationExpr::Get { id: *on, name: on_name.clone(), types });
+                    let rx = state.read(get, ts);
                     let rows = self.collect(rx).await?;
                     contents.insert(*on, rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect::<Vec<_>>());
                 }
                 let id = state.catalog.allocate_id();
-                state.create(id, &name, plan, deps, create_sql, &contents)?;
+                match session.txn.as_mut() {
+                    Some(txn) => {
+                        let on = if let Plan::CreateIndex { on, .. } = &plan { *on } else { id };
+                        let rows = contents.remove(&on).unwrap_or_default();
+                        state.defer_create(txn, id, &name, plan, deps, create_sql, &rows)?;
+                    }
+                    None => state.create(id, &name, plan, deps, create_sql, &contents)?,
+                }
                 Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None })
             }
             Plan::Drop { kind, names, if_exists, cascade } => {
-                state.drop_items(kind, &names, if_exists, cascade)?;
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_drop(txn, kind, &names, if_exists, cascade)?,
+                    None => state.drop_items(kind, &names, if_exists, cascade)?,
+                }
                 let tag = match kind {
                     ItemKind::Table => "DROP TABLE",
                     ItemKind::View => "DROP VIEW",
@@ -1124,7 +1185,7 @@ impl Coordinator {
                     }
                     ShowKind::Variable(name) => settings::show(&session.info(), name)?,
                 };
-                Ok(ExecuteResponse::Rows { desc: show_desc(&kind), rows })
+                Ok(ExecuteResponse::Rows { desc: show_desc(&kind), origins: Vec::new(), rows, tag: "SHOW" })
             }
             Plan::ResetVariable { name } => {
                 settings::reset(&mut session.vars, &session.defaults, name.as_deref())?;
@@ -1135,6 +1196,15 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
             Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
+            Plan::DiscardAll => {
+                if session.txn.is_some() {
+                    return Err(Error::ActiveTransaction("DISCARD ALL cannot run inside a transaction block".into()));
+                }
+                session.cursors.clear();
+                session.prepared.clear();
+                settings::reset(&mut session.vars, &session.defaults, None)?;
+                Ok(ExecuteResponse::Command { tag: "DISCARD ALL".into(), rows: None })
+            }
             Plan::StartTransaction { read_only } => {
                 // BEGIN inside a block is a no-op (Postgres warns).
                 if session.txn.is_none() {
@@ -1144,6 +1214,8 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "BEGIN".into(), rows: None })
             }
             Plan::Commit => {
+                let failed = session.txn.as_ref().is_some_and(|t| t.failed);
+                cursor::end_transaction(&mut session.cursors, !failed);
                 session.in_transaction = false;
                 let Some(mut txn) = session.txn.take() else {
                     return Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None });
@@ -1152,7 +1224,12 @@ impl Coordinator {
                     return Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None });
                 }
                 if txn.token.is_some() {
-                    // All of the transaction at one new timestamp.
+                    // The block's DDL first, in order (what it created is
+                    // then there for its writes), then all of its writes at
+                    // one new timestamp.
+                    if let Some(tc) = txn.ddl.take() {
+                        state.apply_block_ddl(*tc)?;
+                    }
                     let updates = txn.take_writes();
                     state.unique.commit(std::mem::take(&mut txn.keys));
                     state.commit_updates(updates)?;
@@ -1176,9 +1253,43 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
             }
             Plan::Rollback => {
+                cursor::end_transaction(&mut session.cursors, false);
                 session.in_transaction = false;
                 session.txn = None;
                 Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
+            }
+            Plan::DeclareCursor { name, select, scroll, hold, sql } => {
+                if !session.in_transaction && !hold {
+                    return Err(Error::NoActiveTransaction("DECLARE CURSOR can only be used in transaction blocks".into()));
+                }
+                if session.cursors.contains_key(&name) {
+                    return Err(Error::DuplicateCursor(format!("cursor \"{name}\" already exists")));
+                }
+                let Plan::Select { query, desc, origins, finishing, .. } = *select else {
+                    return Err(Error::Internal("DECLARE CURSOR over a statement that is not a query".into()));
+                };
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                let mut c = cursor::Cursor::new(desc, origins, rows, scroll, hold, sql);
+                c.in_txn = session.in_transaction;
+                session.cursors.insert(name, c);
+                Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None })
+            }
+            Plan::Fetch { name, direction, move_only } => {
+                let c = cursor::get(&mut session.cursors, &name)?;
+                let rows = c.fetch(direction)?;
+                if move_only {
+                    return Ok(ExecuteResponse::Command { tag: "MOVE".into(), rows: Some(rows.len() as u64) });
+                }
+                Ok(ExecuteResponse::Rows { desc: c.desc.clone(), origins: c.origins.clone(), rows, tag: "FETCH" })
+            }
+            Plan::CloseCursor { name: None } => {
+                session.cursors.clear();
+                Ok(ExecuteResponse::Command { tag: "CLOSE CURSOR ALL".into(), rows: None })
+            }
+            Plan::CloseCursor { name: Some(name) } => {
+                cursor::get(&mut session.cursors, &name)?;
+                session.cursors.remove(&name);
+                Ok(ExecuteResponse::Command { tag: "CLOSE CURSOR".into(), rows: None })
             }
         }
     }
@@ -1236,7 +1347,7 @@ impl Coordinator {
             drop(state);
             self.wait_ready().await?;
             state = self.state.lock().await;
-            if let Some(gone) = deps.iter().find(|d| !state.catalog.items.contains_key(d)) {
+            if let Some(gone) = deps.iter().find(|d| !state.catalog_of(session.txn.as_ref()).items.contains_key(d)) {
                 return Err(Error::SerializationFailure(format!(
                     "relation {gone} was dropped while this query waited for recovery; run it again"
                 )));
@@ -1442,7 +1553,16 @@ impl State {
             return Ok(());
         }
         if let Some(txn) = session.txn.as_mut() {
+            // The keys the block itself created (`txn_ddl`), then the
+            // shared ones; recorded only once both hold.
+            let mut own = unique::PendingKeys::default();
+            if let Some(tc) = txn.ddl.as_ref() {
+                tc.keys.check(&mut own, &updates)?;
+            }
             self.unique.check(&mut txn.keys, &updates)?;
+            if let Some(tc) = txn.ddl.as_mut() {
+                tc.keys.commit(own);
+            }
             txn.buffer(updates);
             return Ok(());
         }
@@ -1698,48 +1818,13 @@ impl State {
     }
 
     fn drop_items(&mut self, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<(), Error> {
-        let mut to_drop: Vec<GlobalId> = Vec::new();
-        for name in names {
-            let Some(item) = self.catalog.by_name(name) else {
-                if if_exists {
-                    continue;
-                }
-                return Err(match kind {
-                    ItemKind::Index => Error::UndefinedObject(format!("index \"{name}\" does not exist")),
-                    k => Error::UndefinedRelation(format!("{} \"{name}\" does not exist", k.name())),
-                });
-            };
-            if item.kind != kind {
-                return Err(Error::WrongObjectType(format!("\"{name}\" is not {}", kind.with_article())));
-            }
-            let id = item.id;
-            let dependents = self.catalog.dependents(id);
-            // Indexes go with their relation; anything else needs CASCADE.
-            let blocking: Vec<&Item> = dependents
-                .iter()
-                .filter_map(|d| self.catalog.items.get(d))
-                .filter(|d| d.kind != ItemKind::Index && !to_drop.contains(&d.id))
-                .collect();
-            if !blocking.is_empty() && !cascade {
-                let detail = blocking
-                    .iter()
-                    .map(|d| format!("{} {} depends on {} {}", d.kind.name(), d.name, kind.name(), name))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                return Err(Error::DependentObjects {
-                    message: format!("cannot drop {} {name} because other objects depend on it", kind.name()),
-                    detail,
-                });
-            }
-            for d in dependents {
-                if !to_drop.contains(&d) {
-                    to_drop.push(d);
-                }
-            }
-            if !to_drop.contains(&id) {
-                to_drop.push(id);
-            }
-        }
+        let to_drop = self.catalog.drop_set(kind, names, if_exists, cascade)?;
+        self.drop_ids(to_drop)
+    }
+
+    /// Drops items (dependents before what they depend on): durable first,
+    /// then out of the catalog and the dataflows.
+    fn drop_ids(&mut self, to_drop: Vec<GlobalId>) -> Result<(), Error> {
         if to_drop.is_empty() {
             return Ok(());
         }
@@ -1932,7 +2017,7 @@ impl StmtClass {
         let stmt = match stmt {
             Stmt::Sql(s) => s,
             Stmt::Rename { .. } => return StmtClass::Write { ddl: true },
-            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } => return StmtClass::Other,
+            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } | Stmt::Fetch { .. } => return StmtClass::Other,
         };
         match stmt {
             Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => StmtClass::TxnControl,
@@ -1992,6 +2077,18 @@ fn txn_block<'a>(session: &'a mut Session, verb: &str) -> Result<&'a mut Txn, Er
 
 /// A failed statement aborts the session's transaction block: its writes
 /// and holds go, and only ROLLBACK or COMMIT are accepted until its end.
+/// The DDL that takes effect at once even in a transaction block (it is
+/// not part of the block's DDL, `txn_ddl`): only before the block has
+/// written or run other DDL, whose rollback could not undo it.
+fn immediate_ddl(session: &Session, what: &str) -> Result<(), Error> {
+    match &session.txn {
+        Some(txn) if txn.has_writes() || txn.ddl.is_some() => Err(Error::ActiveTransaction(format!(
+            "{what} cannot run inside a transaction block that has written or changed the catalog; COMMIT or ROLLBACK first"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn abort(session: &mut Session) {
     if let Some(txn) = session.txn.as_mut() {
         if txn.savepoints.is_empty() {

@@ -38,6 +38,8 @@ pub static SETTINGS: &[Setting] = &[
     fixed("server_encoding", "UTF8", "Shows the server (database) character set encoding."),
     fixed("integer_datetimes", "on", "Shows whether datetimes are integer based."),
     fixed("max_identifier_length", "63", "Shows the maximum identifier length."),
+    fixed("max_index_keys", "32", "Shows the maximum number of index keys."),
+    fixed("max_function_args", "100", "Shows the maximum number of function arguments."),
     fixed("block_size", "8192", "Shows the size of a disk block."),
     fixed("lc_collate", "C", "Shows the collation order locale."),
     fixed("lc_ctype", "C", "Shows the character classification and case conversion locale."),

@@ -14,14 +14,17 @@
 //!   transaction that has read at an older timestamp than the latest write
 //!   cannot upgrade to writing: 40001, as a serializable database must.
 //!
-//! Owns: `Txn`, `ReadHolds`, `overlay`. Must not: talk to storage or the
-//! dataflows (the coordinator does).
+//! - DDL in the block works on the block's copy of the catalog
+//!   (`TxnCatalog`, applied at COMMIT by `coord/txn_ddl.rs`).
+//!
+//! Owns: `Txn`, `TxnCatalog`, `ReadHolds`, `overlay`. Must not: talk to
+//! storage or the dataflows (the coordinator does).
 
 use super::catalog::Catalog;
-use super::unique::PendingKeys;
+use super::unique::{PendingKeys, UniqueKeys};
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
-use crate::sql::ItemKind;
+use crate::sql::{ItemKind, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedMutexGuard;
@@ -45,6 +48,8 @@ pub struct Txn {
     /// `SAVEPOINT`s, oldest first: each name with the writes and key
     /// changes buffered when it was set.
     pub savepoints: Vec<Savepoint>,
+    /// The block's DDL, once it has run any (`coord/txn_ddl.rs`).
+    pub ddl: Option<Box<TxnCatalog>>,
 }
 
 /// What `ROLLBACK TO SAVEPOINT` restores.
@@ -53,6 +58,36 @@ pub struct Savepoint {
     pub name: String,
     writes: BTreeMap<GlobalId, Vec<(Row, Diff)>>,
     keys: PendingKeys,
+    ddl: Option<Box<TxnCatalog>>,
+}
+
+/// The catalog side of a transaction block that has run DDL: the block
+/// sees the catalog as its DDL left it; others see none of it until
+/// COMMIT applies the DDL, in order, with the block's writes.
+#[derive(Clone, Debug, Default)]
+pub struct TxnCatalog {
+    /// The catalog as the block sees it.
+    pub catalog: Catalog,
+    /// What COMMIT applies, in statement order.
+    pub ddl: Vec<Ddl>,
+    /// Items the block created: in `catalog`, not yet in any dataflow.
+    pub created: BTreeSet<GlobalId>,
+    /// The unique keys of the tables the block created (and of unique
+    /// indexes on them), over the block's rows.
+    pub keys: UniqueKeys,
+}
+
+/// One DDL statement of a transaction block, as COMMIT applies it.
+#[derive(Clone, Debug)]
+pub enum Ddl {
+    /// `CREATE TABLE | VIEW | MATERIALIZED VIEW | INDEX`, bound.
+    Create { id: GlobalId, name: String, plan: Plan, deps: Vec<GlobalId>, create_sql: String },
+    /// `DROP ...`: the items and everything dropped with them.
+    Drop { ids: Vec<GlobalId> },
+    /// `ALTER ... RENAME TO`.
+    Rename { id: GlobalId, new_name: String },
+    /// `COMMENT ON`.
+    Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
 }
 
 impl Txn {
@@ -66,7 +101,8 @@ impl Txn {
 
     /// `SAVEPOINT name`.
     pub fn savepoint(&mut self, name: String) {
-        self.savepoints.push(Savepoint { name, writes: self.writes.clone(), keys: self.keys.clone() });
+        let ddl = self.ddl.clone();
+        self.savepoints.push(Savepoint { name, writes: self.writes.clone(), keys: self.keys.clone(), ddl });
     }
 
     /// The position of the newest savepoint called `name`.
@@ -93,6 +129,7 @@ impl Txn {
         let sp = &self.savepoints[i];
         self.writes = sp.writes.clone();
         self.keys = sp.keys.clone();
+        self.ddl = sp.ddl.clone();
         self.failed = false;
         Ok(())
     }
@@ -168,29 +205,53 @@ impl Drop for ReadHold {
 /// writes too: each table with buffered changes is read as the table plus
 /// the changes, and a materialized view over such a table is read as its
 /// defining query (its arrangement does not know the uncommitted rows).
-pub fn overlay(expr: RelationExpr, writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, catalog: &Catalog) -> RelationExpr {
-    let written: BTreeSet<GlobalId> = writes.iter().filter(|(_, w)| !w.is_empty()).map(|(id, _)| *id).collect();
-    if written.is_empty() {
+///
+/// Items `created` by the transaction's own DDL exist only in its catalog
+/// (no dataflow has them yet): a created table is read as its buffered
+/// rows alone, a created materialized view as its defining query.
+pub fn overlay(
+    expr: RelationExpr,
+    writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>,
+    created: &BTreeSet<GlobalId>,
+    catalog: &Catalog,
+) -> RelationExpr {
+    let mut written: BTreeSet<GlobalId> = writes.iter().filter(|(_, w)| !w.is_empty()).map(|(id, _)| *id).collect();
+    if written.is_empty() && created.is_empty() {
         return expr;
     }
-    rewrite(expr, writes, &written, catalog)
+    // A materialized view over a created item is read as its query too.
+    written.extend(created.iter().copied());
+    rewrite(expr, writes, &written, created, catalog, 0)
 }
 
 fn rewrite(
     mut expr: RelationExpr,
     writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>,
     written: &BTreeSet<GlobalId>,
+    created: &BTreeSet<GlobalId>,
     catalog: &Catalog,
+    depth: usize,
 ) -> RelationExpr {
+    // (Plans are as deep as the binder let them be, and views nest only as
+    // deep as the catalog holds items; this bounds a cycle all the same.)
+    if depth > MAX_OVERLAY_DEPTH {
+        return expr;
+    }
     if let RelationExpr::Get { id, types, .. } = &expr {
-        if let Some(rows) = writes.get(id).filter(|w| !w.is_empty()) {
+        let rows = writes.get(id).filter(|w| !w.is_empty());
+        let item = catalog.items.get(id);
+        if created.contains(id) && item.is_some_and(|i| i.kind == ItemKind::Table) {
+            let rows = rows.cloned().unwrap_or_default();
+            return RelationExpr::Constant { rows, types: types.clone() };
+        }
+        if let Some(rows) = rows {
             let changes = RelationExpr::Constant { rows: rows.clone(), types: types.clone() };
             return RelationExpr::Union { inputs: vec![expr, changes] };
         }
-        if let Some(item) = catalog.items.get(id) {
-            if item.kind == ItemKind::MaterializedView && depends_on_any(*id, written, catalog) {
+        if let Some(item) = item {
+            if item.kind == ItemKind::MaterializedView && (created.contains(id) || depends_on_any(*id, written, catalog)) {
                 if let Some(plan) = &item.plan {
-                    return rewrite(plan.clone(), writes, written, catalog);
+                    return rewrite(plan.clone(), writes, written, created, catalog, depth + 1);
                 }
             }
         }
@@ -198,10 +259,13 @@ fn rewrite(
     }
     for child in expr.children_mut() {
         let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
-        *child = rewrite(taken, writes, written, catalog);
+        *child = rewrite(taken, writes, written, created, catalog, depth + 1);
     }
     expr
 }
+
+/// How deep `overlay` follows a plan.
+const MAX_OVERLAY_DEPTH: usize = 10_000;
 
 /// Whether `id` reads (transitively) any of `tables`.
 fn depends_on_any(id: GlobalId, tables: &BTreeSet<GlobalId>, catalog: &Catalog) -> bool {
@@ -256,7 +320,7 @@ mod tests {
         let mut writes = BTreeMap::new();
         writes.insert(1, vec![(Row::pack(&[Datum::Int32(1)]), 1)]);
         let expr = RelationExpr::Union { inputs: vec![get(1), get(2)] };
-        let out = overlay(expr, &writes, &catalog);
+        let out = overlay(expr, &writes, &BTreeSet::new(), &catalog);
         let RelationExpr::Union { inputs } = out else { panic!("not a union") };
         assert!(matches!(&inputs[0], RelationExpr::Union { inputs } if inputs.len() == 2));
         assert_eq!(inputs[1], get(2));

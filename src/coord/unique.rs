@@ -14,6 +14,7 @@ use crate::repr::{Datum, Diff, Error, GlobalId, Row};
 use std::collections::{BTreeMap, HashMap};
 
 /// One unique key of a table and the key values present.
+#[derive(Clone, Debug)]
 struct Key {
     /// The table itself for a table constraint, or the unique index.
     owner: GlobalId,
@@ -45,7 +46,7 @@ impl Key {
 }
 
 /// The unique keys of every table.
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 pub struct UniqueKeys {
     by_table: BTreeMap<GlobalId, Vec<Key>>,
 }
@@ -117,6 +118,21 @@ impl UniqueKeys {
         for keys in self.by_table.values_mut() {
             keys.retain(|k| k.owner != owner);
         }
+    }
+
+    /// Takes over the keys `owner` has in `from` (a transaction block's
+    /// keys of what it created, `coord/txn_ddl.rs`), replacing any it has
+    /// here.
+    pub fn move_owner(&mut self, from: &mut UniqueKeys, owner: GlobalId) {
+        for keys in self.by_table.values_mut() {
+            keys.retain(|k| k.owner != owner);
+        }
+        for (table, keys) in from.by_table.iter_mut() {
+            let (moved, kept): (Vec<Key>, Vec<Key>) = std::mem::take(keys).into_iter().partition(|k| k.owner == owner);
+            *keys = kept;
+            self.by_table.entry(*table).or_default().extend(moved);
+        }
+        from.by_table.retain(|_, keys| !keys.is_empty());
     }
 
     /// Checks a statement's updates against every key of the tables they

@@ -45,6 +45,8 @@ pub enum UnaryFunc {
     Length,
     /// `character(n)` to text: trailing blanks are not significant.
     BpcharToText,
+    /// `int2vector`/`oidvector` to text: the elements separated by spaces.
+    VectorToText,
     OctetLength,
     Reverse,
     Initcap,
@@ -107,6 +109,15 @@ pub enum BinaryFunc {
     DivTrunc,
     /// `power(a, b)` on double precision or numeric.
     Power,
+    /// `&`, `|` and `#` (exclusive or) on integers of one type.
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// `<<` and `>>` of an integer by an `integer` count (arithmetic
+    /// shift; the count is taken modulo the width, as PostgreSQL's C
+    /// shifts do on its platforms).
+    ShiftLeft,
+    ShiftRight,
     /// `log(base numeric, x numeric)`.
     LogBase,
     /// `IS DISTINCT FROM` (never NULL).
@@ -383,6 +394,7 @@ impl UnaryFunc {
                 Datum::Text(s) => Datum::Text(s.trim_end_matches(' ').to_string()),
                 other => other,
             },
+            VectorToText => Datum::Text(d.text_output(&ScalarType::Int2Vector)),
             Length => match d {
                 Datum::Text(s) => Datum::Int32(s.chars().count() as i32),
                 Datum::Bytea(b) => Datum::Int32(b.len() as i32),
@@ -437,7 +449,7 @@ impl UnaryFunc {
             Not => t(ScalarType::Bool),
             Neg | Abs => t(input.scalar.unconstrained()),
             Cast { to, .. } => t(to.clone()),
-            Upper | Lower | BpcharToText | Reverse | Initcap | Chr | JsonbTypeof | QuoteIdent | QuoteLiteral => {
+            Upper | Lower | BpcharToText | VectorToText | Reverse | Initcap | Chr | JsonbTypeof | QuoteIdent | QuoteLiteral => {
                 t(ScalarType::Text)
             }
             QuoteNullable => ColumnType::new(ScalarType::Text, false),
@@ -584,8 +596,9 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (d, t) if t.is_string() => Datum::Text(d.to_string()),
         // From strings.
         (Datum::Text(s), t) => return Datum::parse(&s, t)?.apply_typmod(t, explicit),
-        // Arrays, element by element.
-        (Datum::Array(v), T::Array(elem)) => {
+        // Arrays (and the vector types, arrays too), element by element.
+        (Datum::Array(v), T::Array(_) | T::Int2Vector | T::OidVector) => {
+            let elem = to.element_type().unwrap_or(to);
             Datum::Array(v.into_iter().map(|e| cast(e, elem, explicit)).collect::<Result<_, _>>()?)
         }
         // Integers.
@@ -651,8 +664,8 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
         (Datum::Bool(b), T::Int32) => Datum::Int32(b as i32),
         (Datum::Bool(b), T::Bool) => Datum::Bool(b),
         (Datum::Date(d), T::Date) => Datum::Date(d),
-        (Datum::Date(d), T::Timestamp { .. }) => Datum::Timestamp(d.and_time(NaiveTime::MIN)),
-        (Datum::Date(d), T::TimestampTz { .. }) => Datum::TimestampTz(d.and_time(NaiveTime::MIN).and_utc()),
+        (Datum::Date(d), T::Timestamp { .. }) => Datum::Timestamp(crate::repr::datetime::date_to_timestamp(d)),
+        (Datum::Date(d), T::TimestampTz { .. }) => Datum::TimestampTz(crate::repr::datetime::date_to_timestamp(d).and_utc()),
         (Datum::Timestamp(ts), T::Date) => Datum::Date(ts.date()),
         (Datum::Timestamp(ts), T::Timestamp { .. }) => Datum::Timestamp(ts),
         (Datum::Timestamp(ts), T::TimestampTz { .. }) => Datum::TimestampTz(ts.and_utc()),
@@ -728,6 +741,23 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
             let v = v.ok_or_else(|| int_range_error(name))?;
             i64_to_int(v, &ty)
         }
+        (BitAnd, D::Int16(a), D::Int16(b)) => Ok(D::Int16(a & b)),
+        (BitAnd, D::Int32(a), D::Int32(b)) => Ok(D::Int32(a & b)),
+        (BitAnd, D::Int64(a), D::Int64(b)) => Ok(D::Int64(a & b)),
+        (BitOr, D::Int16(a), D::Int16(b)) => Ok(D::Int16(a | b)),
+        (BitOr, D::Int32(a), D::Int32(b)) => Ok(D::Int32(a | b)),
+        (BitOr, D::Int64(a), D::Int64(b)) => Ok(D::Int64(a | b)),
+        (BitXor, D::Int16(a), D::Int16(b)) => Ok(D::Int16(a ^ b)),
+        (BitXor, D::Int32(a), D::Int32(b)) => Ok(D::Int32(a ^ b)),
+        (BitXor, D::Int64(a), D::Int64(b)) => Ok(D::Int64(a ^ b)),
+        // int2 shifts in int4 and keeps the low 16 bits (PostgreSQL's
+        // int2shl: `(int16) (arg1 << arg2)`).
+        (ShiftLeft, D::Int16(a), D::Int32(n)) => Ok(D::Int16(i32::from(a).wrapping_shl(n as u32) as i16)),
+        (ShiftRight, D::Int16(a), D::Int32(n)) => Ok(D::Int16(i32::from(a).wrapping_shr(n as u32) as i16)),
+        (ShiftLeft, D::Int32(a), D::Int32(n)) => Ok(D::Int32(a.wrapping_shl(n as u32))),
+        (ShiftRight, D::Int32(a), D::Int32(n)) => Ok(D::Int32(a.wrapping_shr(n as u32))),
+        (ShiftLeft, D::Int64(a), D::Int32(n)) => Ok(D::Int64(a.wrapping_shl(n as u32))),
+        (ShiftRight, D::Int64(a), D::Int32(n)) => Ok(D::Int64(a.wrapping_shr(n as u32))),
         (f, D::Float32(a), D::Float32(b)) => {
             let fin = a.is_finite() && b.is_finite();
             let v = match f {
@@ -977,6 +1007,11 @@ impl BinaryFunc {
             Mul => "*",
             Div => "/",
             Mod => "%",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "#",
+            ShiftLeft => "<<",
+            ShiftRight => ">>",
             Eq => "=",
             NotEq => "<>",
             Lt => "<",

@@ -138,6 +138,25 @@ pub struct IndexRef {
     pub key: Vec<usize>,
 }
 
+/// Rows with their multiplicities summed per distinct row (those summing
+/// to zero dropped), in the order each row first appears: a union with a
+/// negation (an outer join's unmatched rows) cancels out.
+fn consolidate(rows: impl Iterator<Item = (Row, Diff)>) -> Vec<(Row, Diff)> {
+    let mut at: std::collections::BTreeMap<Row, usize> = std::collections::BTreeMap::new();
+    let mut out: Vec<(Row, Diff)> = Vec::new();
+    for (row, d) in rows {
+        match at.get(&row) {
+            Some(i) => out[*i].1 += d,
+            None => {
+                at.insert(row.clone(), out.len());
+                out.push((row, d));
+            }
+        }
+    }
+    out.retain(|(_, d)| *d != 0);
+    out
+}
+
 impl RelationExpr {
     pub fn arity(&self) -> usize {
         self.typ().len()
@@ -204,13 +223,30 @@ impl RelationExpr {
     }
 
     /// The rows of a relation that reads no collection and is built only
-    /// of constants, maps, filters, projections, unions and negations
-    /// (`INSERT ... VALUES`, `SELECT 1 + 2`), computed here instead of by
-    /// a dataflow; `None` for anything else.
+    /// of constants, maps, filters, projections, unions, negations and
+    /// joins (`INSERT ... VALUES`, `SELECT 1 + 2`, a query of the system
+    /// catalog), computed here instead of by a dataflow; `None` for
+    /// anything else (and for a join too large to compute here,
+    /// `fold::MAX_JOIN_ROWS`).
     pub fn eval_constant(&self) -> Option<Result<Vec<(Row, Diff)>, EvalError>> {
+        fn join(inputs: &[RelationExpr], equivalences: &[Vec<ScalarExpr>], predicates: &[ScalarExpr]) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
+            let mut evaluated = Vec::with_capacity(inputs.len());
+            for i in inputs {
+                match rows(i)? {
+                    Ok(rs) => evaluated.push((rs, i.arity())),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            crate::expr::fold::join(evaluated, equivalences, predicates)
+        }
         fn rows(e: &RelationExpr) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
             Some(match e {
                 RelationExpr::Constant { rows, .. } => Ok(rows.iter().map(|(r, d)| (r.unpack(), *d)).collect()),
+                RelationExpr::Filter { input, predicates } if matches!(**input, RelationExpr::Join { .. }) => {
+                    let RelationExpr::Join { inputs, equivalences, .. } = &**input else { return None };
+                    return join(inputs, equivalences, predicates);
+                }
+                RelationExpr::Join { inputs, equivalences, .. } => return join(inputs, equivalences, &[]),
                 RelationExpr::Map { input, scalars } => rows(input)?.and_then(|rs| {
                     rs.into_iter()
                         .map(|(mut r, d)| {
@@ -273,7 +309,26 @@ impl RelationExpr {
                 _ => return None,
             })
         }
-        rows(self).map(|r| r.map(|rs| rs.into_iter().map(|(r, d)| (Row::from_datums(r), d)).collect()))
+        rows(self).map(|r| r.map(|rs| consolidate(rs.into_iter().map(|(r, d)| (Row::from_datums(r), d)))))
+    }
+
+    /// This relation as one `Constant` when it is built of constants only
+    /// and `eval_constant` computes it without error; else as it is. A
+    /// relation that calls a statement-time function (`now()`) is left as
+    /// it is: its time is set once the statement is bound.
+    pub fn folded(self) -> RelationExpr {
+        if matches!(self, RelationExpr::Constant { .. }) {
+            return self;
+        }
+        let mut timed = false;
+        self.clone().visit_scalars_mut(&mut |s| timed |= s.statement_time_func().is_some());
+        if timed {
+            return self;
+        }
+        match self.eval_constant() {
+            Some(Ok(rows)) => RelationExpr::Constant { rows, types: self.typ() },
+            _ => self,
+        }
     }
 
     /// Applies `f` to every scalar expression of this node and its inputs.

@@ -3,7 +3,9 @@
 //! Postgres input forms (`2024-01-02 03:04:05.6+02`, `January 2, 2024`,
 //! `1/2/2024`, `20240102`, `epoch`, `BC` years), Postgres's error messages
 //! and SQLSTATEs (22007 for bad syntax, 22008 for out-of-range fields), and
-//! output with `BC` for years before 1 AD.
+//! output with `BC` for years before 1 AD. `infinity` and `-infinity` are
+//! the latest and earliest values chrono has (see `infinity`), which no
+//! finite input reaches.
 
 use crate::repr::error::EvalError;
 use crate::repr::interval::{USECS_PER_DAY, USECS_PER_SEC};
@@ -12,6 +14,83 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, 
 /// Earliest date Postgres accepts: 4714-11-24 BC (Julian day 0).
 pub fn min_date() -> NaiveDate {
     NaiveDate::from_ymd_opt(-4713, 11, 24).unwrap_or(NaiveDate::MIN)
+}
+
+/// `infinity` (`positive`) or `-infinity` of date, timestamp and
+/// timestamptz: chrono's latest and earliest dates, and the first and last
+/// microsecond of those (rows keep timestamps in microseconds). Postgres's
+/// finite ranges do not reach them: dates and timestamps before 4714 BC are
+/// refused, and so are those from chrono's last day on (`parse_date`,
+/// `check_timestamp`). They sort after and before every finite value, as
+/// Postgres's infinities do; arithmetic on them is out of range.
+pub fn infinity<T: Infinite>(positive: bool) -> T {
+    T::infinity(positive)
+}
+
+/// A date, timestamp or timestamptz value that may be infinite.
+pub trait Infinite: Sized + PartialEq {
+    fn infinity(positive: bool) -> Self;
+
+    /// `Some(true)` for `infinity`, `Some(false)` for `-infinity`.
+    fn infinite(&self) -> Option<bool> {
+        if *self == Self::infinity(true) {
+            Some(true)
+        } else if *self == Self::infinity(false) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+impl Infinite for NaiveDate {
+    fn infinity(positive: bool) -> NaiveDate {
+        if positive { NaiveDate::MAX } else { NaiveDate::MIN }
+    }
+}
+
+impl Infinite for NaiveDateTime {
+    fn infinity(positive: bool) -> NaiveDateTime {
+        if positive {
+            NaiveDate::MAX.and_time(NaiveTime::MIN) + Duration::microseconds(USECS_PER_DAY - 1)
+        } else {
+            NaiveDate::MIN.and_time(NaiveTime::MIN)
+        }
+    }
+}
+
+impl Infinite for DateTime<Utc> {
+    fn infinity(positive: bool) -> DateTime<Utc> {
+        NaiveDateTime::infinity(positive).and_utc()
+    }
+}
+
+/// The text `infinity` or `-infinity` (any case, surrounding white
+/// space), as date/time input reads it (PostgreSQL 15 refuses
+/// `+infinity`).
+fn special_infinity(text: &str) -> Option<bool> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("infinity") {
+        Some(true)
+    } else if t.eq_ignore_ascii_case("-infinity") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The text of an infinite value.
+fn infinity_text(positive: bool) -> String {
+    if positive { "infinity".into() } else { "-infinity".into() }
+}
+
+/// A date as the timestamp of its midnight (`date::timestamp`); an
+/// infinite date is the infinite timestamp.
+pub fn date_to_timestamp(d: NaiveDate) -> NaiveDateTime {
+    match d.infinite() {
+        Some(positive) => infinity(positive),
+        None => d.and_time(NaiveTime::MIN),
+    }
 }
 
 /// The Unix epoch as a timestamp.
@@ -475,6 +554,11 @@ fn map_error(e: ParseError, ty: &str, text: &str) -> EvalError {
         ParseError::MdFieldOverflow => {
             EvalError::DatetimeFieldOverflowMd(format!("date/time field value out of range: \"{text}\""))
         }
+        // Only a spelling `special_infinity` refuses (`+infinity`) gets
+        // here with an infinity.
+        ParseError::Unsupported(w) if w.ends_with("infinity") => {
+            EvalError::InvalidTextRepresentation { ty: ty.into(), text: text.into() }
+        }
         ParseError::Unsupported(w) => EvalError::FeatureNotSupported(format!(
             "the special {ty} value \"{w}\" is not supported"
         )),
@@ -483,12 +567,15 @@ fn map_error(e: ParseError, ty: &str, text: &str) -> EvalError {
 
 /// Date input. A time part, if present, is ignored (as in Postgres).
 pub fn parse_date(text: &str) -> Result<NaiveDate, EvalError> {
+    if let Some(positive) = special_infinity(text) {
+        return Ok(infinity(positive));
+    }
     if let Some(d) = iso_date(text) {
         return Ok(d);
     }
     let p = parse_datetime(text.trim()).map_err(|e| map_error(e, "date", text))?;
     let d = p.date.ok_or_else(|| map_error(ParseError::BadFormat, "date", text))?;
-    if d < min_date() {
+    if d < min_date() || d.infinite().is_some() {
         return Err(EvalError::DatetimeOverflow(format!("date out of range: \"{text}\"")));
     }
     Ok(d)
@@ -518,6 +605,9 @@ fn combine(date: NaiveDate, micros: i64) -> Option<NaiveDateTime> {
 
 /// `timestamp without time zone` input; a time zone, if given, is ignored.
 pub fn parse_timestamp(text: &str) -> Result<NaiveDateTime, EvalError> {
+    if let Some(positive) = special_infinity(text) {
+        return Ok(infinity(positive));
+    }
     let ty = "timestamp";
     let p = parse_datetime(text.trim()).map_err(|e| map_error(e, ty, text))?;
     let d = p.date.ok_or_else(|| map_error(ParseError::BadFormat, ty, text))?;
@@ -529,6 +619,9 @@ pub fn parse_timestamp(text: &str) -> Result<NaiveDateTime, EvalError> {
 /// `timestamp with time zone` input: an offset in the text is applied; a
 /// value without one is in the session time zone (UTC).
 pub fn parse_timestamptz(text: &str) -> Result<DateTime<Utc>, EvalError> {
+    if let Some(positive) = special_infinity(text) {
+        return Ok(infinity(positive));
+    }
     let ty = "timestamp with time zone";
     let p = parse_datetime(text.trim()).map_err(|e| map_error(e, ty, text))?;
     let d = p.date.ok_or_else(|| map_error(ParseError::BadFormat, ty, text))?;
@@ -542,9 +635,13 @@ pub fn parse_timestamptz(text: &str) -> Result<DateTime<Utc>, EvalError> {
     Ok(utc.and_utc())
 }
 
-/// Checks a computed timestamp against Postgres's range.
+/// Checks a computed timestamp against Postgres's range (the infinities
+/// pass; a finite value never reaches them).
 pub fn check_timestamp(ts: NaiveDateTime) -> Result<NaiveDateTime, EvalError> {
-    if ts.date() < min_date() || ts.year() > 294276 {
+    if ts.infinite().is_some() {
+        return Ok(ts);
+    }
+    if ts.date() < min_date() || ts.year() > 294276 || ts.date() == NaiveDate::MAX {
         Err(timestamp_out_of_range())
     } else {
         Ok(ts)
@@ -607,6 +704,9 @@ fn write_year(out: &mut String, year: i32) -> bool {
 
 /// Postgres's ISO output of a date: `2024-01-02`, `0044-03-15 BC`.
 pub fn format_date(d: &NaiveDate) -> String {
+    if let Some(positive) = d.infinite() {
+        return infinity_text(positive);
+    }
     let mut out = String::with_capacity(13);
     let bc = write_year(&mut out, d.year());
     out.push_str(&format!("-{:02}-{:02}", d.month(), d.day()));
@@ -628,6 +728,9 @@ fn write_time(out: &mut String, ts: &NaiveDateTime) {
 
 /// Output of a timestamp without time zone.
 pub fn format_timestamp(ts: &NaiveDateTime) -> String {
+    if let Some(positive) = ts.infinite() {
+        return infinity_text(positive);
+    }
     let mut out = String::with_capacity(26);
     let bc = write_year(&mut out, ts.year());
     out.push_str(&format!("-{:02}-{:02}", ts.month(), ts.day()));
@@ -640,6 +743,9 @@ pub fn format_timestamp(ts: &NaiveDateTime) -> String {
 
 /// Output of a timestamp with time zone in the session time zone (UTC).
 pub fn format_timestamptz(ts: &DateTime<Utc>) -> String {
+    if let Some(positive) = ts.infinite() {
+        return infinity_text(positive);
+    }
     let n = ts.naive_utc();
     let mut out = String::with_capacity(29);
     let bc = write_year(&mut out, n.year());
@@ -661,7 +767,7 @@ pub fn pg_epoch_micros(ts: &NaiveDateTime) -> i64 {
 /// Rounds a timestamp to `precision` fractional digits (half away from zero,
 /// as Postgres's `AdjustTimestampForTypmod`).
 pub fn round_timestamp(ts: NaiveDateTime, precision: u8) -> Result<NaiveDateTime, EvalError> {
-    if precision >= 6 {
+    if precision >= 6 || ts.infinite().is_some() {
         return Ok(ts);
     }
     let scale = 10i64.pow(6 - precision as u32);
@@ -770,5 +876,33 @@ mod tests {
         assert_eq!(format_date(&parse_date("2024-02-29 12:00").unwrap()), "2024-02-29");
         assert!(parse_date("2024-02-30").is_err());
         assert_eq!(round_timestamp(parse_timestamp("2024-01-01 00:00:00.125").unwrap(), 2).unwrap().to_string(), "2024-01-01 00:00:00.130");
+    }
+
+    #[test]
+    fn infinities() {
+        let d = parse_date(" Infinity ").unwrap();
+        assert_eq!((d.infinite(), format_date(&d)), (Some(true), "infinity".to_string()));
+        let d = parse_date("-infinity").unwrap();
+        assert_eq!((d.infinite(), format_date(&d)), (Some(false), "-infinity".to_string()));
+        assert!(parse_date("2024-01-01").unwrap().infinite().is_none());
+        assert!(parse_date("262142-12-31").is_err(), "a finite date is never infinity");
+        assert!(matches!(parse_date("+infinity"), Err(EvalError::InvalidTextRepresentation { .. })));
+        for (text, positive) in [("infinity", true), ("-INFINITY", false)] {
+            let ts = parse_timestamp(text).unwrap();
+            assert_eq!(ts.infinite(), Some(positive));
+            assert_eq!(format_timestamp(&ts), infinity_text(positive));
+            assert_eq!(check_timestamp(ts).unwrap(), ts);
+            assert_eq!(round_timestamp(ts, 0).unwrap(), ts);
+            let tz = parse_timestamptz(text).unwrap();
+            assert_eq!(format_timestamptz(&tz), infinity_text(positive));
+            // The ordering of finite values extends to them.
+            let finite = parse_timestamp("2024-01-01").unwrap();
+            assert_eq!(ts > finite, positive);
+        }
+        // A timestamp keeps microseconds: the infinities are exact in them.
+        let inf: NaiveDateTime = infinity(true);
+        assert_eq!(inf.nanosecond() % 1000, 0);
+        assert!(add_micros(inf, 1).is_err());
+        assert!(parse_timestamp("epoch infinity").is_err());
     }
 }

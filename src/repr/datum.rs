@@ -9,7 +9,7 @@ use crate::repr::error::EvalError;
 use crate::repr::interval::Interval;
 use crate::repr::jsonb::Jsonb;
 use crate::repr::types::{NUMERIC_MAX_PRECISION, ScalarType};
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
 use std::fmt;
@@ -114,7 +114,7 @@ impl Datum {
     /// A date or timestamp as a UTC wall-clock time.
     fn as_utc_naive(&self) -> Option<NaiveDateTime> {
         match self {
-            Datum::Date(d) => Some(d.and_time(NaiveTime::MIN)),
+            Datum::Date(d) => Some(crate::repr::datetime::date_to_timestamp(*d)),
             Datum::Timestamp(t) => Some(*t),
             Datum::TimestampTz(t) => Some(t.naive_utc()),
             _ => None,
@@ -277,7 +277,26 @@ impl Datum {
             }
             ScalarType::Name => Datum::Text(truncate_bytes(text, 63).to_string()),
             ScalarType::PgChar => Datum::Text(truncate_bytes(text, 1).to_string()),
+            // Elements separated by spaces (int2vectorin, oidvectorin).
+            ScalarType::Int2Vector | ScalarType::OidVector => {
+                let elem = ty.element_type().cloned().unwrap_or(ScalarType::Int16);
+                let parts = text.split_ascii_whitespace().map(|e| Datum::parse(e, &elem));
+                Datum::Array(parts.collect::<Result<_, _>>()?)
+            }
         })
+    }
+
+    /// The text output of a value of type `ty`: the value's `Display`,
+    /// except for the types whose text form is not determined by the value
+    /// alone (the vector types print as space-separated elements).
+    pub fn text_output(&self, ty: &ScalarType) -> String {
+        match (self, ty) {
+            (Datum::Array(v), ScalarType::Int2Vector | ScalarType::OidVector) => {
+                let parts: Vec<String> = v.iter().map(Datum::to_string).collect();
+                parts.join(" ")
+            }
+            (d, _) => d.to_string(),
+        }
     }
 
     /// Applies the type modifier of `ty` to a value already of `ty`'s family:

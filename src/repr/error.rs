@@ -61,6 +61,7 @@ pub enum SqlState {
     ReadOnlySqlTransaction,
     SerializationFailure,
     BadCopyFileFormat,
+    InvalidBinaryRepresentation,
     CharacterNotInRepertoire,
     InvalidSchemaName,
     InsufficientPrivilege,
@@ -69,6 +70,9 @@ pub enum SqlState {
     InvalidSavepointSpecification,
     InvalidSqlStatementName,
     DuplicatePreparedStatement,
+    InvalidCursorName,
+    DuplicateCursor,
+    ObjectNotInPrerequisiteState,
 }
 
 impl SqlState {
@@ -129,6 +133,7 @@ impl SqlState {
             SqlState::ReadOnlySqlTransaction => "25006",
             SqlState::SerializationFailure => "40001",
             SqlState::BadCopyFileFormat => "22P04",
+            SqlState::InvalidBinaryRepresentation => "22P03",
             SqlState::CharacterNotInRepertoire => "22021",
             SqlState::InvalidSchemaName => "3F000",
             SqlState::InsufficientPrivilege => "42501",
@@ -137,6 +142,9 @@ impl SqlState {
             SqlState::InvalidSavepointSpecification => "3B001",
             SqlState::InvalidSqlStatementName => "26000",
             SqlState::DuplicatePreparedStatement => "42P05",
+            SqlState::InvalidCursorName => "34000",
+            SqlState::DuplicateCursor => "42P03",
+            SqlState::ObjectNotInPrerequisiteState => "55000",
         }
     }
 }
@@ -387,6 +395,10 @@ pub enum Error {
     /// end marker (22P04); `hint` is Postgres's HINT line, if any.
     #[error("{message}")]
     BadCopyFormat { message: String, hint: Option<String> },
+    /// A value in binary format that is not a valid value of its type
+    /// (22P03): `incorrect binary data format`.
+    #[error("{0}")]
+    InvalidBinaryRepresentation(String),
     /// The client ended COPY FROM STDIN with CopyFail (57014).
     #[error("COPY from stdin failed: {0}")]
     CopyFromStdinFailed(String),
@@ -416,6 +428,16 @@ pub enum Error {
     /// `prepared statement "x" already exists` (42P05).
     #[error("{0}")]
     DuplicatePreparedStatement(String),
+    /// `cursor "c" does not exist` (34000).
+    #[error("{0}")]
+    UndefinedCursor(String),
+    /// `cursor "c" already exists` (42P03).
+    #[error("{0}")]
+    DuplicateCursor(String),
+    /// An object not in the state the statement needs (55000): a backward
+    /// fetch from a `NO SCROLL` cursor.
+    #[error("{0}")]
+    ObjectNotInPrerequisiteState(String),
     /// A column that must not hold NULL does (23502), outside a write
     /// (`ALTER TABLE ... ADD PRIMARY KEY` over existing rows).
     #[error("{0}")]
@@ -462,6 +484,7 @@ impl Error {
             Error::Internal(_) => SqlState::InternalError,
             Error::Canceled | Error::StatementTimeout | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
             Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
+            Error::InvalidBinaryRepresentation(_) => SqlState::InvalidBinaryRepresentation,
             Error::CharacterNotInRepertoire(_) => SqlState::CharacterNotInRepertoire,
             Error::WithContext { error, .. } => error.sqlstate(),
             Error::InvalidSchemaName(_) => SqlState::InvalidSchemaName,
@@ -471,6 +494,9 @@ impl Error {
             Error::NotNullViolation(_) => SqlState::NotNullViolation,
             Error::UndefinedPreparedStatement(_) => SqlState::InvalidSqlStatementName,
             Error::DuplicatePreparedStatement(_) => SqlState::DuplicatePreparedStatement,
+            Error::UndefinedCursor(_) => SqlState::InvalidCursorName,
+            Error::DuplicateCursor(_) => SqlState::DuplicateCursor,
+            Error::ObjectNotInPrerequisiteState(_) => SqlState::ObjectNotInPrerequisiteState,
         }
     }
 
@@ -529,6 +555,9 @@ impl Error {
             }
             Error::IndeterminateDatatype(m) if m == "cannot determine type of empty array" => {
                 Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
+            }
+            Error::ObjectNotInPrerequisiteState(m) if m == "cursor can only scan forward" => {
+                Some("Declare it with SCROLL option to enable backward scan.".into())
             }
             Error::Eval(e) => e.hint(),
             Error::BadCopyFormat { hint, .. } => hint.clone(),

@@ -48,6 +48,13 @@ pub enum ScalarType {
     Name,
     /// `"char"`: a single-byte internal type (a `Datum::Text`).
     PgChar,
+    /// `int2vector`: the catalog's vector of smallints (`pg_index.indkey`).
+    /// Held as a `Datum::Array` of `Int16`; it is an array whose text form
+    /// is its elements separated by spaces (`1 2`) and whose subscripts
+    /// start at 0.
+    Int2Vector,
+    /// `oidvector` (`pg_proc.proargtypes`): as `Int2Vector`, of OIDs.
+    OidVector,
 }
 
 /// The OID alias types.
@@ -85,7 +92,7 @@ impl RegKind {
 }
 
 /// The element types ripple has, each with its array type's OID.
-const ARRAY_OIDS: [(ScalarType, u32); 21] = [
+const ARRAY_OIDS: [(ScalarType, u32); 23] = [
     (ScalarType::Bool, 1000),
     (ScalarType::Int16, 1005),
     (ScalarType::Int32, 1007),
@@ -107,6 +114,8 @@ const ARRAY_OIDS: [(ScalarType, u32); 21] = [
     (ScalarType::Name, 1003),
     (ScalarType::PgChar, 1002),
     (ScalarType::Reg(RegKind::Class), 2210),
+    (ScalarType::Int2Vector, 1006),
+    (ScalarType::OidVector, 1013),
 ];
 
 /// Every type ripple has (unconstrained), element types then their
@@ -150,6 +159,8 @@ impl ScalarType {
             ScalarType::Reg(k) => k.oid(),
             ScalarType::Name => 19,
             ScalarType::PgChar => 18,
+            ScalarType::Int2Vector => 22,
+            ScalarType::OidVector => 30,
             ScalarType::Array(elem) => {
                 let elem = elem.unconstrained();
                 ARRAY_OIDS.iter().find(|(t, _)| *t == elem).map(|(_, oid)| *oid).unwrap_or(0)
@@ -180,6 +191,8 @@ impl ScalarType {
             26 => ScalarType::Oid,
             19 => ScalarType::Name,
             18 => ScalarType::PgChar,
+            22 => ScalarType::Int2Vector,
+            30 => ScalarType::OidVector,
             oid if RegKind::ALL.iter().any(|k| k.oid() == oid) => {
                 ScalarType::Reg(*RegKind::ALL.iter().find(|k| k.oid() == oid)?)
             }
@@ -271,12 +284,20 @@ impl ScalarType {
         ScalarType::Array(Box::new(self.clone()))
     }
 
-    /// The element type of an array type.
+    /// The element type of an array type (also of the catalog's vector
+    /// types, which are arrays apart from their text form and subscripts).
     pub fn element_type(&self) -> Option<&ScalarType> {
         match self {
             ScalarType::Array(elem) => Some(elem),
+            ScalarType::Int2Vector => Some(&ScalarType::Int16),
+            ScalarType::OidVector => Some(&ScalarType::Oid),
             _ => None,
         }
+    }
+
+    /// `int2vector` or `oidvector`.
+    pub fn is_vector(&self) -> bool {
+        matches!(self, ScalarType::Int2Vector | ScalarType::OidVector)
     }
 
     pub fn is_array(&self) -> bool {
@@ -333,6 +354,8 @@ impl ScalarType {
             ScalarType::Reg(k) => k.typname(),
             ScalarType::Name => "name",
             ScalarType::PgChar => "char",
+            ScalarType::Int2Vector => "int2vector",
+            ScalarType::OidVector => "oidvector",
         }
     }
 
@@ -362,6 +385,8 @@ impl ScalarType {
             ScalarType::Reg(k) => k.typname(),
             ScalarType::Name => "name",
             ScalarType::PgChar => "\"char\"",
+            ScalarType::Int2Vector => "int2vector",
+            ScalarType::OidVector => "oidvector",
         })
     }
 }

@@ -11,13 +11,13 @@
 //! Owns: wire encoding of array values only.
 
 use pgwire::api::Type;
-use pgwire::api::portal::Portal;
 use pgwire::api::results::{DataRowEncoder, FieldFormat};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::types::format::FormatOptions;
 
 use crate::repr::{Datum, ScalarType};
-use crate::server::convert::{binary_bytes, decode_binary_bytes, pg_type, user_error, INTERNAL_ERROR, INVALID_BINARY_REPRESENTATION};
+use crate::server::convert::{binary_bytes, decode_binary_bytes, pg_type, user_error, INTERNAL_ERROR};
+use postgres_types::FromSql;
 
 fn mismatch(datum: &Datum, ty: &ScalarType) -> PgWireError {
     user_error(INTERNAL_ERROR, format!("internal error: cannot send value {datum:?} as an element of type {ty} in binary format"))
@@ -71,32 +71,31 @@ pub fn encode_array(
     }
 }
 
-/// Decodes the binary-format array parameter `idx` of array type `ty`.
-pub fn decode_array_param<S: Clone>(portal: &Portal<S>, idx: usize, ty: &ScalarType) -> PgWireResult<Option<Datum>> {
+/// Decodes an array value of array type `ty` from its binary form (a
+/// binary parameter or COPY field); `None` if the bytes are not one.
+pub fn decode_array_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
     let pg = pg_type(ty);
     let elem = ty.element_type().cloned().unwrap_or(ScalarType::Text);
-    let bad = || {
-        user_error(INVALID_BINARY_REPRESENTATION, format!("incorrect binary data format in bind parameter {}", idx + 1))
-    };
-    // The parameter as `Vec<Option<T>>`, each element converted by `f`.
+    // The value as `Vec<Option<T>>`, each element converted by `f`.
     macro_rules! recv {
         ($t:ty, $pg:expr, $f:expr) => {{
-            match portal.parameter::<Vec<Option<$t>>>(idx, $pg).map_err(|_| bad())? {
-                None => None,
-                Some(v) => {
-                    let mut out = Vec::with_capacity(v.len());
-                    for x in v {
-                        out.push(match x {
-                            None => Datum::Null,
-                            Some(x) => $f(x).ok_or_else(bad)?,
-                        });
-                    }
-                    Some(Datum::Array(out))
-                }
+            let pg: &Type = $pg;
+            // `from_sql` of an array expects an array type: check first.
+            if !<Vec<Option<$t>> as FromSql>::accepts(pg) {
+                return None;
             }
+            let v = <Vec<Option<$t>> as FromSql>::from_sql(pg, raw).ok()?;
+            let mut out = Vec::with_capacity(v.len());
+            for x in v {
+                out.push(match x {
+                    None => Datum::Null,
+                    Some(x) => $f(x)?,
+                });
+            }
+            Some(Datum::Array(out))
         }};
     }
-    Ok(match elem {
+    match elem {
         ScalarType::Bool => recv!(bool, &pg, |x| Some(Datum::Bool(x))),
         ScalarType::Int16 => recv!(i16, &pg, |x| Some(Datum::Int16(x))),
         ScalarType::Int32 => recv!(i32, &pg, |x| Some(Datum::Int32(x))),
@@ -111,5 +110,5 @@ pub fn decode_array_param<S: Clone>(portal: &Portal<S>, idx: usize, ty: &ScalarT
         ScalarType::Timestamp { .. } => recv!(chrono::NaiveDateTime, &pg, |x| Some(Datum::Timestamp(x))),
         // Raw element bytes (read as bytea[] so that no type is checked).
         _ => recv!(Vec<u8>, &Type::BYTEA_ARRAY, |x: Vec<u8>| decode_binary_bytes(&x, &elem)),
-    })
+    }
 }

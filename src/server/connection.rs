@@ -22,7 +22,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::data::{NoData, ParameterDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, PortalSuspended, TARGET_TYPE_BYTE_PORTAL,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, PortalSuspended, TARGET_TYPE_BYTE_PORTAL,
     TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::{
@@ -127,6 +127,9 @@ pub struct Connection {
     /// Reported settings changed by the statements run since they were
     /// last sent (ParameterStatus).
     reported: Mutex<Vec<(String, String)>>,
+    /// The named portals bound (Bind), which `MOVE` moves too: PostgreSQL
+    /// keeps portals and SQL cursors in one namespace (`portal_cursor.rs`).
+    pub(super) portals: Mutex<std::collections::HashMap<String, Arc<Portal<PreparedStatement>>>>,
 }
 
 /// Whether a query string holds no statement at all (only whitespace and
@@ -168,19 +171,20 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
         ExecuteResponse::Command { tag, rows } => Ok(vec![PgWireBackendMessage::CommandComplete(
             CommandComplete::from(command_tag(&tag, rows)),
         )]),
-        ExecuteResponse::Rows { desc, rows } => {
+        ExecuteResponse::Rows { desc, origins, rows, tag } => {
             let formats = vec![FieldFormat::Text; desc.arity()];
-            let schema = Arc::new(field_infos(&desc, &formats));
+            let schema = Arc::new(field_infos(&desc, &origins, &formats));
             let data = encode_rows(schema, &desc, &rows, &formats)?;
             let n = data.len();
             let mut out = Vec::with_capacity(n + 2);
             out.push(PgWireBackendMessage::RowDescription(row_description(
-                &desc, &formats,
+                &desc, &origins, &formats,
             )));
             out.extend(data.into_iter().map(PgWireBackendMessage::DataRow));
-            out.push(PgWireBackendMessage::CommandComplete(
-                CommandComplete::from(Tag::new("SELECT").with_rows(n)),
-            ));
+            // (PostgreSQL counts the rows of SELECT and FETCH, not of SHOW
+            // or EXPLAIN.)
+            let tag = if matches!(tag, "SHOW" | "EXPLAIN") { Tag::new(tag) } else { Tag::new(tag).with_rows(n) };
+            out.push(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)));
             Ok(out)
         }
         ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } => Err(user_error(
@@ -205,6 +209,7 @@ impl Connection {
             cancels,
             cancel: Mutex::new(None),
             reported: Mutex::new(Vec::new()),
+            portals: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -327,7 +332,10 @@ impl Connection {
             return Ok((status, false));
         }
         for stmt in &stmts {
-            let (result, in_transaction) = self.execute(stmt, &[]).await;
+            let (result, in_transaction) = match self.move_portal(client, stmt).await {
+                Some(moved) => moved,
+                None => self.execute(stmt, &[]).await,
+            };
             status = status_after(status, in_transaction, result.is_err());
             let result = match result {
                 Ok(ExecuteResponse::CopyIn(target)) => {
@@ -494,6 +502,26 @@ impl ExtendedQueryHandler for Connection {
         self.parser.clone()
     }
 
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
+            TARGET_TYPE_BYTE_PORTAL => {
+                client.portal_store().rm_portal(name);
+                self.portals.lock().await.remove(name);
+            }
+            _ => {}
+        }
+        client.send(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+        Ok(())
+    }
+
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -506,8 +534,11 @@ impl ExtendedQueryHandler for Connection {
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(stmt)) => {
-                let portal = self.bind_portal(&message, stmt).await?;
-                client.portal_store().put_portal(Arc::new(portal));
+                let portal = Arc::new(self.bind_portal(&message, stmt).await?);
+                client.portal_store().put_portal(portal.clone());
+                if !portal_name.is_empty() {
+                    self.portals.lock().await.insert(portal_name.to_string(), portal);
+                }
             }
             Some(Entry::Empty) => {
                 if !message.parameters.is_empty() {
@@ -549,12 +580,12 @@ impl ExtendedQueryHandler for Connection {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let columns = match message.target_type {
             TARGET_TYPE_BYTE_STATEMENT => {
-                let (params, columns) = match client.portal_store().get_statement(name) {
+                let (params, columns, origins) = match client.portal_store().get_statement(name) {
                     Some(Entry::Value(stmt)) => {
                         let desc = self.describe(&stmt).await?;
-                        (desc.params, desc.columns)
+                        (desc.params, desc.columns, desc.origins)
                     }
-                    Some(Entry::Empty) => (vec![], None),
+                    Some(Entry::Empty) => (vec![], None, vec![]),
                     None => {
                         return Err(user_error(
                             INVALID_SQL_STATEMENT_NAME,
@@ -574,7 +605,7 @@ impl ExtendedQueryHandler for Connection {
                 // Result formats are not known before Bind: describe as text.
                 columns.map(|desc| {
                     let formats = vec![FieldFormat::Text; desc.arity()];
-                    (desc, formats)
+                    (desc, origins, formats)
                 })
             }
             TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
@@ -587,7 +618,7 @@ impl ExtendedQueryHandler for Connection {
                                 None => &[],
                             };
                             let formats = resolve_formats(codes, columns.arity(), "result column")?;
-                            Some((columns, formats))
+                            Some((columns, desc.origins, formats))
                         }
                         None => None,
                     }
@@ -603,10 +634,10 @@ impl ExtendedQueryHandler for Connection {
             other => return Err(PgWireError::InvalidTargetType(other)),
         };
         match columns {
-            Some((desc, formats)) => {
+            Some((desc, origins, formats)) => {
                 client
                     .send(PgWireBackendMessage::RowDescription(row_description(
-                        &desc, &formats,
+                        &desc, &origins, &formats,
                     )))
                     .await?
             }
@@ -766,7 +797,7 @@ impl ExtendedQueryHandler for Connection {
 }
 
 /// What running a portal gave: a response pgwire knows, or a COPY.
-enum PortalOutcome {
+pub(super) enum PortalOutcome {
     Response(Response),
     CopyIn(crate::coord::CopyTarget),
     CopyOut {
@@ -787,37 +818,46 @@ impl Connection {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let prepared = &portal.statement.statement;
-        let (params, result_formats): (&[Datum], &[i16]) = match &prepared.bound {
-            Some(b) => (&b.params, &b.result_formats),
-            None => (&[], &[]),
-        };
         let prev = client.transaction_status();
-        let (result, in_transaction) = self.execute(&prepared.stmt, params).await;
+        let (result, in_transaction) = self.execute_portal(portal).await;
         client.set_transaction_status(status_after(prev, in_transaction, result.is_err()));
-        match result.map_err(|e| pg_error(&e))? {
-            ExecuteResponse::Command { tag, rows } => Ok(PortalOutcome::Response(
-                Response::Execution(command_tag(&tag, rows)),
-            )),
-            ExecuteResponse::Rows { desc, rows } => {
-                let formats = resolve_formats(result_formats, desc.arity(), "result column")?;
-                let schema = Arc::new(field_infos(&desc, &formats));
-                let data = encode_rows(schema.clone(), &desc, &rows, &formats)?;
-                Ok(PortalOutcome::Response(Response::Query(
-                    QueryResponse::new(schema, stream::iter(data.into_iter().map(Ok))),
-                )))
-            }
-            ExecuteResponse::CopyIn(target) => Ok(PortalOutcome::CopyIn(target)),
-            ExecuteResponse::CopyOut {
-                desc,
-                rows,
-                options,
-            } => Ok(PortalOutcome::CopyOut {
-                desc,
-                rows,
-                options,
-            }),
+        portal_outcome(result.map_err(|e| pg_error(&e))?, portal)
+    }
+
+    /// Runs a bound portal's statement with its parameters.
+    pub(super) async fn execute_portal(&self, portal: &Portal<PreparedStatement>) -> (Result<ExecuteResponse, Error>, bool) {
+        let prepared = &portal.statement.statement;
+        let params: &[Datum] = prepared.bound.as_ref().map_or(&[], |b| &b.params);
+        self.execute(&prepared.stmt, params).await
+    }
+}
+
+/// What a portal's response becomes: rows encoded in the formats its Bind
+/// asked for, as a stream sent over one or more Executes.
+pub(super) fn portal_outcome(response: ExecuteResponse, portal: &Portal<PreparedStatement>) -> PgWireResult<PortalOutcome> {
+    let result_formats: &[i16] = portal.statement.statement.bound.as_ref().map_or(&[], |b| &b.result_formats);
+    match response {
+        ExecuteResponse::Command { tag, rows } => Ok(PortalOutcome::Response(
+            Response::Execution(command_tag(&tag, rows)),
+        )),
+        ExecuteResponse::Rows { desc, origins, rows, tag } => {
+            let formats = resolve_formats(result_formats, desc.arity(), "result column")?;
+            let schema = Arc::new(field_infos(&desc, &origins, &formats));
+            let data = encode_rows(schema.clone(), &desc, &rows, &formats)?;
+            let mut response = QueryResponse::new(schema, stream::iter(data.into_iter().map(Ok)));
+            response.set_command_tag(tag);
+            Ok(PortalOutcome::Response(Response::Query(response)))
         }
+        ExecuteResponse::CopyIn(target) => Ok(PortalOutcome::CopyIn(target)),
+        ExecuteResponse::CopyOut {
+            desc,
+            rows,
+            options,
+        } => Ok(PortalOutcome::CopyOut {
+            desc,
+            rows,
+            options,
+        }),
     }
 }
 

@@ -15,10 +15,12 @@ use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, Tag};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_ERROR};
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use pgwire::types::format::FormatOptions;
+use postgres_types::FromSql;
 
-use crate::repr::datetime::pg_epoch_micros;
+use crate::repr::datetime::{Infinite, check_timestamp, infinity, pg_epoch_micros};
+use crate::coord::ColumnOrigin;
 use crate::repr::{Datum, Error, Interval, Jsonb, RelationDesc, ScalarType};
-use crate::server::array_format::{decode_array_param, encode_array};
+use crate::server::array_format::{decode_array_value, encode_array};
 
 /// SQLSTATE for protocol violations (bad format codes, parameter counts).
 pub const PROTOCOL_VIOLATION: &str = "08P01";
@@ -120,30 +122,44 @@ pub fn resolve_formats(codes: &[i16], n: usize, what: &str) -> PgWireResult<Vec<
     }
 }
 
-/// FieldInfos for a result (used as the schema of pgwire's row encoder).
-pub fn field_infos(desc: &RelationDesc, formats: &[FieldFormat]) -> Vec<FieldInfo> {
+/// The table OID and column number RowDescription carries for result
+/// column `i`: its origin's, or 0 and 0 for a computed column. An OID is
+/// unsigned on the wire; pgwire holds it as an `i32` of the same bits.
+fn origin_ids(origins: &[Option<ColumnOrigin>], i: usize) -> (i32, i16) {
+    match origins.get(i).copied().flatten() {
+        Some(o) => (i32::from_be_bytes(o.table_oid.to_be_bytes()), o.column),
+        None => (0, 0),
+    }
+}
+
+/// FieldInfos for a result (used as the schema of pgwire's row encoder);
+/// `origins` may be empty (no column has one).
+pub fn field_infos(desc: &RelationDesc, origins: &[Option<ColumnOrigin>], formats: &[FieldFormat]) -> Vec<FieldInfo> {
     desc.iter()
         .enumerate()
         .map(|(i, (name, ty))| {
             let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
-            FieldInfo::new(cstring(name), None, None, pg_type(&ty.scalar), format)
+            let (table, column) = origin_ids(origins, i);
+            FieldInfo::new(cstring(name), Some(table), Some(column), pg_type(&ty.scalar), format)
                 .with_type_size(ty.scalar.typlen())
                 .with_type_modifier(ty.scalar.typmod())
         })
         .collect()
 }
 
-/// The RowDescription of a result.
-pub fn row_description(desc: &RelationDesc, formats: &[FieldFormat]) -> RowDescription {
+/// The RowDescription of a result; `origins` may be empty (no column has
+/// one).
+pub fn row_description(desc: &RelationDesc, origins: &[Option<ColumnOrigin>], formats: &[FieldFormat]) -> RowDescription {
     let fields = desc
         .iter()
         .enumerate()
         .map(|(i, (name, ty))| {
             let format = formats.get(i).copied().unwrap_or(FieldFormat::Text);
+            let (table, column) = origin_ids(origins, i);
             FieldDescription::new(
                 cstring(name),
-                0,
-                0,
+                table,
+                column,
                 ty.scalar.oid(),
                 ty.scalar.typlen(),
                 ty.scalar.typmod(),
@@ -207,7 +223,7 @@ fn encode_datum(
     if format == FieldFormat::Text {
         // The text is final: pgwire would quote it again as an array element
         // if told the column is an array.
-        return enc.encode_field_with_type_and_format(&datum.to_string(), &Type::TEXT, format, options);
+        return enc.encode_field_with_type_and_format(&datum.text_output(ty), &Type::TEXT, format, options);
     }
     let f = FieldFormat::Binary;
     let int = |d: &Datum| d.as_i64().ok_or_else(|| mismatch(d, ty));
@@ -248,11 +264,23 @@ fn encode_datum(
             Datum::Text(s) => enc.encode_field_with_type_and_format(&s.as_str(), &pg, f, options),
             d => enc.encode_field_with_type_and_format(&d.to_string(), &pg, f, options),
         },
+        // Infinities are the extreme values of the binary form (chrono's
+        // encoding would send a finite date).
         ScalarType::Date => match datum {
-            Datum::Date(d) => enc.encode_field_with_type_and_format(d, &pg, f, options),
+            Datum::Date(d) => match d.infinite() {
+                Some(positive) => {
+                    let v = if positive { i32::MAX } else { i32::MIN };
+                    enc.encode_field_with_type_and_format(&v.to_be_bytes().as_slice(), &pg, f, options)
+                }
+                None => enc.encode_field_with_type_and_format(d, &pg, f, options),
+            },
             d => Err(mismatch(d, ty)),
         },
         ScalarType::Timestamp { .. } => match datum {
+            Datum::Timestamp(ts) if ts.infinite().is_some() => {
+                let bytes = binary_bytes(datum).ok_or_else(|| mismatch(datum, ty))?;
+                enc.encode_field_with_type_and_format(&bytes.as_slice(), &pg, f, options)
+            }
             Datum::Timestamp(ts) => enc.encode_field_with_type_and_format(ts, &pg, f, options),
             Datum::Date(d) => {
                 let ts = d.and_time(chrono::NaiveTime::MIN);
@@ -260,7 +288,7 @@ fn encode_datum(
             }
             d => Err(mismatch(d, ty)),
         },
-        ScalarType::Array(_) => match datum {
+        ScalarType::Array(_) | ScalarType::Int2Vector | ScalarType::OidVector => match datum {
             Datum::Array(v) => encode_array(enc, v, ty, options),
             d => Err(mismatch(d, ty)),
         },
@@ -274,10 +302,11 @@ fn encode_datum(
 }
 
 /// Postgres's binary send format of a timestamptz, interval, bytea, uuid or
-/// jsonb value.
+/// jsonb value, or of an infinite timestamp.
 pub fn binary_bytes(datum: &Datum) -> Option<Vec<u8>> {
     Some(match datum {
-        Datum::TimestampTz(ts) => pg_epoch_micros(&ts.naive_utc()).to_be_bytes().to_vec(),
+        Datum::TimestampTz(ts) => timestamp_micros(&ts.naive_utc()).to_be_bytes().to_vec(),
+        Datum::Timestamp(ts) => timestamp_micros(ts).to_be_bytes().to_vec(),
         Datum::Interval(i) => {
             let mut out = Vec::with_capacity(16);
             out.extend_from_slice(&i.micros.to_be_bytes());
@@ -296,16 +325,36 @@ pub fn binary_bytes(datum: &Datum) -> Option<Vec<u8>> {
     })
 }
 
+/// A timestamp's binary form: microseconds since 2000-01-01, the
+/// extreme values for the infinities.
+fn timestamp_micros(ts: &chrono::NaiveDateTime) -> i64 {
+    match ts.infinite() {
+        Some(true) => i64::MAX,
+        Some(false) => i64::MIN,
+        None => pg_epoch_micros(ts),
+    }
+}
+
+/// A timestamp from its binary form (`timestamp_micros`).
+fn timestamp_from_micros(raw: &[u8]) -> Option<chrono::NaiveDateTime> {
+    let micros = i64::from_be_bytes(raw.try_into().ok()?);
+    match micros {
+        i64::MAX => Some(infinity(true)),
+        i64::MIN => Some(infinity(false)),
+        _ => {
+            let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)?.and_time(chrono::NaiveTime::MIN);
+            let ts = epoch.checked_add_signed(chrono::Duration::microseconds(micros))?;
+            check_timestamp(ts).ok().filter(|t| t.infinite().is_none())
+        }
+    }
+}
+
 /// Decodes Postgres's binary receive format of the types `binary_bytes`
 /// encodes; `None` if the bytes are not a valid value.
 pub fn decode_binary_bytes(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
     Some(match ty {
-        ScalarType::TimestampTz { .. } => {
-            let micros = i64::from_be_bytes(raw.try_into().ok()?);
-            let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)?.and_time(chrono::NaiveTime::MIN);
-            let ts = epoch.checked_add_signed(chrono::Duration::microseconds(micros))?;
-            Datum::TimestampTz(ts.and_utc())
-        }
+        ScalarType::TimestampTz { .. } => Datum::TimestampTz(timestamp_from_micros(raw)?.and_utc()),
+        ScalarType::Timestamp { .. } => Datum::Timestamp(timestamp_from_micros(raw)?),
         ScalarType::Interval => {
             if raw.len() != 16 {
                 return None;
@@ -369,66 +418,55 @@ pub fn decode_binary_param<S: Clone>(
     idx: usize,
     ty: &ScalarType,
 ) -> PgWireResult<Datum> {
+    let raw = portal
+        .parameters
+        .get(idx)
+        .ok_or_else(|| user_error(PROTOCOL_VIOLATION, format!("bind message has no parameter {}", idx + 1)))?;
+    match raw {
+        None => Ok(Datum::Null),
+        Some(raw) => decode_binary_value(raw, ty).ok_or_else(|| {
+            user_error(
+                INVALID_BINARY_REPRESENTATION,
+                format!("incorrect binary data format in bind parameter {}", idx + 1),
+            )
+        }),
+    }
+}
+
+/// `T` read from its binary form as PostgreSQL type `pg` (`None` if `T`
+/// is not a representation of `pg` or the bytes are not a valid value).
+fn from_sql<'a, T: FromSql<'a>>(pg: &Type, raw: &'a [u8]) -> Option<T> {
+    if !T::accepts(pg) {
+        return None;
+    }
+    T::from_sql(pg, raw).ok()
+}
+
+/// Decodes a (non-NULL) value of type `ty` from PostgreSQL's binary
+/// receive format: a binary parameter, a field of binary COPY data.
+/// `None` if the bytes are not a valid value of the type.
+pub fn decode_binary_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
     let pg = pg_type(ty);
-    let bad = |_e: PgWireError| {
-        user_error(
-            INVALID_BINARY_REPRESENTATION,
-            format!("incorrect binary data format in bind parameter {}", idx + 1),
-        )
-    };
-    let d = match ty {
-        ScalarType::Bool => portal
-            .parameter::<bool>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Bool),
-        ScalarType::Int16 => portal
-            .parameter::<i16>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Int16),
-        ScalarType::Int32 => portal
-            .parameter::<i32>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Int32),
-        ScalarType::Int64 => portal
-            .parameter::<i64>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Int64),
-        ScalarType::Float32 => portal
-            .parameter::<f32>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Float32),
-        ScalarType::Float64 => portal
-            .parameter::<f64>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Float64),
-        ScalarType::Numeric { .. } => portal
-            .parameter::<rust_decimal::Decimal>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Numeric),
-        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => portal
-            .parameter::<String>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Text),
-        ScalarType::Date => portal
-            .parameter::<chrono::NaiveDate>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Date),
-        ScalarType::Timestamp { .. } => portal
-            .parameter::<chrono::NaiveDateTime>(idx, &pg)
-            .map_err(bad)?
-            .map(Datum::Timestamp),
-        ScalarType::Array(_) => decode_array_param(portal, idx, ty)?,
-        _ => match portal.parameter::<Vec<u8>>(idx, &Type::BYTEA).map_err(bad)? {
-            None => None,
-            Some(raw) => Some(decode_binary_bytes(&raw, ty).ok_or_else(|| {
-                user_error(
-                    INVALID_BINARY_REPRESENTATION,
-                    format!("incorrect binary data format in bind parameter {}", idx + 1),
-                )
-            })?),
+    Some(match ty {
+        ScalarType::Bool => Datum::Bool(from_sql(&pg, raw)?),
+        ScalarType::Int16 => Datum::Int16(from_sql(&pg, raw)?),
+        ScalarType::Int32 => Datum::Int32(from_sql(&pg, raw)?),
+        ScalarType::Int64 => Datum::Int64(from_sql(&pg, raw)?),
+        ScalarType::Float32 => Datum::Float32(from_sql(&pg, raw)?),
+        ScalarType::Float64 => Datum::Float64(from_sql(&pg, raw)?),
+        ScalarType::Numeric { .. } => Datum::Numeric(from_sql(&pg, raw)?),
+        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => {
+            Datum::Text(from_sql(&pg, raw)?)
+        }
+        ScalarType::Date => match raw.try_into().map(i32::from_be_bytes) {
+            Ok(i32::MAX) => Datum::Date(infinity(true)),
+            Ok(i32::MIN) => Datum::Date(infinity(false)),
+            _ => Datum::Date(from_sql::<chrono::NaiveDate>(&pg, raw).filter(|d| d.infinite().is_none())?),
         },
-    };
-    Ok(d.unwrap_or(Datum::Null))
+        ScalarType::Timestamp { .. } => decode_binary_bytes(raw, ty)?,
+        ScalarType::Array(_) | ScalarType::Int2Vector | ScalarType::OidVector => decode_array_value(raw, ty)?,
+        _ => decode_binary_bytes(raw, ty)?,
+    })
 }
 
 #[cfg(test)]
@@ -617,7 +655,7 @@ mod tests {
             Datum::Null,
         ]];
         let text = vec![FieldFormat::Text; 3];
-        let schema = Arc::new(field_infos(&desc, &text));
+        let schema = Arc::new(field_infos(&desc, &[], &text));
         let out = encode_rows(schema, &desc, &rows, &text).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].field_count, 3);
@@ -630,11 +668,17 @@ mod tests {
         assert_eq!(&out[0].data[..], &expected[..]);
 
         let binary = vec![FieldFormat::Binary; 3];
-        let schema = Arc::new(field_infos(&desc, &binary));
+        let schema = Arc::new(field_infos(&desc, &[], &binary));
         let out = encode_rows(schema, &desc, &rows, &binary).unwrap();
         assert_eq!(&out[0].data[..8], &[0, 0, 0, 4, 0, 0, 0, 5]);
 
-        let rd = row_description(&desc, &binary);
+        let origins = [Some(ColumnOrigin { table_oid: 3_000_000_000, column: 2 }), None];
+        let rd = row_description(&desc, &origins, &binary);
+        assert_eq!((rd.fields[0].table_id as u32, rd.fields[0].column_id), (3_000_000_000, 2));
+        assert_eq!((rd.fields[1].table_id, rd.fields[1].column_id), (0, 0));
+        assert_eq!((rd.fields[2].table_id, rd.fields[2].column_id), (0, 0), "past the origins");
+        let fi = field_infos(&desc, &origins, &binary);
+        assert_eq!((fi[0].table_id(), fi[0].column_id()), (Some(-1_294_967_296), Some(2)));
         assert_eq!(rd.fields[1].type_id, 1700);
         assert_eq!(rd.fields[1].type_modifier, ((10 << 16) | 2) + 4);
         assert_eq!(rd.fields[0].type_size, 4);
@@ -664,17 +708,51 @@ mod tests {
         }
         assert_eq!(binary_bytes(&values[0]).unwrap(), 1_000_000i64.to_be_bytes().to_vec());
         let bin = vec![FieldFormat::Binary; 5];
-        let out = encode_rows(Arc::new(field_infos(&desc2, &bin)), &desc2, &[values.clone()], &bin).unwrap();
+        let out = encode_rows(Arc::new(field_infos(&desc2, &[], &bin)), &desc2, &[values.clone()], &bin).unwrap();
         assert_eq!(out[0].field_count, 5);
         let text = vec![FieldFormat::Text; 5];
-        let out = encode_rows(Arc::new(field_infos(&desc2, &text)), &desc2, &[values], &text).unwrap();
+        let out = encode_rows(Arc::new(field_infos(&desc2, &[], &text)), &desc2, &[values], &text).unwrap();
         assert!(String::from_utf8_lossy(&out[0].data).contains("1 mon 2 days 00:00:03"));
         assert_eq!(decode_text_param(b"\\x0102", &ScalarType::Bytea).unwrap(), Datum::Bytea(vec![1, 2]));
         assert!(decode_binary_bytes(&[1, 2, 3], &ScalarType::Uuid).is_none());
 
         // wrong arity is an error, not a panic
         let bad = vec![vec![Datum::Int32(1)]];
-        let schema = Arc::new(field_infos(&desc, &text));
+        let schema = Arc::new(field_infos(&desc, &[], &text));
         assert!(encode_rows(schema, &desc, &bad, &text).is_err());
+    }
+    #[test]
+    fn infinities_in_binary() {
+        use crate::repr::datetime::{Infinite, infinity};
+        let ts = ScalarType::Timestamp { precision: None };
+        let tz = ScalarType::TimestampTz { precision: None };
+        for positive in [true, false] {
+            let (d32, d64) = if positive { (i32::MAX, i64::MAX) } else { (i32::MIN, i64::MIN) };
+            let date = decode_binary_value(&d32.to_be_bytes(), &ScalarType::Date).unwrap();
+            assert_eq!(date, Datum::Date(infinity(positive)));
+            let t = decode_binary_value(&d64.to_be_bytes(), &ts).unwrap();
+            assert_eq!(t, Datum::Timestamp(infinity(positive)));
+            assert_eq!(binary_bytes(&t).unwrap(), d64.to_be_bytes().to_vec());
+            let z = decode_binary_value(&d64.to_be_bytes(), &tz).unwrap();
+            assert!(matches!(z, Datum::TimestampTz(v) if v.infinite() == Some(positive)));
+            assert_eq!(binary_bytes(&z).unwrap(), d64.to_be_bytes().to_vec());
+            // Sent in results as those values too.
+            let desc = RelationDesc::new(
+                vec!["d".into(), "t".into()],
+                vec![ColumnType::new(ScalarType::Date, true), ColumnType::new(ts.clone(), true)],
+            );
+            let bin = vec![FieldFormat::Binary; 2];
+            let out = encode_rows(Arc::new(field_infos(&desc, &[], &bin)), &desc, &[vec![date, t]], &bin).unwrap();
+            let mut want = 4i32.to_be_bytes().to_vec();
+            want.extend_from_slice(&d32.to_be_bytes());
+            want.extend_from_slice(&8i32.to_be_bytes());
+            want.extend_from_slice(&d64.to_be_bytes());
+            assert_eq!(&out[0].data[..], &want[..]);
+        }
+        // Finite values still decode; a bad length does not.
+        let day = decode_binary_value(&0i32.to_be_bytes(), &ScalarType::Date).unwrap();
+        assert_eq!(day, Datum::Date(chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap()));
+        assert!(decode_binary_value(&[0, 0, 1], &ScalarType::Int32).is_none());
+        assert!(decode_binary_value(&[0, 0, 0, 0, 0, 0, 0], &ts).is_none());
     }
 }

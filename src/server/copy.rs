@@ -4,9 +4,13 @@
 //! CommandComplete), for the simple and the extended protocol.
 //!
 //! COPY FROM STDIN: each CopyData is fed to the incremental decoder
-//! (`copy_format`); each complete record becomes a row: every field is read
-//! with the text input of its column's type (`convert::parse_text_value`,
-//! as for a text parameter) and assigned by the coordinator's `CopyTarget`
+//! (`copy_format` for text and CSV, `copy_binary` for binary); each
+//! complete record becomes a row: every field is read with the text input
+//! of its column's type (`convert::parse_text_value`, as for a text
+//! parameter) or, in binary format, its binary receive format
+//! (`convert::decode_binary_value`, as for a binary parameter; CONTEXT
+//! then names the line and column but cannot show the value), and assigned
+//! by the coordinator's `CopyTarget`
 //! (type modifiers, NOT NULL, omitted columns), with Postgres's CONTEXT
 //! (`COPY t, line 3, column b: "abc"`) on any error. Rows go to the
 //! coordinator in chunks of `CHUNK_ROWS`; CopyDone commits them all as one
@@ -17,7 +21,7 @@
 //! not know SQL semantics or dataflow: types, defaults and the write are
 //! the coordinator's.
 
-use std::fmt::{Debug, Write};
+use std::fmt::Debug;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -30,10 +34,15 @@ use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyO
 use pgwire::messages::response::CommandComplete;
 
 use super::connection::{Connection, status_after};
-use super::convert::{INTERNAL_ERROR, parse_text_value, pg_error, user_error};
-use super::copy_format::{CopyDecoder, CopyEncoder, CopyFormatError, Record};
-use crate::coord::{Coordinator, CopyOptions, CopyTarget, Session};
-use crate::repr::{Datum, Error, RelationDesc};
+use pgwire::api::results::FieldFormat;
+
+use super::convert::{
+    INTERNAL_ERROR, decode_binary_value, encode_rows, field_infos, parse_text_value, pg_error, user_error,
+};
+use super::copy_binary::{self, BinaryDecoder, BinaryFormatError, Tuple};
+use super::copy_format::{CopyDecoder, CopyEncoder, CopyFormatError, Record, utf8};
+use crate::coord::{Coordinator, CopyFormat, CopyOptions, CopyTarget, Session};
+use crate::repr::{Datum, Error, RelationDesc, ScalarType};
 
 /// How many rows are handed to the coordinator at a time.
 pub const CHUNK_ROWS: usize = 10_000;
@@ -78,10 +87,21 @@ fn format_error(e: CopyFormatError) -> Error {
     }
 }
 
+/// A binary-format decoder error as a coordinator error.
+fn binary_format_error(e: BinaryFormatError) -> Error {
+    Error::BadCopyFormat { message: e.to_string(), hint: None }
+}
+
+/// The decoder of a COPY's data format.
+enum Decoder {
+    Text(CopyDecoder),
+    Binary(BinaryDecoder),
+}
+
 /// A COPY FROM STDIN receiving data.
 pub struct CopyIn {
     target: CopyTarget,
-    decoder: CopyDecoder,
+    decoder: Decoder,
     /// Rows not yet handed to the coordinator.
     chunk: Vec<Vec<Datum>>,
     rows: u64,
@@ -89,7 +109,10 @@ pub struct CopyIn {
 
 impl CopyIn {
     pub fn new(target: CopyTarget) -> CopyIn {
-        let decoder = CopyDecoder::new(target.options());
+        let decoder = match target.options().format {
+            CopyFormat::Binary => Decoder::Binary(BinaryDecoder::new(target.arity())),
+            CopyFormat::Text | CopyFormat::Csv => Decoder::Text(CopyDecoder::new(target.options())),
+        };
         CopyIn {
             target,
             decoder,
@@ -98,15 +121,20 @@ impl CopyIn {
         }
     }
 
-    /// The CopyInResponse: text format (CSV is text too), one column each.
+    /// The CopyInResponse: text (CSV is text too) or binary format, for
+    /// the whole COPY and each column.
     pub fn response(&self) -> CopyInResponse {
         let n = self.target.arity();
-        CopyInResponse::new(0, n as i16, vec![0; n])
+        let format = format_code(self.target.options());
+        CopyInResponse::new(format as i8, n as i16, vec![format; n])
     }
 
     /// Takes one CopyData message.
     pub async fn data(&mut self, coord: &Coordinator, bytes: &[u8]) -> Result<(), Error> {
-        self.decoder.feed(bytes);
+        match &mut self.decoder {
+            Decoder::Text(d) => d.feed(bytes),
+            Decoder::Binary(d) => d.feed(bytes),
+        }
         self.pump(coord, false).await
     }
 
@@ -138,15 +166,20 @@ impl CopyIn {
     /// Reads records into the chunk until it is full (returns true) or no
     /// complete record is left (false).
     fn read_rows(&mut self, eof: bool) -> Result<bool, Error> {
+        let decoder = match &mut self.decoder {
+            Decoder::Text(d) => d,
+            Decoder::Binary(d) => {
+                return read_binary_rows(d, &self.target, &mut self.chunk, &mut self.rows, eof);
+            }
+        };
         let table = self.target.table_name().to_string();
         while self.chunk.len() < CHUNK_ROWS {
-            let record = match self.decoder.next_record(eof) {
+            let record = match decoder.next_record(eof) {
                 Ok(Some(r)) => r,
                 Ok(None) => return Ok(false),
                 Err(e) => {
                     // The error is on the line being read.
-                    let context =
-                        line_context(&table, self.decoder.line(), self.decoder.failed_line());
+                    let context = line_context(&table, decoder.line(), decoder.failed_line());
                     return Err(format_error(e).with_context(context));
                 }
             };
@@ -156,6 +189,91 @@ impl CopyIn {
         }
         Ok(true)
     }
+}
+
+/// The format code of a COPY's data in CopyInResponse/CopyOutResponse:
+/// 1 for binary, 0 for text and CSV.
+fn format_code(options: &CopyOptions) -> i16 {
+    match options.format {
+        CopyFormat::Binary => 1,
+        CopyFormat::Text | CopyFormat::Csv => 0,
+    }
+}
+
+/// `read_rows` for binary data: tuples into the chunk until it is full
+/// (true) or no complete tuple is left (false).
+fn read_binary_rows(
+    decoder: &mut BinaryDecoder,
+    target: &CopyTarget,
+    chunk: &mut Vec<Vec<Datum>>,
+    rows: &mut u64,
+    eof: bool,
+) -> Result<bool, Error> {
+    let table = target.table_name();
+    while chunk.len() < CHUNK_ROWS {
+        let tuple = match decoder.next_tuple(eof) {
+            Ok(Some(t)) => t,
+            Ok(None) => return Ok(false),
+            Err(e) => {
+                // Errors in the header have no line (as in Postgres).
+                let line = decoder.line();
+                let e = binary_format_error(e);
+                return Err(match (line, decoder.failed_field()) {
+                    (0, _) => e,
+                    (line, Some(i)) => e.with_context(binary_context(table, line, Some(target.column_name(i)))),
+                    (line, None) => e.with_context(binary_context(table, line, None)),
+                });
+            }
+        };
+        chunk.push(row_of_tuple(target, &tuple)?);
+        *rows += 1;
+    }
+    Ok(true)
+}
+
+/// The CONTEXT of an error in binary data, which cannot be shown.
+fn binary_context(table: &str, line: u64, column: Option<&str>) -> String {
+    match column {
+        Some(c) => format!("COPY {table}, line {line}, column {c}"),
+        None => format!("COPY {table}, line {line}"),
+    }
+}
+
+/// The table row of one binary tuple (its field count is the target's).
+fn row_of_tuple(target: &CopyTarget, tuple: &Tuple<'_>) -> Result<Vec<Datum>, Error> {
+    let table = target.table_name();
+    let line = tuple.line;
+    let n = target.arity();
+    // The decoder checked the field count.
+    debug_assert_eq!(tuple.len(), n);
+    let mut values = Vec::with_capacity(n);
+    for i in 0..n {
+        let value = match tuple.field(i) {
+            None => Datum::Null,
+            Some(raw) => {
+                let ty = target.column_type(i);
+                decode_binary_value(raw, ty)
+                    .ok_or_else(|| binary_value_error(raw, ty))
+                    .and_then(|d| target.assign(i, d))
+                    .map_err(|e| e.with_context(binary_context(table, line, Some(target.column_name(i)))))?
+            }
+        };
+        values.push(value);
+    }
+    target
+        .table_row(values)
+        .map_err(|e| e.with_context(binary_context(table, line, None)))
+}
+
+/// Why `raw` is not a value of `ty`: a string that is not UTF-8 (22021,
+/// as Postgres's string receive functions say), otherwise 22P03.
+fn binary_value_error(raw: &[u8], ty: &ScalarType) -> Error {
+    if ty.is_string() {
+        if let Err(e) = utf8(raw) {
+            return format_error(e);
+        }
+    }
+    Error::InvalidBinaryRepresentation("incorrect binary data format".into())
 }
 
 /// The table row of one record, with Postgres's errors and CONTEXT.
@@ -225,9 +343,8 @@ where
     Ok(())
 }
 
-/// Sends rows as COPY TO STDOUT: CopyOutResponse, the header line if asked
-/// for, one CopyData per row in the text output of each value, CopyDone and
-/// `COPY n`.
+/// Sends rows as COPY TO STDOUT: CopyOutResponse, the data (text, CSV or
+/// binary), CopyDone and `COPY n`.
 pub async fn send_copy_out<C>(
     client: &mut C,
     desc: &RelationDesc,
@@ -240,14 +357,75 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     let n = desc.arity();
-    let encoder = CopyEncoder::new(options, n);
+    let format = format_code(options);
     client
         .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
+            format as i8,
             n as i16,
-            vec![0; n],
+            vec![format; n],
         )))
         .await?;
+    if options.format == CopyFormat::Binary {
+        send_binary_rows(client, desc, rows).await?;
+    } else {
+        send_text_rows(client, desc, rows, options).await?;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    let tag = Tag::new("COPY").with_rows(rows.len());
+    client
+        .feed(PgWireBackendMessage::CommandComplete(
+            CommandComplete::from(tag),
+        ))
+        .await?;
+    Ok(())
+}
+
+/// The CopyData of binary COPY TO: the header with the first row, a row
+/// per message (each value in its binary send format, framed as in a
+/// DataRow, which `convert::encode_rows` builds), the trailer on its own.
+async fn send_binary_rows<C>(client: &mut C, desc: &RelationDesc, rows: &[Vec<Datum>]) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let formats = vec![FieldFormat::Binary; desc.arity()];
+    let schema = std::sync::Arc::new(field_infos(desc, &[], &formats));
+    let mut out = Vec::new();
+    copy_binary::write_header(&mut out);
+    for chunk in rows.chunks(CHUNK_ROWS) {
+        for row in encode_rows(schema.clone(), desc, chunk, &formats)? {
+            copy_binary::write_tuple(&mut out, row.field_count, &row.data);
+            let data = std::mem::take(&mut out);
+            client
+                .feed(PgWireBackendMessage::CopyData(CopyData::new(data.into())))
+                .await?;
+        }
+    }
+    copy_binary::write_trailer(&mut out);
+    client
+        .feed(PgWireBackendMessage::CopyData(CopyData::new(out.into())))
+        .await?;
+    Ok(())
+}
+
+/// The CopyData of text or CSV COPY TO: the header line if asked for, a
+/// line per row.
+async fn send_text_rows<C>(
+    client: &mut C,
+    desc: &RelationDesc,
+    rows: &[Vec<Datum>],
+    options: &CopyOptions,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let n = desc.arity();
+    let encoder = CopyEncoder::new(options, n);
     if options.header {
         let names: Vec<&str> = desc.names.iter().map(String::as_str).collect();
         let mut line = Vec::new();
@@ -270,7 +448,7 @@ where
                 encoder.field(&mut line, i, None);
             } else {
                 text.clear();
-                let _ = write!(text, "{d}");
+                text.push_str(&d.text_output(&desc.types[i].scalar));
                 encoder.field(&mut line, i, Some(&text));
             }
         }
@@ -279,15 +457,6 @@ where
             .feed(PgWireBackendMessage::CopyData(CopyData::new(line.into())))
             .await?;
     }
-    client
-        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
-        .await?;
-    let tag = Tag::new("COPY").with_rows(rows.len());
-    client
-        .feed(PgWireBackendMessage::CommandComplete(
-            CommandComplete::from(tag),
-        ))
-        .await?;
     Ok(())
 }
 

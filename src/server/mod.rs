@@ -7,20 +7,23 @@
 //! dataflow: statements are opaque values passed to the coordinator, and
 //! results come back as `Datum`s with their `ScalarType`s.
 //!
-//! COPY FROM STDIN and COPY TO STDOUT (text and CSV) are served by `copy`
-//! (the sub-protocol) and `copy_format` (the data formats).
+//! COPY FROM STDIN and COPY TO STDOUT are served by `copy` (the
+//! sub-protocol), `copy_format` (the text and CSV formats) and
+//! `copy_binary` (the binary format).
 //!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
 //!
 //! Not supported: TLS (SSLRequest is answered 'N'), authentication (every
-//! user and database is accepted), COPY in binary format.
+//! user and database is accepted).
 
 mod array_format;
 mod connection;
 mod convert;
 mod copy;
+mod copy_binary;
 mod copy_format;
+mod portal_cursor;
 mod startup;
 
 use std::fmt::Display;

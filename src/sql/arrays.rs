@@ -112,6 +112,21 @@ impl Binder<'_> {
 
     /// `root[i]`, `root[lo:hi]`, and chains of them.
     pub(crate) fn bind_subscripts(&mut self, root: &Expr, chain: &[AccessExpr], ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        // `t.col[i]`: sqlparser reads the qualified column as `t` with a
+        // field access `.col`.
+        let dots = chain.iter().take_while(|a| matches!(a, AccessExpr::Dot(Expr::Identifier(_)))).count();
+        let qualifier = match root {
+            Expr::Identifier(id) => Some(vec![id.clone()]),
+            Expr::CompoundIdentifier(ids) => Some(ids.clone()),
+            _ => None,
+        };
+        if let (true, Some(mut parts)) = (dots > 0, qualifier) {
+            parts.extend(chain[..dots].iter().filter_map(|a| match a {
+                AccessExpr::Dot(Expr::Identifier(id)) => Some(id.clone()),
+                _ => None,
+            }));
+            return self.bind_subscripts(&Expr::CompoundIdentifier(parts), &chain[dots..], ctx);
+        }
         let mut cur = self.bind_expr(root, ctx)?;
         for access in chain {
             // A `name` is a fixed array of characters: `typname[0]` is its
@@ -122,6 +137,40 @@ impl Binder<'_> {
                 let start = i.call_binary(one.clone(), BinaryFunc::Add);
                 let exprs = vec![cur.expr, start, one];
                 cur = Bound::typed_pub(ScalarExpr::CallVariadic { func: VariadicFunc::Substr, exprs }, ScalarType::PgChar, true);
+                continue;
+            }
+            // The vector types are arrays whose subscripts start at 0.
+            if let Some(v) = cur.ty.as_ref().filter(|t| t.is_vector()) {
+                let elem = v.element_type().cloned().unwrap_or(ScalarType::Int16);
+                cur = Bound::typed_pub(cur.expr, elem.array_of(), cur.nullable);
+                let one = ScalarExpr::Literal(Datum::Int32(1), ScalarType::Int32);
+                let shifted = |this: &mut Self, e: &Expr, ctx: &mut ExprCtx| -> Result<(ScalarExpr, bool), Error> {
+                    let (i, n) = this.bind_subscript_value(e, ctx)?;
+                    Ok((i.call_binary(one.clone(), BinaryFunc::Add), n))
+                };
+                cur = match access {
+                    AccessExpr::Subscript(Subscript::Index { index }) => {
+                        let (i, _) = shifted(self, index, ctx)?;
+                        Bound::typed_pub(cur.expr.call_binary(i, BinaryFunc::ArrayIndex), elem, true)
+                    }
+                    AccessExpr::Subscript(Subscript::Slice { lower_bound, upper_bound, stride: None }) => {
+                        let mut exprs = vec![cur.expr];
+                        let mut nullable = cur.nullable;
+                        for bound in [lower_bound, upper_bound].into_iter().flatten() {
+                            let (x, n) = shifted(self, bound, ctx)?;
+                            nullable |= n;
+                            exprs.push(x);
+                        }
+                        let func = VariadicFunc::ArraySlice { lower: lower_bound.is_some(), upper: upper_bound.is_some() };
+                        Bound::typed_pub(ScalarExpr::CallVariadic { func, exprs }, elem.array_of(), nullable)
+                    }
+                    AccessExpr::Subscript(Subscript::Slice { .. }) => {
+                        return Err(Error::Syntax("syntax error at or near \":\"".into()));
+                    }
+                    AccessExpr::Dot(_) => {
+                        return Err(Error::FeatureNotSupported("field selection is not supported".into()));
+                    }
+                };
                 continue;
             }
             let ty = match &cur.ty {
@@ -177,7 +226,7 @@ impl Binder<'_> {
         let l = self.bind_expr(left, ctx)?;
         let r = self.bind_expr(right, ctx)?;
         let elem = match &r.ty {
-            Some(ScalarType::Array(e)) => Some((**e).clone()),
+            Some(t @ (ScalarType::Array(_) | ScalarType::Int2Vector | ScalarType::OidVector)) => t.element_type().cloned(),
             Some(_) => {
                 return Err(Error::WrongObjectType("op ANY/ALL (array) requires array on right side".into()));
             }
@@ -270,8 +319,12 @@ impl Binder<'_> {
         // The array argument must be an array (an unknown literal cannot
         // say of what).
         let array_pos = if name == "array_prepend" { 1 } else { 0 };
+        // The vector types are their element's arrays here, whose
+        // subscripts start at 0 (array_lower and array_upper say so).
+        let vector = types.get(array_pos).and_then(|t| t.as_ref()).is_some_and(|t| t.is_vector());
         let array_ty = match (types.get(array_pos), args.get(array_pos)) {
             (Some(Some(t @ ScalarType::Array(_))), _) => t.clone(),
+            (Some(Some(t)), _) if t.is_vector() => t.element_type().unwrap_or(t).array_of(),
             (Some(None), Some(b)) if self.is_unknown_literal(b) => return Err(polymorphic_unknown()),
             _ => return Err(not_found()),
         };
@@ -295,7 +348,11 @@ impl Binder<'_> {
                 let a = args.remove(0);
                 let a = self.coerce(a, &array_ty)?;
                 let d = self.coerce(d, &ScalarType::Int32)?;
-                Ok(Bound::typed_pub(a.call_binary(d, func), ScalarType::Int32, true))
+                let mut x = a.call_binary(d, func);
+                if vector && name != "array_length" {
+                    x = x.call_binary(ScalarExpr::Literal(Datum::Int32(1), ScalarType::Int32), BinaryFunc::Sub);
+                }
+                Ok(Bound::typed_pub(x, ScalarType::Int32, true))
             }
             ("array_to_string", 2 | 3) if types[1..].iter().all(text_arg) => {
                 let nullable = args[0].nullable || args[1].nullable;

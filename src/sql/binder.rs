@@ -38,6 +38,14 @@ pub struct Binder<'a> {
     /// Settings the statement changes when it succeeds (`set_config`):
     /// name, value, and whether only for the transaction.
     pub settings: Vec<(String, String, bool)>,
+    /// The next query bound is a FROM subquery's, whose select list may
+    /// hold record-valued items (`composite.rs`); the query's own SELECT
+    /// block takes it.
+    pub record_outputs: bool,
+    /// The placeholder of the prefix of the SELECT block whose FROM clause
+    /// is being bound, if it is correlated: a WITH query whose relation
+    /// starts with that prefix (`query::CtePrefix`) may be read there.
+    pub block_outer: Option<crate::repr::GlobalId>,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -79,7 +87,17 @@ pub const USER_SCHEMA: &str = "public";
 /// Binds one statement.
 pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params) -> Result<Plan, Error> {
     let now = chrono::Utc::now();
-    let mut b = Binder { catalog, params, corr: Vec::new(), placeholders: 0, ctes: Vec::new(), now, settings: Vec::new() };
+    let mut b = Binder {
+        catalog,
+        params,
+        corr: Vec::new(),
+        placeholders: 0,
+        ctes: Vec::new(),
+        now,
+        settings: Vec::new(),
+        record_outputs: false,
+        block_outer: None,
+    };
     let mut plan = match stmt {
         Stmt::Sql(s) => b.bind_statement(s)?,
         Stmt::Refresh { name, .. } => b.bind_refresh(name)?,
@@ -91,23 +109,78 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
             Plan::Maintenance { tag: verb.to_string() }
         }
         Stmt::Rename { kind, if_exists, name, new_name } => b.bind_rename(*kind, *if_exists, name, new_name)?,
+        Stmt::Fetch { cursor, direction, move_only } => {
+            Plan::Fetch { name: cursor.clone(), direction: *direction, move_only: *move_only }
+        }
     };
     crate::sql::functions::finish_plan(&mut plan, now)?;
     Ok(plan)
 }
 
 impl Binder<'_> {
+    /// `DECLARE name [BINARY] [INSENSITIVE] [[NO] SCROLL] CURSOR [WITH[OUT]
+    /// HOLD] FOR query`: the query bound as a SELECT.
+    fn bind_declare_cursor(&mut self, stmts: &[ast::Declare]) -> Result<Plan, Error> {
+        let [d] = stmts else {
+            return Err(Error::FeatureNotSupported("DECLARE of more than one cursor is not supported".into()));
+        };
+        let (Some(ast::DeclareType::Cursor), [name], Some(q)) = (&d.declare_type, d.names.as_slice(), &d.for_query) else {
+            return Err(Error::FeatureNotSupported(format!("DECLARE {} is not supported", d)));
+        };
+        if d.binary == Some(true) {
+            return Err(Error::FeatureNotSupported("binary cursors are not supported".into()));
+        }
+        let select = self.bind_statement(&Statement::Query(q.clone()))?;
+        Ok(Plan::DeclareCursor {
+            name: ident(name),
+            select: Box::new(select),
+            scroll: d.scroll,
+            hold: d.hold == Some(true),
+            sql: format!("DECLARE {d}"),
+        })
+    }
+
+    /// `CREATE TABLE name [(columns)] AS query [WITH [NO] DATA]`: a table of
+    /// the query's columns (named by the list, if given), all nullable.
+    fn bind_create_table_as(&mut self, name: String, ct: &ast::CreateTable, q: &ast::Query) -> Result<Plan, Error> {
+        if !ct.constraints.is_empty() || ct.columns.iter().any(|c| !c.options.is_empty()) {
+            return Err(Error::FeatureNotSupported("constraints in CREATE TABLE AS are not supported".into()));
+        }
+        let block = self.bind_query(q)?;
+        let mut desc = block.desc.clone();
+        if ct.columns.len() > desc.arity() {
+            return Err(Error::Syntax("too many column names were specified".into()));
+        }
+        for (i, c) in ct.columns.iter().enumerate() {
+            desc.names[i] = ident(&c.name);
+        }
+        check_unique_names(&desc)?;
+        for t in &mut desc.types {
+            t.nullable = true;
+        }
+        let create_sql = crate::sql::ddl_text::create_table(&name, &desc);
+        let create = Plan::CreateTable { name, desc, if_not_exists: ct.if_not_exists, unique: Vec::new() };
+        Ok(Plan::CreateTableAs {
+            create: Box::new(create),
+            create_sql,
+            finishing: block.finishing.clone(),
+            query: block.expr,
+            with_data: ct.with_data.is_none_or(|w| w.data),
+        })
+    }
+
     fn bind_statement(&mut self, stmt: &Statement) -> Result<Plan, Error> {
         match stmt {
             Statement::Query(q) => {
                 let block = self.bind_query(q)?;
                 let (query, desc) = self.named_outputs(block.expr, block.desc);
-                Ok(Plan::Select { query, desc, finishing: block.finishing, settings: std::mem::take(&mut self.settings) })
+                let settings = std::mem::take(&mut self.settings);
+                Ok(Plan::Select { query, desc, origins: block.origins, finishing: block.finishing, settings })
             }
             Statement::CreateTable(ct) => {
                 let name = self.creation_name(&ct.name)?;
-                if ct.query.is_some() {
-                    return Err(Error::FeatureNotSupported("CREATE TABLE AS is not supported yet".into()));
+                if let Some(q) = &ct.query {
+                    return self.bind_create_table_as(name, ct, q);
                 }
                 let mut names = Vec::new();
                 let mut types = Vec::new();
@@ -382,10 +455,17 @@ impl Binder<'_> {
                 }
                 Ok(Plan::Lock)
             }
-            Statement::Discard { .. } => Ok(Plan::SessionCleanup { tag: "DISCARD ALL".into() }),
-            // Portals and SQL cursors are the protocol layer's; ripple has
-            // no notifications. What pools send on release is accepted.
-            Statement::Close { cursor: ast::CloseCursor::All } => Ok(Plan::SessionCleanup { tag: "CLOSE CURSOR ALL".into() }),
+            Statement::Discard { object_type } => Ok(match object_type {
+                ast::DiscardObject::ALL => Plan::DiscardAll,
+                // Ripple caches no plans, has no sequences or temporary
+                // objects: nothing to discard.
+                other => Plan::SessionCleanup { tag: format!("DISCARD {other}") },
+            }),
+            // Ripple has no notifications: what pools send on release is
+            // accepted.
+            Statement::Close { cursor: ast::CloseCursor::All } => Ok(Plan::CloseCursor { name: None }),
+            Statement::Close { cursor: ast::CloseCursor::Specific { name } } => Ok(Plan::CloseCursor { name: Some(ident(name)) }),
+            Statement::Declare { stmts } => self.bind_declare_cursor(stmts),
             Statement::UNLISTEN { .. } => Ok(Plan::SessionCleanup { tag: "UNLISTEN".into() }),
             Statement::Commit { .. } => Ok(Plan::Commit),
             Statement::Rollback { savepoint: Some(name), .. } => Ok(Plan::RollbackTo { name: ident(name) }),

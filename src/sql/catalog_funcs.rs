@@ -239,6 +239,18 @@ impl Binder<'_> {
     /// The conversion between a string type and an OID alias type, which
     /// needs the catalog; `None` for any other cast.
     pub(crate) fn reg_cast(&self, expr: ScalarExpr, from: &ScalarType, to: &ScalarType) -> Result<ScalarExpr, ScalarExpr> {
+        // The vector types: printed with spaces; read as their arrays.
+        if from.is_vector() && from != to {
+            let converted = match to {
+                t if t.is_string() => {
+                    let text = expr.call_unary(UnaryFunc::VectorToText);
+                    if *t == ScalarType::Text { text } else { text.call_unary(UnaryFunc::Cast { to: t.clone(), explicit: true }) }
+                }
+                ScalarType::Array(e) if Some(&**e) == from.element_type() => expr,
+                _ => expr.call_unary(UnaryFunc::Cast { to: to.clone(), explicit: false }),
+            };
+            return Ok(converted);
+        }
         let func = match (from, to) {
             (f, ScalarType::Reg(k)) if f.is_string() => CatalogFunc::RegIn(*k),
             (ScalarType::Reg(k), t) if t.is_string() => CatalogFunc::RegOut(*k),

@@ -20,6 +20,9 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 pub enum CopyFormat {
     Text,
     Csv,
+    /// PostgreSQL's binary format (`server::copy_binary`); the
+    /// delimiter-like options do not apply to it.
+    Binary,
 }
 
 /// How COPY data is written: Postgres's options after defaults, each
@@ -50,7 +53,7 @@ impl CopyOptions {
     /// The defaults of a format for `columns` copied columns.
     pub fn new(format: CopyFormat, columns: usize) -> CopyOptions {
         let (delimiter, null) = match format {
-            CopyFormat::Text => (b'\t', "\\N"),
+            CopyFormat::Text | CopyFormat::Binary => (b'\t', "\\N"),
             CopyFormat::Csv => (b',', ""),
         };
         CopyOptions {
@@ -181,9 +184,18 @@ fn resolve_options(g: GivenOptions, from: bool, columns: &Columns) -> Result<Cop
     let format = match g.format.as_deref() {
         None | Some("text") => CopyFormat::Text,
         Some("csv") => CopyFormat::Csv,
-        Some("binary") => return Err(Error::FeatureNotSupported("COPY in binary format is not supported".into())),
+        Some("binary") => CopyFormat::Binary,
         Some(other) => return Err(Error::InvalidParameter(format!("COPY format \"{other}\" not recognized"))),
     };
+    if format == CopyFormat::Binary {
+        // As Postgres, in this order; QUOTE, ESCAPE and FORCE_* are refused
+        // below as for text format.
+        for (given, what) in [(g.delimiter.is_some(), "DELIMITER"), (g.null.is_some(), "NULL"), (g.header == Some(true), "HEADER")] {
+            if given {
+                return Err(Error::Syntax(format!("cannot specify {what} in BINARY mode")));
+            }
+        }
+    }
     let csv = format == CopyFormat::Csv;
     if let Some(e) = &g.encoding {
         let norm: String = e.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_lowercase();
@@ -413,6 +425,10 @@ mod tests {
         assert_eq!((l.format, l.header), (CopyFormat::Csv, true));
         let l = opts("DELIMITER ',' NULL 'nil'", true).unwrap();
         assert_eq!((l.format, l.delimiter, l.null.as_str()), (CopyFormat::Text, b',', "nil"));
+        assert_eq!(opts("(FORMAT binary)", true).unwrap().format, CopyFormat::Binary);
+        assert_eq!(opts("(FORMAT 'binary', HEADER false)", false).unwrap().format, CopyFormat::Binary);
+        assert_eq!(opts("BINARY", true).unwrap().format, CopyFormat::Binary);
+        assert_eq!(opts("WITH BINARY", false).unwrap().format, CopyFormat::Binary);
         let f = opts("(FORMAT csv, FORCE_NOT_NULL (b), FORCE_NULL (a))", true).unwrap();
         assert_eq!((f.force_not_null, f.force_null), (vec![false, true], vec![true, false]));
     }
@@ -421,7 +437,15 @@ mod tests {
     fn option_errors() {
         let code = |o: &str, from: bool| opts(o, from).unwrap_err().sqlstate().code();
         assert_eq!(code("(FORMAT xml)", true), "22023");
-        assert_eq!(code("(FORMAT binary)", true), "0A000");
+        assert_eq!(code("(FORMAT binary, DELIMITER ',')", true), "42601");
+        assert_eq!(code("(FORMAT binary, NULL 'x')", true), "42601");
+        assert_eq!(code("(FORMAT binary, HEADER)", false), "42601");
+        assert_eq!(code("BINARY CSV", true), "42601");
+        assert_eq!(code("(FORMAT binary, QUOTE '\"')", true), "0A000");
+        assert_eq!(
+            opts("WITH BINARY HEADER", false).unwrap_err().to_string(),
+            "cannot specify HEADER in BINARY mode"
+        );
         assert_eq!(code("(FORMAT csv, FORMAT text)", true), "42601");
         assert_eq!(code("(QUOTE '\"')", true), "0A000");
         assert_eq!(code("(ESCAPE '\"')", true), "0A000");

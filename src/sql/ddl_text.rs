@@ -20,6 +20,20 @@ fn ident_for(name: &str) -> Ident {
     if quote_ident(name) == name { Ident::new(name) } else { Ident::with_quote('"', name) }
 }
 
+/// The `CREATE TABLE` statement of a table with these columns (what
+/// `CREATE TABLE ... AS` stores).
+pub fn create_table(name: &str, desc: &crate::repr::RelationDesc) -> String {
+    let columns: Vec<String> = desc
+        .iter()
+        .map(|(n, t)| {
+            let ty = crate::expr::func::catalog::format_type(&t.scalar, t.scalar.typmod());
+            let not_null = if t.nullable { "" } else { " NOT NULL" };
+            format!("{} {ty}{not_null}", quote_ident(n))
+        })
+        .collect();
+    format!("CREATE TABLE {} ({})", quote_ident(name), columns.join(", "))
+}
+
 fn parse_one(create_sql: &str) -> Result<Statement, Error> {
     let mut stmts = super::parse(create_sql)?;
     match (stmts.pop(), stmts.is_empty()) {

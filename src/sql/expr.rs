@@ -209,7 +209,29 @@ impl Binder<'_> {
             }
             Expr::Value(v) => self.bind_value(&v.value),
             Expr::Array(a) => self.bind_array_constructor(&a.elem, ctx),
-            Expr::CompoundFieldAccess { root, access_chain } => self.bind_subscripts(root, access_chain, ctx),
+            Expr::CompoundFieldAccess { root, access_chain } => match self.bind_field_access(root, access_chain, ctx) {
+                Some(field) => field,
+                None => {
+                    // `t.col[1]`: sqlparser puts the qualified name's
+                    // later parts in the chain.
+                    let dots = access_chain
+                        .iter()
+                        .take_while(|a| matches!(a, sqlparser::ast::AccessExpr::Dot(Expr::Identifier(_))))
+                        .count();
+                    match root.as_ref() {
+                        Expr::Identifier(first) if dots > 0 => {
+                            let mut parts = vec![first.clone()];
+                            for a in &access_chain[..dots] {
+                                if let sqlparser::ast::AccessExpr::Dot(Expr::Identifier(id)) = a {
+                                    parts.push(id.clone());
+                                }
+                            }
+                            self.bind_subscripts(&Expr::CompoundIdentifier(parts), &access_chain[dots..], ctx)
+                        }
+                        _ => self.bind_subscripts(root, access_chain, ctx),
+                    }
+                }
+            },
             Expr::Cast { kind, expr, data_type, .. } => {
                 if matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
                     return Err(Error::FeatureNotSupported("TRY_CAST is not supported".into()));
@@ -406,6 +428,11 @@ impl Binder<'_> {
 
     fn bind_column(&mut self, table: Option<&str>, name: &str, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let i = ctx.scope.resolve(table, name)?;
+        self.bind_column_at(i, ctx)
+    }
+
+    /// The scope's column `i` (resolved by the caller).
+    pub(crate) fn bind_column_at(&mut self, i: usize, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         let item = ctx.scope.items[i].clone();
         self.note_outer_reference(&item, i);
         if ctx.grouping.is_some() {
@@ -567,7 +594,12 @@ impl Binder<'_> {
             | B::ArrowAt
             | B::Question
             | B::PGOverlap
-            | B::PGExp => {
+            | B::PGExp
+            | B::BitwiseAnd
+            | B::BitwiseOr
+            | B::PGBitwiseXor
+            | B::PGBitwiseShiftLeft
+            | B::PGBitwiseShiftRight => {
                 let l = self.bind_expr(left, ctx)?;
                 let r = self.bind_expr(right, ctx)?;
                 self.bind_operator(&op.to_string(), l, r)

@@ -317,6 +317,13 @@ fn operator_candidates(op: &str) -> Vec<Sig> {
             v
         }
         "%" => same_numbers(BinaryFunc::Mod, &[T::Int16, T::Int32, T::Int64, numeric()]),
+        "&" => same_numbers(BinaryFunc::BitAnd, &[T::Int16, T::Int32, T::Int64]),
+        "|" => same_numbers(BinaryFunc::BitOr, &[T::Int16, T::Int32, T::Int64]),
+        "#" => same_numbers(BinaryFunc::BitXor, &[T::Int16, T::Int32, T::Int64]),
+        "<<" | ">>" => {
+            let f = if op == "<<" { BinaryFunc::ShiftLeft } else { BinaryFunc::ShiftRight };
+            [T::Int16, T::Int32, T::Int64].into_iter().map(|t| sig(&[t.clone(), T::Int32], t, b(f))).collect()
+        }
         "^" => vec![
             sig(&[T::Float64, T::Float64], T::Float64, b(BinaryFunc::Power)),
             sig(&[numeric(), numeric()], numeric(), b(BinaryFunc::Power)),

@@ -9,10 +9,13 @@ mod alter;
 mod arrays;
 mod binder;
 mod catalog_funcs;
+mod composite;
 mod copy;
 pub mod ddl_text;
 mod expr;
+mod from;
 mod functions;
+pub mod origin;
 mod parse;
 mod plan;
 mod query;
@@ -24,7 +27,7 @@ mod types;
 mod window;
 
 pub use binder::{bind_statement, Params};
-pub use parse::{parse, Stmt, PARSER_RECURSION_LIMIT};
+pub use parse::{parse, FetchDirection, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
 pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
 pub use binder::QualifiedName;
@@ -41,6 +44,8 @@ use crate::repr::{Error, GlobalId, RelationDesc};
 #[derive(Clone, Debug)]
 pub struct CatalogEntry {
     pub id: GlobalId,
+    /// Its OID, as `pg_class.oid` shows it.
+    pub oid: u32,
     pub name: String,
     pub kind: ItemKind,
     pub desc: RelationDesc,
@@ -64,6 +69,18 @@ pub struct SessionInfo {
     pub settings: std::collections::BTreeMap<String, String>,
     /// The parameter types of the session's prepared statements (`PREPARE`).
     pub prepared: std::collections::BTreeMap<String, Vec<Option<crate::repr::ScalarType>>>,
+    /// The session's open cursors, as `pg_cursors` lists them.
+    pub cursors: Vec<CursorInfo>,
+}
+
+/// One open cursor of a session (`pg_cursors`).
+#[derive(Clone, Debug)]
+pub struct CursorInfo {
+    pub name: String,
+    pub statement: String,
+    pub holdable: bool,
+    pub scrollable: bool,
+    pub created: chrono::DateTime<chrono::Utc>,
 }
 
 impl SessionInfo {

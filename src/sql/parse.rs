@@ -38,6 +38,39 @@ pub enum Stmt {
     /// and `ANALYZE [(options)] [VERBOSE] [t [(cols)], ...]` (sqlparser
     /// reads other dialects' forms): `verb` is `VACUUM` or `ANALYZE`.
     Maintenance { verb: &'static str, tables: Vec<ObjectName> },
+    /// `FETCH [direction] [FROM | IN] cursor` and `MOVE ...` (sqlparser
+    /// reads neither `FETCH cursor` nor `MOVE`): `cursor` is case-folded.
+    Fetch { cursor: String, direction: FetchDirection, move_only: bool },
+}
+
+/// Where a `FETCH` or `MOVE` goes (PostgreSQL's forms, normalized:
+/// `NEXT` is `Forward(Some(1))`, `ALL` is `Forward(None)`, `PRIOR` is
+/// `Backward(Some(1))`, `FIRST` is `Absolute(1)`, `LAST` is
+/// `Absolute(-1)`; a negative count reverses the direction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchDirection {
+    /// The next `n` rows, or all the rest (`None`).
+    Forward(Option<u64>),
+    /// The previous `n` rows, or all of them (`None`), nearest first.
+    Backward(Option<u64>),
+    /// The row at this position (negative: from the end; 0: before the
+    /// first row).
+    Absolute(i64),
+    /// The row this many rows away (0: the current row again).
+    Relative(i64),
+}
+
+impl fmt::Display for FetchDirection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchDirection::Forward(Some(n)) => write!(f, "FORWARD {n}"),
+            FetchDirection::Forward(None) => write!(f, "FORWARD ALL"),
+            FetchDirection::Backward(Some(n)) => write!(f, "BACKWARD {n}"),
+            FetchDirection::Backward(None) => write!(f, "BACKWARD ALL"),
+            FetchDirection::Absolute(n) => write!(f, "ABSOLUTE {n}"),
+            FetchDirection::Relative(n) => write!(f, "RELATIVE {n}"),
+        }
+    }
 }
 
 impl fmt::Display for Stmt {
@@ -62,6 +95,10 @@ impl fmt::Display for Stmt {
                     write!(f, "{}{t}", if i == 0 { " " } else { ", " })?;
                 }
                 Ok(())
+            }
+            Stmt::Fetch { cursor, direction, move_only } => {
+                let verb = if *move_only { "MOVE" } else { "FETCH" };
+                write!(f, "{verb} {direction} FROM {}", Ident::with_quote('"', cursor.as_str()))
             }
             Stmt::Rename { kind, if_exists, name, new_name } => {
                 let kind = if *kind == ItemKind::MaterializedView { "MATERIALIZED VIEW" } else { "VIEW" };
@@ -120,6 +157,17 @@ fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
                     let _ = p.parse_keywords(&[Keyword::WITH, Keyword::NO, Keyword::DATA])
                         || p.parse_keywords(&[Keyword::WITH, Keyword::DATA]);
                 }
+                // `CREATE TABLE ... AS query WITH [NO] DATA`.
+                let mut stmt = stmt;
+                if let Statement::CreateTable(ct) = &mut stmt {
+                    if ct.query.is_some() && ct.with_data.is_none() {
+                        if p.parse_keywords(&[Keyword::WITH, Keyword::NO, Keyword::DATA]) {
+                            ct.with_data = Some(sqlparser::ast::WithData { data: false, statistics: None });
+                        } else if p.parse_keywords(&[Keyword::WITH, Keyword::DATA]) {
+                            ct.with_data = Some(sqlparser::ast::WithData { data: true, statistics: None });
+                        }
+                    }
+                }
                 Stmt::Sql(stmt)
             }
         };
@@ -147,6 +195,12 @@ fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
         if p.parse_keyword(keyword) {
             return maintenance(p, verb).map(Some);
         }
+    }
+    let verb = &p.peek_token_ref().token;
+    if is_word(verb, "fetch") || is_word(verb, "move") {
+        let move_only = is_word(verb, "move");
+        p.next_token();
+        return fetch(p, move_only).map(Some);
     }
     if is_word(&p.peek_token_ref().token, "checkpoint") {
         p.next_token();
@@ -212,6 +266,76 @@ fn maintenance(p: &mut Parser, verb: &'static str) -> Result<Stmt, ParserError> 
         }
     }
     Ok(Stmt::Maintenance { verb, tables })
+}
+
+/// The rest of a `FETCH` or `MOVE`: `[direction] [FROM | IN] cursor`.
+fn fetch(p: &mut Parser, move_only: bool) -> Result<Stmt, ParserError> {
+    // A count: an optionally signed integer.
+    fn count(p: &mut Parser) -> Result<Option<i64>, ParserError> {
+        let negative = match &p.peek_token_ref().token {
+            Token::Minus if matches!(p.peek_nth_token_ref(1).token, Token::Number(..)) => true,
+            Token::Plus if matches!(p.peek_nth_token_ref(1).token, Token::Number(..)) => false,
+            Token::Number(..) => {
+                return number(p).map(Some);
+            }
+            _ => return Ok(None),
+        };
+        p.next_token();
+        let n = number(p)?;
+        Ok(Some(if negative { -n } else { n }))
+    }
+    fn number(p: &mut Parser) -> Result<i64, ParserError> {
+        let t = p.next_token();
+        match &t.token {
+            Token::Number(n, _) => n
+                .parse::<i64>()
+                .map_err(|_| ParserError::ParserError(format!("Expected: an integer count, found: {n}"))),
+            _ => p.expected("an integer count", t),
+        }
+    }
+    // A signed count as a direction: negative counts go the other way.
+    let signed = |n: i64, forward: bool| {
+        let magnitude = Some(n.unsigned_abs());
+        if (n >= 0) == forward { FetchDirection::Forward(magnitude) } else { FetchDirection::Backward(magnitude) }
+    };
+    let direction = if p.parse_keyword(Keyword::NEXT) {
+        FetchDirection::Forward(Some(1))
+    } else if p.parse_keyword(Keyword::PRIOR) {
+        FetchDirection::Backward(Some(1))
+    } else if p.parse_keyword(Keyword::FIRST) {
+        FetchDirection::Absolute(1)
+    } else if p.parse_keyword(Keyword::LAST) {
+        FetchDirection::Absolute(-1)
+    } else if p.parse_keyword(Keyword::ABSOLUTE) {
+        match count(p)? {
+            Some(n) => FetchDirection::Absolute(n),
+            None => return p.expected_ref("an integer count", p.peek_token_ref()),
+        }
+    } else if p.parse_keyword(Keyword::RELATIVE) {
+        match count(p)? {
+            Some(n) => FetchDirection::Relative(n),
+            None => return p.expected_ref("an integer count", p.peek_token_ref()),
+        }
+    } else if p.parse_keyword(Keyword::ALL) {
+        FetchDirection::Forward(None)
+    } else if p.parse_keyword(Keyword::FORWARD) {
+        if p.parse_keyword(Keyword::ALL) {
+            FetchDirection::Forward(None)
+        } else {
+            count(p)?.map_or(FetchDirection::Forward(Some(1)), |n| signed(n, true))
+        }
+    } else if p.parse_keyword(Keyword::BACKWARD) {
+        if p.parse_keyword(Keyword::ALL) {
+            FetchDirection::Backward(None)
+        } else {
+            count(p)?.map_or(FetchDirection::Backward(Some(1)), |n| signed(n, false))
+        }
+    } else {
+        count(p)?.map_or(FetchDirection::Forward(Some(1)), |n| signed(n, true))
+    };
+    let _ = p.parse_one_of_keywords(&[Keyword::FROM, Keyword::IN]);
+    let cursor = super::binder_names::ident(&p.parse_identifier()?);
+    Ok(Stmt::Fetch { cursor, direction, move_only })
 }
 
 fn peek_is(p: &Parser, n: usize, keyword: Keyword) -> bool {
@@ -317,7 +441,44 @@ mod tests {
         assert!(matches!(one("CREATE MATERIALIZED VIEW m AS SELECT 1 WITH NO DATA"), Stmt::Sql(Statement::CreateView(_))));
         assert!(matches!(one("CREATE MATERIALIZED VIEW m AS SELECT 1 WITH DATA;"), Stmt::Sql(Statement::CreateView(_))));
         assert!(parse("CREATE VIEW v AS SELECT 1 WITH NO DATA").is_err());
+        for (sql, data) in [("CREATE TABLE t AS SELECT 1 AS a WITH NO DATA", Some(false)), ("CREATE TABLE t AS SELECT 1 WITH DATA", Some(true)), ("CREATE TABLE t AS (SELECT 1)", None)] {
+            let Stmt::Sql(Statement::CreateTable(ct)) = one(sql) else { panic!("{sql}") };
+            assert_eq!(ct.with_data.map(|w| w.data), data, "{sql}");
+        }
         assert!(parse("ALTER MATERIALIZED VIEW m SET SCHEMA s").is_err());
+    }
+
+    #[test]
+    fn fetch_and_move() {
+        use FetchDirection::*;
+        for (sql, dir, mv) in [
+            ("FETCH c", Forward(Some(1)), false),
+            ("fetch next from c", Forward(Some(1)), false),
+            ("FETCH 5 c", Forward(Some(5)), false),
+            ("FETCH -2 IN c", Backward(Some(2)), false),
+            ("FETCH ALL FROM c", Forward(None), false),
+            ("FETCH FORWARD FROM c", Forward(Some(1)), false),
+            ("FETCH FORWARD ALL c", Forward(None), false),
+            ("FETCH BACKWARD 3 c", Backward(Some(3)), false),
+            ("FETCH BACKWARD -3 c", Forward(Some(3)), false),
+            ("FETCH BACKWARD ALL IN c", Backward(None), false),
+            ("FETCH PRIOR c", Backward(Some(1)), false),
+            ("FETCH FIRST c", Absolute(1), false),
+            ("FETCH LAST c", Absolute(-1), false),
+            ("FETCH ABSOLUTE -1 c", Absolute(-1), false),
+            ("FETCH RELATIVE 0 FROM c", Relative(0), false),
+            ("MOVE 3 IN c", Forward(Some(3)), true),
+            ("move last in c", Absolute(-1), true),
+        ] {
+            assert_eq!(one(sql), Stmt::Fetch { cursor: "c".into(), direction: dir, move_only: mv }, "{sql}");
+        }
+        assert!(matches!(one("FETCH \"My C\""), Stmt::Fetch { cursor, .. } if cursor == "My C"));
+        // The text form parses back to the same statement.
+        let s = one("MOVE BACKWARD 2 FROM c");
+        assert_eq!(one(&s.to_string()), s);
+        for bad in ["FETCH", "FETCH ABSOLUTE c", "FETCH 1.5 c", "FETCH 5 FROM", "FETCH 99999999999999999999 c"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

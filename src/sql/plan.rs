@@ -4,6 +4,7 @@ use crate::expr::relation::ColumnOrder;
 use crate::expr::RelationExpr;
 use crate::repr::{GlobalId, RelationDesc};
 use crate::sql::copy::CopyOptions;
+use crate::sql::origin::Origins;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ItemKind {
@@ -72,6 +73,10 @@ pub struct UniqueKey {
 #[derive(Clone, Debug)]
 pub enum Plan {
     CreateTable { name: String, desc: RelationDesc, if_not_exists: bool, unique: Vec<UniqueKey> },
+    /// `CREATE TABLE name AS query [WITH [NO] DATA]`: `create` is the
+    /// `CreateTable` of the query's columns (`create_sql` the statement
+    /// stored for it); the query's rows fill it unless `with_data` is false.
+    CreateTableAs { create: Box<Plan>, create_sql: String, query: RelationExpr, finishing: Finishing, with_data: bool },
     CreateView {
         name: String,
         query: RelationExpr,
@@ -102,8 +107,16 @@ pub enum Plan {
     /// its tables were checked to exist.
     Maintenance { tag: String },
     /// `settings`: what `set_config` calls in it change once it succeeds
-    /// (name, value, local to the transaction).
-    Select { query: RelationExpr, desc: RelationDesc, finishing: Finishing, settings: Vec<(String, String, bool)> },
+    /// (name, value, local to the transaction). `origins`: the relation
+    /// column each result column reads as is, if any (RowDescription's
+    /// table OID and column number).
+    Select {
+        query: RelationExpr,
+        desc: RelationDesc,
+        origins: Origins,
+        finishing: Finishing,
+        settings: Vec<(String, String, bool)>,
+    },
     /// `COPY table [(columns)] FROM STDIN`: `columns` are the table columns
     /// the data holds, in the data's order; the others get their default
     /// (NULL).
@@ -152,4 +165,15 @@ pub enum Plan {
     ExecutePrepared { name: String, params: Vec<crate::repr::Datum> },
     /// `DEALLOCATE [PREPARE] name | ALL` (`None`: all).
     Deallocate { name: Option<String> },
+    /// `DECLARE name [NO] SCROLL CURSOR [WITH HOLD] FOR query`: `select`
+    /// is the query's `Plan::Select`; `scroll` is `Some(false)` for `NO
+    /// SCROLL`.
+    DeclareCursor { name: String, select: Box<Plan>, scroll: Option<bool>, hold: bool, sql: String },
+    /// `FETCH` or `MOVE` (`move_only`) on the session's cursor `name`.
+    Fetch { name: String, direction: crate::sql::FetchDirection, move_only: bool },
+    /// `CLOSE name | ALL` (`None`: all).
+    CloseCursor { name: Option<String> },
+    /// `DISCARD ALL`: the session as it was when it connected (cursors
+    /// closed, SQL prepared statements gone, settings reset).
+    DiscardAll,
 }

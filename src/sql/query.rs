@@ -1,6 +1,7 @@
-//! Binding queries into MIR: WITH (recursive items in `recursive.rs`), set operations, VALUES, SELECT blocks
-//! (FROM with inner, outer, USING/NATURAL and LATERAL joins; WHERE; GROUP
-//! BY; HAVING; DISTINCT [ON]; ORDER BY; LIMIT/OFFSET).
+//! Binding queries into MIR: WITH (recursive items in `recursive.rs`), set
+//! operations, VALUES, SELECT blocks (FROM, whose items and joins
+//! `from.rs` binds; WHERE; GROUP BY; HAVING; DISTINCT [ON]; ORDER BY;
+//! LIMIT/OFFSET).
 //!
 //! Every block may be *correlated*: bound relative to an `Outer` prefix
 //! (see `subquery.rs`), in which case its relation starts with the prefix
@@ -9,21 +10,21 @@
 //! subqueries are decorrelated beyond calling `subquery.rs`.
 
 use crate::expr::relation::ColumnOrder;
-use crate::expr::{BinaryFunc, RelationExpr, ScalarExpr, VariadicFunc};
+use crate::expr::{BinaryFunc, RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::binder::{ident, object_name, Binder};
 use crate::sql::expr::{contains_aggregate, ExprCtx, Grouping};
-use crate::sql::plan::{Finishing, ItemKind};
+use crate::sql::plan::Finishing;
+use crate::sql::origin::{self, Origins};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
-    distinct, filter, full_join, join, join_on_keys, left_join, map, negate, project, swap_sides, union, unit,
+    distinct, filter, join, join_on_keys, map, negate, project, union, unit,
     Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
 };
 use crate::sql::types::common_type;
 use crate::sql::window::{remap_windows, WindowCall};
 use sqlparser::ast::{
-    self, Expr, GroupByExpr, JoinConstraint, JoinOperator, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator,
-    SetQuantifier, TableFactor, TableWithJoins, Value,
+    self, Expr, GroupByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Value,
 };
 
 /// A bound query: its relation and how to finish it.
@@ -35,6 +36,12 @@ pub struct Block {
     pub prefix: usize,
     /// The output columns.
     pub desc: RelationDesc,
+    /// Where each output column comes from (`origin.rs`).
+    pub origins: Origins,
+    /// For each output column that is a field of a record-valued select
+    /// item (`composite.rs`; only a FROM subquery's block has them), the
+    /// field's name.
+    pub fields: Vec<Option<String>>,
     /// Order positions index `expr`; `arity` is prefix + outputs.
     pub finishing: Finishing,
 }
@@ -67,12 +74,35 @@ pub struct Cte {
     pub name: String,
     pub expr: RelationExpr,
     pub desc: RelationDesc,
+    /// Where each of its columns comes from (`origin.rs`).
+    pub origins: Origins,
+    /// Set when it reads the columns of an enclosing query.
+    pub prefix: Option<CtePrefix>,
+}
+
+/// A WITH item of a correlated block that reads the enclosing query's
+/// columns: it is bound relative to the block's prefix, its relation starts
+/// with the prefix columns (`desc` describes the rest), and a FROM clause
+/// of the block reads it joined on them to the items before it, which
+/// start with the same prefix.
+#[derive(Clone, Debug)]
+pub struct CtePrefix {
+    /// The placeholder of the block's prefix (`Outer::placeholder`).
+    pub placeholder: crate::repr::GlobalId,
+    /// The number of prefix columns.
+    pub arity: usize,
+    /// The prefix columns it reads (each reference to it reads them).
+    pub used: Vec<usize>,
 }
 
 /// The relation built so far in a FROM clause and its scope.
-struct From {
-    rel: RelationExpr,
-    scope: Scope,
+pub(super) struct From {
+    pub(super) rel: RelationExpr,
+    pub(super) scope: Scope,
+    /// A FROM item that already holds the items before it (LATERAL, or an
+    /// item that reads the enclosing query's columns, which the items
+    /// before it start with): the caller does not join it to them again.
+    pub(super) over_left: bool,
 }
 
 impl Binder<'_> {
@@ -90,8 +120,11 @@ impl Binder<'_> {
     }
 
     fn bind_query_with_ctes(&mut self, q: &Query, outer: Option<&Outer>) -> Result<Block, Error> {
+        // Record-valued outputs are for this query's own SELECT block,
+        // not for its WITH items or the arms of a set operation.
+        let record_outputs = std::mem::take(&mut self.record_outputs);
         if let Some(with) = &q.with {
-            self.bind_with(with)?;
+            self.bind_with(with, outer)?;
         }
         let order_exprs: Vec<ast::OrderByExpr> = match q.order_by.as_ref().map(|o| &o.kind) {
             Some(OrderByKind::Expressions(v)) => v.clone(),
@@ -100,7 +133,10 @@ impl Binder<'_> {
         };
         let (limit, offset) = self.bind_limit(q)?;
         let mut block = match q.body.as_ref() {
-            SetExpr::Select(s) => self.bind_select(s, &order_exprs, outer)?,
+            SetExpr::Select(s) => {
+                self.record_outputs = record_outputs;
+                self.bind_select(s, &order_exprs, outer)?
+            }
             other => {
                 let mut b = self.bind_set_expr(other, outer)?;
                 b.finishing.order = self.bind_output_order(&order_exprs, &b)?;
@@ -152,7 +188,8 @@ impl Binder<'_> {
                 let b = self.bind_query_in(q, outer)?;
                 let prefix = b.prefix;
                 let desc = b.desc.clone();
-                Ok(plain_block(b.into_relation(), prefix, desc))
+                let origins = b.origins.clone();
+                Ok(Block { origins, ..plain_block(b.into_relation(), prefix, desc) })
             }
             SetExpr::Values(v) => {
                 let (expr, desc) = self.bind_values(v)?;
@@ -207,14 +244,15 @@ impl Binder<'_> {
                 }
                 parts.push(ast::Ident::new(t.table_name.clone().unwrap_or_default()));
                 let (rel, scope) = self.bind_named_relation(&ast::ObjectName::from(parts), None)?;
-                let desc = RelationDesc::new(
-                    scope.items.iter().map(|i| i.name.clone()).collect(),
-                    scope.items.iter().map(|i| i.typ.clone()).collect(),
-                );
-                match outer {
-                    None => Ok(plain_block(rel, 0, desc)),
-                    Some(o) => Ok(plain_block(join(vec![o.relation(), rel], vec![]), o.arity(), desc)),
-                }
+                let columns = scope.items.iter().filter(|i| !i.system);
+                let desc = RelationDesc::new(columns.clone().map(|i| i.name.clone()).collect(), columns.clone().map(|i| i.typ.clone()).collect());
+                let origins = columns.map(|i| i.origin).collect();
+                let rel = if scope.items.len() > desc.arity() { project(rel, (0..desc.arity()).collect()) } else { rel };
+                let block = match outer {
+                    None => plain_block(rel, 0, desc),
+                    Some(o) => plain_block(join(vec![o.relation(), rel], vec![]), o.arity(), desc),
+                };
+                Ok(Block { origins, ..block })
             }
             other => Err(Error::FeatureNotSupported(format!("query form not supported yet: {other}"))),
         }
@@ -286,179 +324,46 @@ impl Binder<'_> {
         Ok((union(parts.collect()), desc))
     }
 
-    /// A table, view, materialized view or CTE by (possibly qualified) name.
-    fn bind_named_relation(&mut self, name: &ast::ObjectName, label: Option<&str>) -> Result<(RelationExpr, Scope), Error> {
-        let q = self.qualified(name)?;
-        let n = q.name.as_str();
-        let label = label.unwrap_or(n);
-        if q.schema.is_none() {
-            if let Some(cte) = self.ctes.iter().rev().find(|c| c.name == n) {
-                return Ok((cte.expr.clone(), Scope::from_names(Some(label), &cte.desc.names, &cte.desc.types)));
-            }
-        }
-        let entry = self.resolve_object(name)?;
-        let mut scope = Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types);
-        let mut expr = match entry.kind {
-            ItemKind::Table | ItemKind::MaterializedView => {
-                RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() }
-            }
-            ItemKind::View => entry.view_plan.clone().ok_or_else(|| Error::Internal(format!("view {} has no plan", entry.name)))?,
-            ItemKind::Index => return Err(Error::WrongObjectType(format!("\"{n}\" is an index"))),
-        };
-        // A system relation's rows carry `tableoid`, its OID, which
-        // pg_dump reads (`SELECT tableoid, oid ... FROM pg_class`).
-        if entry.system {
-            let oid = ScalarExpr::Literal(Datum::Int64(entry.id as i64), ScalarType::Oid);
-            expr = RelationExpr::Map { input: Box::new(expr), scalars: vec![oid] };
-            let typ = ColumnType::new(ScalarType::Oid, false);
-            scope.items.push(ScopeItem { system: true, ..ScopeItem::new(Some(label.to_string()), "tableoid".into(), typ) });
-        }
-        Ok((expr, scope))
-    }
-
-    /// One FROM item, not joined to anything yet. `left` is what precedes
-    /// it in the FROM clause, for LATERAL.
-    fn bind_table_factor(&mut self, tf: &TableFactor, left: Option<&From>) -> Result<From, Error> {
-        let (rel, mut scope, alias) = match tf {
-            TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. } => {
-                let fname = crate::sql::table_funcs::function_name(name)?;
-                let exprs = function_args_exprs(&args.args)?;
-                return self.bind_from_function(&fname, &exprs, alias.as_ref(), *with_ordinality, left);
-            }
-            TableFactor::Function { name, args, alias, with_ordinality, .. } => {
-                let fname = crate::sql::table_funcs::function_name(name)?;
-                let exprs = function_args_exprs(args)?;
-                return self.bind_from_function(&fname, &exprs, alias.as_ref(), *with_ordinality, left);
-            }
-            TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality, .. } => {
-                if array_exprs.len() != 1 {
-                    return Err(Error::FeatureNotSupported("unnest of several arrays is not supported yet".into()));
-                }
-                return self.bind_from_function("unnest", array_exprs, alias.as_ref(), *with_ordinality, left);
-            }
-            TableFactor::Table { name, alias, .. } => {
-                let label = alias.as_ref().map(|a| ident(&a.name));
-                let (rel, scope) = self.bind_named_relation(name, label.as_deref())?;
-                (rel, scope, alias)
-            }
-            TableFactor::Derived { lateral, subquery, alias, .. } => {
-                let label = alias.as_ref().map(|a| ident(&a.name));
-                let (rel, desc) = match (lateral, left) {
-                    (true, Some(l)) => {
-                        let corr = self.bind_correlated(subquery, &l.scope, vec![])?;
-                        let keys = distinct(project(l.rel.clone(), corr.cols.clone()));
-                        let desc = corr.desc.clone();
-                        let s = corr.instantiate(&keys);
-                        // The LATERAL item already carries the left side's
-                        // columns; the caller does not join it again.
-                        let mut sc = l.scope.clone();
-                        let mut own = Scope::from_names(label.as_deref(), &desc.names, &desc.types);
-                        rename_columns(&mut own, alias.as_ref());
-                        sc.items.extend(own.items);
-                        return Ok(From { rel: join_on_keys(l.rel.clone(), &corr.cols, s, true), scope: sc });
-                    }
-                    _ => {
-                        let block = self.bind_query_in(subquery, None)?;
-                        let desc = block.desc.clone();
-                        (block.into_relation(), desc)
-                    }
-                };
-                let scope = Scope::from_names(label.as_deref(), &desc.names, &desc.types);
-                (rel, scope, alias)
-            }
-            TableFactor::NestedJoin { table_with_joins, alias } => {
-                let f = self.bind_from_item(table_with_joins, None)?;
-                let mut scope = f.scope;
-                if let Some(a) = alias {
-                    let label = ident(&a.name);
-                    for it in scope.items.iter_mut() {
-                        it.table = Some(label.clone());
-                    }
-                }
-                (f.rel, scope, alias)
-            }
-            other => return Err(Error::FeatureNotSupported(format!("FROM item not supported yet: {other}"))),
-        };
-        rename_columns(&mut scope, alias.as_ref());
-        Ok(From { rel, scope })
-    }
-
-    /// A function in FROM, over the items before it (`left`), which its
-    /// arguments may read (an implicit LATERAL, as in Postgres). The result
-    /// holds `left`'s columns, then the function's (and `ordinality`). A
-    /// function that returns one value per call gives one row.
-    fn bind_from_function(
-        &mut self,
-        name: &str,
-        args: &[Expr],
-        alias: Option<&ast::TableAlias>,
-        with_ordinality: bool,
-        left: Option<&From>,
-    ) -> Result<From, Error> {
-        let (input, mut scope) = match left {
-            Some(l) => (l.rel.clone(), l.scope.clone()),
-            None => (unit(), Scope::default()),
-        };
-        let mut bound = Vec::new();
-        {
-            let mut ctx = ExprCtx::new(&scope, "FROM");
-            for a in args {
-                bound.push(self.bind_expr(a, &mut ctx)?);
-            }
-        }
-        let label = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.to_string());
-        let (rel, mut names, mut types) = if crate::sql::table_funcs::is_table_function(name) {
-            let (func, exprs) = self.bind_table_function(name, bound)?;
-            let cols = func.columns();
-            let names: Vec<String> = if cols.len() == 1 {
-                vec![if name == "pg_partition_ancestors" { "relid".to_string() } else { label.clone() }]
-            } else {
-                cols.iter().map(|(n, _)| n.to_string()).collect()
-            };
-            let types = cols.into_iter().map(|(_, t)| t).collect();
-            (Self::flat_map(input, func, exprs, with_ordinality), names, types)
-        } else {
-            if with_ordinality {
-                return Err(Error::FeatureNotSupported(format!("WITH ORDINALITY on {name}() is not supported")));
-            }
-            // A scalar function in FROM is a one-row relation.
-            let b = self.bind_builtin(name, bound)?;
-            let ty = b.ty.clone().unwrap_or(ScalarType::Text);
-            let t = ColumnType::new(ty.clone(), b.nullable);
-            let x = self.coerce(b, &ty)?;
-            (map(input, vec![x]), vec![label.clone()], vec![t])
-        };
-        if with_ordinality {
-            names.push("ordinality".into());
-            types.push(ColumnType::new(ScalarType::Int64, false));
-        }
-        let mut own = Scope::from_names(Some(&label), &names, &types);
-        rename_columns(&mut own, alias);
-        if let Some(l) = left {
-            check_new_label(&l.scope, &own)?;
-        }
-        scope.items.extend(own.items);
-        Ok(From { rel, scope })
-    }
-
     /// Replaces each select item that is a call of a set-returning
-    /// function by a column of one `FlatMap` over the FROM relation
-    /// (several such functions run side by side, as in Postgres).
+    /// function, or a field of one (`(f(x)).n`), by a column of one
+    /// `FlatMap` over the FROM relation (several such functions run side
+    /// by side, as in Postgres). With `records` (a FROM subquery's block),
+    /// a call with several columns is a record item: one item per column,
+    /// each named after the item, with the column's name as its field
+    /// (returned per item; `composite.rs`).
     fn select_list_functions(
         &mut self,
         rel: RelationExpr,
         mut scope: Scope,
-        items: &mut [(Expr, String)],
-    ) -> Result<(RelationExpr, Scope), Error> {
+        items: &mut Vec<(Expr, String)>,
+        records: bool,
+    ) -> Result<(RelationExpr, Scope, Vec<Option<String>>), Error> {
         let mut funcs = Vec::new();
         let mut all_exprs = Vec::new();
-        for (e, _) in items.iter_mut() {
-            let Expr::Function(f) = e else { continue };
-            if f.over.is_some() {
-                continue;
-            }
+        let start = scope.items.len();
+        let mut out: Vec<(Expr, String)> = Vec::with_capacity(items.len());
+        let mut fields: Vec<Option<String>> = Vec::with_capacity(items.len());
+        for (e, item_name) in std::mem::take(items) {
+            let (f, pick) = match &e {
+                Expr::Function(f) => (f, None),
+                _ => match crate::sql::composite::function_field(&e) {
+                    Some((f, field)) => (f, Some(field)),
+                    None => {
+                        out.push((e, item_name));
+                        fields.push(None);
+                        continue;
+                    }
+                },
+            };
             let name = crate::sql::table_funcs::function_name(&f.name)?;
-            if !crate::sql::table_funcs::is_table_function(&name) {
+            if f.over.is_some() || !crate::sql::table_funcs::is_table_function(&name) {
+                if pick.is_some() {
+                    return Err(Error::FeatureNotSupported(format!(
+                        "selecting a field of {name}() is not supported: it does not return records"
+                    )));
+                }
+                out.push((e, item_name));
+                fields.push(None);
                 continue;
             }
             let args = crate::sql::table_funcs::call_args(f)?;
@@ -476,222 +381,56 @@ impl Binder<'_> {
             }
             let (func, exprs) = self.bind_table_function(&name, bound)?;
             let cols = func.columns();
-            if cols.len() != 1 {
-                return Err(Error::FeatureNotSupported(format!("{name} in a select list is not supported yet; use it in FROM")));
+            let k = funcs.len();
+            let hidden: Vec<String> = (0..cols.len()).map(|j| format!("?{name}{k}.{j}?")).collect();
+            for ((_, t), h) in cols.iter().zip(&hidden) {
+                scope.items.push(ScopeItem::new(None, h.clone(), t.clone()));
             }
-            let hidden = format!("?{name}{}?", funcs.len());
-            let (_, t) = cols.into_iter().next().expect("one column");
-            let t = if funcs.is_empty() { t } else { ColumnType::new(t.scalar, true) };
-            scope.items.push(ScopeItem::new(None, hidden.clone(), t));
             funcs.push((func, exprs.len()));
             all_exprs.extend(exprs);
-            *e = Expr::Identifier(ast::Ident::with_quote('"', hidden));
+            let column = |j: usize| Expr::Identifier(ast::Ident::with_quote('"', hidden[j].clone()));
+            match pick {
+                Some(field) => {
+                    let j = cols.iter().position(|(c, _)| *c == field).ok_or_else(|| {
+                        Error::UndefinedColumn(format!("could not identify column \"{field}\" in record data type"))
+                    })?;
+                    out.push((column(j), item_name));
+                    fields.push(None);
+                }
+                None if cols.len() == 1 => {
+                    out.push((column(0), item_name));
+                    fields.push(None);
+                }
+                None if records => {
+                    for (j, (c, _)) in cols.iter().enumerate() {
+                        out.push((column(j), item_name.clone()));
+                        fields.push(Some(c.to_string()));
+                    }
+                }
+                None => {
+                    return Err(Error::FeatureNotSupported(format!(
+                        "{name} in a select list is not supported yet outside a FROM subquery; use it in FROM or select a field, ({name}(...)).field"
+                    )));
+                }
+            }
+        }
+        *items = out;
+        // With several functions side by side, each may be padded.
+        if funcs.len() > 1 {
+            for item in &mut scope.items[start..] {
+                item.typ.nullable = true;
+            }
         }
         let rel = match funcs.len() {
             0 => rel,
             1 => Self::flat_map(rel, funcs.pop().expect("one").0, all_exprs, false),
             _ => Self::flat_map(rel, crate::expr::func::table::TableFunc::Zip(funcs), all_exprs, false),
         };
-        // With several functions the first's column may be padded too.
-        if let RelationExpr::FlatMap { func: crate::expr::func::table::TableFunc::Zip(_), .. } = &rel {
-            let first = scope.items.len() - rel_func_width(&rel);
-            scope.items[first].typ.nullable = true;
-        }
-        Ok((rel, scope))
-    }
-
-    /// A FROM item with its joins, joined onto `acc` (the items before it,
-    /// or the prefix of a correlated block).
-    fn bind_from_item(&mut self, twj: &TableWithJoins, acc: Option<From>) -> Result<From, Error> {
-        // RIGHT and FULL joins do not distribute over the cross product
-        // with what precedes the item: bind the item on its own first.
-        let needs_own = twj.joins.iter().any(|j| {
-            matches!(j.join_operator, JoinOperator::Right(_) | JoinOperator::RightOuter(_) | JoinOperator::FullOuter(_))
-        });
-        let (mut cur, start, rest) = match acc {
-            Some(acc) if !needs_own => {
-                let start = acc.scope.len();
-                let f = self.bind_table_factor(&twj.relation, Some(&acc))?;
-                (cross(acc, f, is_lateral(&twj.relation))?, start, None)
-            }
-            acc => (self.bind_table_factor(&twj.relation, acc.as_ref())?, 0, acc),
-        };
-        for j in &twj.joins {
-            cur = self.bind_join(cur, start, j)?;
-        }
-        match rest {
-            Some(acc) => cross(acc, cur, false),
-            None => Ok(cur),
-        }
-    }
-
-    fn bind_join(&mut self, left: From, start: usize, j: &ast::Join) -> Result<From, Error> {
-        #[derive(PartialEq)]
-        enum Kind {
-            Inner,
-            Left,
-            Right,
-            Full,
-        }
-        let (kind, constraint) = match &j.join_operator {
-            JoinOperator::Join(c) | JoinOperator::Inner(c) => (Kind::Inner, Some(c)),
-            JoinOperator::CrossJoin(_) => (Kind::Inner, None),
-            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (Kind::Left, Some(c)),
-            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (Kind::Right, Some(c)),
-            JoinOperator::FullOuter(c) => (Kind::Full, Some(c)),
-            other => return Err(Error::FeatureNotSupported(format!("join type not supported yet: {other:?}"))),
-        };
-        let lateral = is_lateral(&j.relation);
-        if lateral && kind != Kind::Inner && kind != Kind::Left {
-            return Err(Error::InvalidColumnReference("the combining JOIN type must be INNER or LEFT for a LATERAL reference".into()));
-        }
-        let right = self.bind_table_factor(&j.relation, Some(&left))?;
-        if lateral {
-            // `right` already contains the left side's columns.
-            if kind == Kind::Left {
-                return Err(Error::FeatureNotSupported("LEFT JOIN LATERAL is not supported yet".into()));
-            }
-            let mut f = right;
-            if let Some(JoinConstraint::On(e)) = constraint {
-                let p = self.bind_where_conjuncts(&f, e, "JOIN/ON")?;
-                f = p;
-            }
-            return Ok(f);
-        }
-        check_new_label(&left.scope, &right.scope)?;
-        let a = left.scope.len();
-        let b = right.scope.len();
-        // USING / NATURAL: the join columns.
-        let using: Vec<String> = match constraint {
-            Some(JoinConstraint::Using(cols)) => cols.iter().map(object_name).collect(),
-            Some(JoinConstraint::Natural) => {
-                let lnames: Vec<&str> = left.scope.star_items().filter(|(i, _)| *i >= start).map(|(_, it)| it.name.as_str()).collect();
-                right.scope.star_items().map(|(_, it)| it.name.clone()).filter(|n| lnames.contains(&n.as_str())).collect()
-            }
-            _ => vec![],
-        };
-        let mut scope = Scope { items: left.scope.items.clone() };
-        scope.items.extend(right.scope.items.iter().cloned());
-        let mut on = Vec::new();
-        let mut pairs = Vec::new();
-        for u in &using {
-            let find = |s: &Scope, off: usize| -> Result<usize, Error> {
-                let hits: Vec<usize> = s
-                    .items
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, it)| *i >= off && it.level == 0 && !it.hidden && !it.system && it.name == *u)
-                    .map(|(i, _)| i)
-                    .collect();
-                match hits.as_slice() {
-                    [i] => Ok(*i),
-                    [] => Err(Error::UndefinedColumn(format!("column \"{u}\" specified in USING clause does not exist in {} table", if off == 0 { "right" } else { "left" }))),
-                    _ => Err(Error::AmbiguousColumn(format!("{u}\" specified in USING clause"))),
-                }
-            };
-            let li = find(&left.scope, start).map_err(|_| {
-                Error::UndefinedColumn(format!("column \"{u}\" specified in USING clause does not exist in left table"))
-            })?;
-            let ri = find(&right.scope, 0).map_err(|_| {
-                Error::UndefinedColumn(format!("column \"{u}\" specified in USING clause does not exist in right table"))
-            })?;
-            let lt = &left.scope.items[li].typ.scalar;
-            let rt = &right.scope.items[ri].typ.scalar;
-            let t = common_type(lt, rt).ok_or_else(|| {
-                Error::UndefinedFunction(format!("operator does not exist: {} = {}", lt.name(), rt.name()))
-            })?;
-            let l = self.cast_to(ScalarExpr::Column(li), lt, &t);
-            let r = self.cast_to(ScalarExpr::Column(a + ri), rt, &t);
-            on.push(l.clone().call_binary(r.clone(), BinaryFunc::Eq));
-            pairs.push((li, a + ri, l, r, t));
-        }
-        let mut host = Host::new(scope.clone());
-        if let Some(JoinConstraint::On(e)) = constraint {
-            let mut ctx = ExprCtx::new(&scope, "JOIN/ON");
-            ctx.host = Some(&mut host);
-            let p = self.bind_condition(e, &mut ctx)?;
-            on.extend(p.into_conjuncts());
-        }
-        // Nullability of the sides.
-        for (i, it) in scope.items.iter_mut().enumerate() {
-            let nullable = match kind {
-                Kind::Inner => false,
-                Kind::Left => i >= a,
-                Kind::Right => i < a,
-                Kind::Full => true,
-            };
-            if nullable {
-                it.typ.nullable = true;
-            }
-        }
-        let rel = match kind {
-            Kind::Inner => {
-                if host.pending.is_empty() {
-                    filter(join(vec![left.rel, right.rel], vec![]), on)
-                } else {
-                    let base = join(vec![left.rel, right.rel], vec![]);
-                    let w = a + b;
-                    let ext = self.apply_pending(base, std::mem::take(&mut host.pending))?;
-                    for p in on.iter_mut() {
-                        Host::remap(p, w);
-                    }
-                    project(filter(ext, on), (0..w).collect())
-                }
-            }
-            _ if !host.pending.is_empty() => {
-                return Err(Error::FeatureNotSupported("subqueries in the ON clause of an outer join are not supported yet".into()));
-            }
-            Kind::Left => left_join(left.rel, right.rel, on),
-            Kind::Right => {
-                let swapped: Vec<ScalarExpr> = on.iter().map(|p| swap_sides(p, a, b)).collect();
-                let r = left_join(right.rel, left.rel, swapped);
-                project(r, (b..b + a).chain(0..b).collect())
-            }
-            Kind::Full => full_join(left.rel, right.rel, on),
-        };
-        if pairs.is_empty() {
-            return Ok(From { rel, scope });
-        }
-        // USING: the merged columns come first (after what preceded this
-        // item), the per-side columns stay reachable by qualified name.
-        let width = a + b;
-        let mut merged = Vec::new();
-        let mut merged_items = Vec::new();
-        for (li, ri, l, r, t) in &pairs {
-            let value = match kind {
-                Kind::Inner | Kind::Left => l.clone(),
-                Kind::Right => r.clone(),
-                Kind::Full => ScalarExpr::CallVariadic { func: VariadicFunc::Coalesce, exprs: vec![l.clone(), r.clone()] },
-            };
-            let nullable = match kind {
-                Kind::Inner | Kind::Left => scope.items[*li].typ.nullable,
-                Kind::Right => scope.items[*ri].typ.nullable,
-                Kind::Full => scope.items[*li].typ.nullable && scope.items[*ri].typ.nullable,
-            };
-            merged.push(value);
-            let name = scope.items[*li].name.clone();
-            merged_items.push(ScopeItem::new(None, name, ColumnType::new(t.clone(), nullable)));
-        }
-        let hidden: Vec<usize> = pairs.iter().flat_map(|(li, ri, ..)| [*li, *ri]).collect();
-        let mut outputs: Vec<usize> = (0..start).collect();
-        let mut items: Vec<ScopeItem> = scope.items[..start].to_vec();
-        outputs.extend(width..width + merged.len());
-        items.extend(merged_items);
-        for i in start..width {
-            if !hidden.contains(&i) {
-                outputs.push(i);
-                items.push(scope.items[i].clone());
-            }
-        }
-        for i in &hidden {
-            outputs.push(*i);
-            items.push(ScopeItem { hidden: true, ..scope.items[*i].clone() });
-        }
-        Ok(From { rel: project(map(rel, merged), outputs), scope: Scope { items } })
+        Ok((rel, scope, fields))
     }
 
     /// Casts `e` of type `from` to `to` if they differ.
-    fn cast_to(&mut self, e: ScalarExpr, from: &ScalarType, to: &ScalarType) -> ScalarExpr {
+    pub(super) fn cast_to(&mut self, e: ScalarExpr, from: &ScalarType, to: &ScalarType) -> ScalarExpr {
         if from.unconstrained() == to.unconstrained() {
             e
         } else {
@@ -702,7 +441,7 @@ impl Binder<'_> {
     /// Filters `f` by a condition, decorrelating its subqueries: top-level
     /// `[NOT] EXISTS` and `IN` conjuncts become semi- and anti-joins, other
     /// subqueries become columns that are dropped after the filter.
-    fn bind_where_conjuncts(&mut self, f: &From, cond: &Expr, clause: &'static str) -> Result<From, Error> {
+    pub(super) fn bind_where_conjuncts(&mut self, f: &From, cond: &Expr, clause: &'static str) -> Result<From, Error> {
         self.bind_where_with(f, cond, clause, vec![])
     }
 
@@ -776,7 +515,7 @@ impl Binder<'_> {
             }
             rel = project(filter(ext, with_subqueries), (0..w).collect());
         }
-        Ok(From { rel, scope: f.scope.clone() })
+        Ok(From { rel, scope: f.scope.clone(), over_left: false })
     }
 
     /// `lhs op ANY/ALL (subquery)`: binds the subquery with the left
@@ -814,13 +553,24 @@ impl Binder<'_> {
     }
 
     pub fn bind_select(&mut self, s: &Select, order_exprs: &[ast::OrderByExpr], outer: Option<&Outer>) -> Result<Block, Error> {
+        let records = std::mem::take(&mut self.record_outputs);
         let n = outer.map(|o| o.arity()).unwrap_or(0);
         // FROM
-        let mut acc: Option<From> = outer.map(|o| From { rel: o.relation(), scope: o.scope() });
+        let mut acc: Option<From> = outer.map(|o| From { rel: o.relation(), scope: o.scope(), over_left: false });
+        let saved = std::mem::replace(&mut self.block_outer, outer.map(|o| o.placeholder));
+        let mut bound = Ok(());
         for twj in &s.from {
-            acc = Some(self.bind_from_item(twj, acc.take())?);
+            match self.bind_from_item(twj, acc.take()) {
+                Ok(f) => acc = Some(f),
+                Err(e) => {
+                    bound = Err(e);
+                    break;
+                }
+            }
         }
-        let from = acc.unwrap_or(From { rel: unit(), scope: Scope::default() });
+        self.block_outer = saved;
+        bound?;
+        let from = acc.unwrap_or(From { rel: unit(), scope: Scope::default(), over_left: false });
         // WHERE (with the IN equality of a semi-join, when it applies)
         let pre = match outer {
             Some(o) if o.equate => self.early_equality(s, &from, o),
@@ -828,7 +578,7 @@ impl Binder<'_> {
         };
         let from = match &s.selection {
             Some(w) => self.bind_where_with(&from, w, "WHERE", pre)?,
-            None => From { rel: filter(from.rel, pre), scope: from.scope },
+            None => From { rel: filter(from.rel, pre), scope: from.scope, over_left: false },
         };
         let scope = from.scope.clone();
         let rel = from.rel;
@@ -839,6 +589,9 @@ impl Binder<'_> {
                 SelectItem::UnnamedExpr(e) => items.push((e.clone(), column_name(e))),
                 SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident(alias))),
                 SelectItem::Wildcard(_) => {
+                    if scope.has_fields() {
+                        return Err(record_star());
+                    }
                     if scope.star_items().next().is_none() {
                         return Err(Error::Syntax("SELECT * with no tables specified is not valid".into()));
                     }
@@ -856,6 +609,9 @@ impl Binder<'_> {
                     if cols.is_empty() {
                         return Err(Error::MissingFromEntry(t));
                     }
+                    if cols.iter().any(|i| i.field.is_some()) {
+                        return Err(record_star());
+                    }
                     for it in cols {
                         items.push((column_ref(it), it.name.clone()));
                     }
@@ -865,7 +621,7 @@ impl Binder<'_> {
         }
         // A set-returning function as a whole select item runs over the
         // FROM rows (one output row per row it returns).
-        let (mut rel, scope) = self.select_list_functions(rel, scope, &mut items)?;
+        let (mut rel, scope, fields) = self.select_list_functions(rel, scope, &mut items, records)?;
         let group_exprs: Vec<Expr> = match &s.group_by {
             GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.clone(),
             GroupByExpr::Expressions(..) => return Err(Error::FeatureNotSupported("GROUP BY modifiers are not supported yet".into())),
@@ -930,12 +686,14 @@ impl Binder<'_> {
         let mut out_exprs = Vec::new();
         let mut out_types = Vec::new();
         let mut names = Vec::new();
+        let mut origins = Vec::new();
         for (e, nm) in &items {
             let mut ctx = ExprCtx::new(&input_scope, "SELECT");
             ctx.grouping = if grouped { Some(&mut grouping) } else { None };
             ctx.host = Some(&mut host);
             ctx.windows = Some(&mut windows);
             let (x, t) = self.bind_scalar(e, &mut ctx)?;
+            origins.push(origin::of_output(&x, &input_scope, if grouped { Some(&grouping) } else { None }));
             out_exprs.push(x);
             out_types.push(t);
             names.push(nm.clone());
@@ -1077,7 +835,7 @@ impl Binder<'_> {
         debug_assert!(out_exprs.iter().all(|x| x.support().iter().all(|c| *c < PENDING_COLUMN_BASE)));
         let desc = RelationDesc::new(names, out_types);
         let arity = n + desc.arity();
-        Ok(Block { expr: rel, prefix: n, desc, finishing: Finishing { order, limit: None, offset: 0, arity } })
+        Ok(Block { expr: rel, prefix: n, desc, origins, fields, finishing: Finishing { order, limit: None, offset: 0, arity } })
     }
 
     /// For `x IN (SELECT y FROM ... WHERE ...)` used as a semi-join: the
@@ -1175,7 +933,7 @@ impl Binder<'_> {
         desc: &RelationDesc,
     ) -> Result<RelationExpr, Error> {
         let w = scope.len();
-        let from = From { rel: table, scope };
+        let from = From { rel: table, scope, over_left: false };
         let from = match cond {
             Some(c) => self.bind_where_conjuncts(&from, c, "WHERE")?,
             None => from,
@@ -1244,51 +1002,19 @@ impl Binder<'_> {
     }
 }
 
-fn is_lateral(tf: &TableFactor) -> bool {
-    // A function in FROM is bound over the items before it (implicitly
-    // LATERAL), so it already holds them.
-    matches!(
-        tf,
-        TableFactor::Derived { lateral: true, .. }
-            | TableFactor::Table { args: Some(_), .. }
-            | TableFactor::Function { .. }
-            | TableFactor::UNNEST { .. }
-    )
-}
-
-/// How many columns the function of a `FlatMap` adds.
-fn rel_func_width(rel: &RelationExpr) -> usize {
-    match rel {
-        RelationExpr::FlatMap { func, .. } => func.columns().len(),
-        _ => 0,
-    }
-}
-
-/// The plain arguments of a function in FROM.
-fn function_args_exprs(args: &[ast::FunctionArg]) -> Result<Vec<Expr>, Error> {
-    args.iter()
-        .map(|a| match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-            other => Err(Error::FeatureNotSupported(format!("function argument {other} in FROM is not supported"))),
-        })
-        .collect()
-}
 
 /// The cross product of two FROM items (a LATERAL item already includes
 /// the left side).
-fn cross(acc: From, f: From, lateral: bool) -> Result<From, Error> {
-    if lateral {
-        return Ok(f);
-    }
-    check_new_label(&acc.scope, &f.scope)?;
-    let mut scope = acc.scope;
-    scope.items.extend(f.scope.items);
-    Ok(From { rel: join(vec![acc.rel, f.rel], vec![]), scope })
+/// `*` over a record column, which ripple cannot return whole.
+fn record_star() -> Error {
+    Error::FeatureNotSupported("SELECT * over a record-valued column is not supported; select its fields, as (name).field".into())
 }
 
 fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
     let arity = prefix + desc.arity();
-    Block { expr, prefix, desc, finishing: Finishing { order: vec![], limit: None, offset: 0, arity } }
+    let origins = origin::none(desc.arity());
+    let fields = vec![None; desc.arity()];
+    Block { expr, prefix, desc, origins, fields, finishing: Finishing { order: vec![], limit: None, offset: 0, arity } }
 }
 
 /// Casts the non-prefix columns of `e` to `types` where they differ.
@@ -1344,16 +1070,6 @@ fn split_conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
-fn rename_columns(scope: &mut Scope, alias: Option<&ast::TableAlias>) {
-    if let Some(a) = alias {
-        for (i, c) in a.columns.iter().enumerate() {
-            if let Some(item) = scope.items.get_mut(i) {
-                item.name = ident(&c.name);
-            }
-        }
-    }
-}
-
 pub fn column_ref(it: &ScopeItem) -> Expr {
     match &it.table {
         Some(t) => Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', t.clone()), ast::Ident::with_quote('"', it.name.clone())]),
@@ -1369,7 +1085,11 @@ pub fn column_name(e: &Expr) -> String {
         Expr::CompoundIdentifier(ids) => ids.last().map(ident).unwrap_or_else(|| "?column?".into()),
         Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase().trim_matches('"').to_string()).unwrap_or_default(),
         Expr::Array(_) => "array".into(),
-        Expr::CompoundFieldAccess { root, .. } => column_name(root),
+        // `(r).field` is named after the field, `a[1]` after the array.
+        Expr::CompoundFieldAccess { root, access_chain } => match access_chain.as_slice() {
+            [ast::AccessExpr::Dot(Expr::Identifier(f))] => ident(f),
+            _ => column_name(root),
+        },
         Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Array(_) => column_name(expr),
             _ => scalar_type_from_sql(data_type).map(|t| t.typname().to_string()).unwrap_or_else(|_| "?column?".into()),

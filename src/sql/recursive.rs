@@ -26,7 +26,8 @@ use crate::expr::{LocalId, RelationExpr};
 use crate::repr::{ColumnType, Error, RelationDesc};
 use crate::sql::binder::{ident, object_name, Binder};
 use crate::sql::expr::contains_aggregate;
-use crate::sql::query::{coerce_columns, Cte};
+use crate::sql::query::{coerce_columns, Cte, CtePrefix};
+use crate::sql::subquery::{CorrFrame, Outer};
 use crate::sql::types::common_type;
 use sqlparser::ast::{
     self, Expr, JoinConstraint, JoinOperator, ObjectName, Query, SelectItem, SetExpr, SetOperator, SetQuantifier,
@@ -316,8 +317,9 @@ struct RecursiveItem<'q> {
 
 impl Binder<'_> {
     /// Binds the items of a WITH clause into `self.ctes`, in the order
-    /// they may be referenced.
-    pub(crate) fn bind_with(&mut self, with: &ast::With) -> Result<(), Error> {
+    /// they may be referenced; `outer` is the prefix of the correlated
+    /// block the clause belongs to, if it is one.
+    pub(crate) fn bind_with(&mut self, with: &ast::With, outer: Option<&Outer>) -> Result<(), Error> {
         let mut seen = BTreeSet::new();
         for c in &with.cte_tables {
             let name = ident(&c.alias.name);
@@ -336,49 +338,99 @@ impl Binder<'_> {
         for ((i, _), form) in order.iter().zip(forms) {
             let c = &with.cte_tables[*i];
             let name = ident(&c.alias.name);
-            let cte = match form {
-                Some((base, step, distinct)) => {
-                    self.bind_recursive(RecursiveItem { name: &name, cte: c, base, step, distinct })?
-                }
-                None => {
-                    let block = self.bind_query_in(&c.query, None)?;
-                    let desc = renamed(&name, block.desc.clone(), &c.alias.columns)?;
-                    Cte { name, expr: block.into_relation(), desc }
-                }
-            };
+            let cte = self.bind_with_item(&name, c, form, outer)?;
             self.ctes.push(cte);
         }
         Ok(())
     }
 
+    /// One WITH item. In a correlated block, an item that reads the
+    /// enclosing query's columns is bound relative to the block's prefix
+    /// (`outer`) and its relation starts with the prefix columns
+    /// (`CtePrefix`); an item that does not is bound on its own, as
+    /// outside a correlated block.
+    fn bind_with_item(
+        &mut self,
+        name: &str,
+        c: &ast::Cte,
+        form: Option<(&SetExpr, &SetExpr, bool)>,
+        outer: Option<&Outer>,
+    ) -> Result<Cte, Error> {
+        if let Some(o) = outer {
+            // Which prefix columns it reads: a frame of its own (prefix
+            // position i is the block's i).
+            self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: (0..o.arity()).collect() });
+            let r = self.bind_with_item_in(name, c, form, Some(o));
+            let frame = self.corr.pop().expect("pushed above");
+            let mut cte = r?;
+            if !frame.used.is_empty() {
+                let scope = o.scope();
+                let used: Vec<usize> = frame.used.into_iter().collect();
+                // What it reads, the block reads.
+                for p in &used {
+                    self.note_outer_reference(&scope.items[*p].clone(), *p);
+                }
+                cte.prefix = Some(CtePrefix { placeholder: o.placeholder, arity: o.arity(), used });
+                return Ok(cte);
+            }
+        }
+        self.bind_with_item_in(name, c, form, None)
+    }
+
+    fn bind_with_item_in(
+        &mut self,
+        name: &str,
+        c: &ast::Cte,
+        form: Option<(&SetExpr, &SetExpr, bool)>,
+        outer: Option<&Outer>,
+    ) -> Result<Cte, Error> {
+        match form {
+            Some((base, step, distinct)) => self.bind_recursive(RecursiveItem { name, cte: c, base, step, distinct }, outer),
+            None => {
+                let block = self.bind_query_in(&c.query, outer)?;
+                let desc = renamed(name, block.desc.clone(), &c.alias.columns)?;
+                let origins = block.origins.clone();
+                Ok(Cte { name: name.to_string(), expr: block.into_relation(), desc, origins, prefix: None })
+            }
+        }
+    }
+
     /// `name AS (base UNION [ALL] step)`: the step is bound with `name`
     /// reading the previous round (`RecursiveRef`), then cast to the
-    /// base's column types.
-    fn bind_recursive(&mut self, item: RecursiveItem<'_>) -> Result<Cte, Error> {
+    /// base's column types. Relative to a correlated block's prefix
+    /// (`outer`), both terms and the item's relation start with the
+    /// prefix columns, and the step reads the previous round joined on
+    /// them (so each prefix value recurses on its own).
+    fn bind_recursive(&mut self, item: RecursiveItem<'_>, outer: Option<&Outer>) -> Result<Cte, Error> {
         let saved = self.ctes.len();
-        let r = self.bind_recursive_terms(item);
+        let r = self.bind_recursive_terms(item, outer);
         self.ctes.truncate(saved);
         r
     }
 
-    fn bind_recursive_terms(&mut self, item: RecursiveItem<'_>) -> Result<Cte, Error> {
+    fn bind_recursive_terms(&mut self, item: RecursiveItem<'_>, outer: Option<&Outer>) -> Result<Cte, Error> {
         let RecursiveItem { name, cte, base, step, distinct } = item;
         if let Some(inner) = &cte.query.with {
-            self.bind_with(inner)?;
+            self.bind_with(inner, outer)?;
         }
         let untyped = untyped_columns(base);
-        let base = self.bind_set_expr(base, None)?;
+        let base = self.bind_set_expr(base, outer)?;
+        let n = base.prefix;
         let desc = renamed(name, base.desc.clone(), &cte.alias.columns)?;
         let base = base.into_relation();
         let id = next_local_id();
         let ref_types: Vec<ColumnType> = desc.types.iter().map(|t| ColumnType::new(t.scalar.clone(), true)).collect();
-        let reference = RelationExpr::RecursiveRef { id, name: name.to_string(), types: ref_types.clone() };
+        // The relation's columns: the prefix, then the item's.
+        let all_types: Vec<ColumnType> = base.typ().into_iter().take(n).chain(ref_types.iter().cloned()).collect();
+        let reference = RelationExpr::RecursiveRef { id, name: name.to_string(), types: all_types.clone() };
         self.ctes.push(Cte {
             name: name.to_string(),
             expr: reference,
             desc: RelationDesc::new(desc.names.clone(), ref_types.clone()),
+            origins: crate::sql::origin::none(ref_types.len()),
+            prefix: outer.map(|o| CtePrefix { placeholder: o.placeholder, arity: n, used: vec![] }),
         });
-        let step = self.bind_set_expr(step, None)?;
+        let step = self.bind_set_expr(step, outer)?;
         if step.desc.arity() != desc.arity() {
             return Err(Error::Syntax("each UNION query must have the same number of columns".into()));
         }
@@ -404,7 +456,7 @@ impl Binder<'_> {
                 )));
             }
         }
-        let step = coerce_columns(step.into_relation(), 0, &desc.types);
+        let step = coerce_columns(step.into_relation(), n, &desc.types);
         if nested_reference(&step, id) {
             return Err(Error::FeatureNotSupported(format!(
                 "a recursive query inside the recursive term of \"{name}\" that reads \"{name}\" is not supported"
@@ -413,12 +465,14 @@ impl Binder<'_> {
         let expr = RelationExpr::Recursive {
             id,
             name: name.to_string(),
-            types: ref_types.clone(),
+            types: all_types,
             base: Box::new(base),
             step: Box::new(step),
             distinct,
         };
-        Ok(Cte { name: name.to_string(), expr, desc: RelationDesc::new(desc.names, ref_types) })
+        // A recursive item's columns are a UNION's: they have no origin.
+        let origins = crate::sql::origin::none(ref_types.len());
+        Ok(Cte { name: name.to_string(), expr, desc: RelationDesc::new(desc.names, ref_types), origins, prefix: None })
     }
 }
 

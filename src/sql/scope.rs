@@ -7,6 +7,7 @@
 //! names shadow them, as in SQL.
 
 use crate::repr::{ColumnType, Error};
+use crate::sql::origin::ColumnOrigin;
 
 #[derive(Clone, Debug)]
 pub struct ScopeItem {
@@ -21,16 +22,22 @@ pub struct ScopeItem {
     /// A system column (`tableoid`): reachable by name, left out of `*`
     /// and of NATURAL joins.
     pub system: bool,
+    /// The relation column it reads as is, if any (see `origin.rs`).
+    pub origin: Option<ColumnOrigin>,
+    /// For a field of a record-valued column (`composite.rs`): the
+    /// field's name (`name` is the column's). Reachable only as
+    /// `(name).field`.
+    pub field: Option<String>,
 }
 
 impl ScopeItem {
     pub fn new(table: Option<String>, name: String, typ: ColumnType) -> Self {
-        ScopeItem { table, name, typ, level: 0, hidden: false, system: false }
+        ScopeItem { table, name, typ, level: 0, hidden: false, system: false, origin: None, field: None }
     }
 
     /// A placeholder that no name resolves to (internal columns).
     pub fn anonymous(typ: ColumnType) -> Self {
-        ScopeItem { table: None, name: String::new(), typ, level: usize::MAX, hidden: true, system: false }
+        ScopeItem { table: None, name: String::new(), typ, level: usize::MAX, hidden: true, system: false, origin: None, field: None }
     }
 }
 
@@ -65,12 +72,24 @@ impl Scope {
 
     /// Items visible to `*`: the block's own, unhidden columns.
     pub fn star_items(&self) -> impl Iterator<Item = (usize, &ScopeItem)> {
-        self.items.iter().enumerate().filter(|(_, i)| i.level == 0 && !i.hidden && !i.system)
+        self.items.iter().enumerate().filter(|(_, i)| i.level == 0 && !i.hidden && !i.system && i.field.is_none())
+    }
+
+    /// Whether the block's own columns include a record's fields.
+    pub fn has_fields(&self) -> bool {
+        self.items.iter().any(|i| i.level == 0 && i.field.is_some())
     }
 
     /// The position of a column reference `[table.]name`: the innermost
     /// level that has it wins; two matches at that level are ambiguous.
     pub fn resolve(&self, table: Option<&str>, name: &str) -> Result<usize, Error> {
+        self.resolve_field(table, name, None)
+    }
+
+    /// The position of field `field` of the record-valued column
+    /// `[table.]name` (`None`: the plain column `[table.]name`), with the
+    /// rules of `resolve`.
+    pub fn resolve_field(&self, table: Option<&str>, name: &str, field: Option<&str>) -> Result<usize, Error> {
         if let Some(t) = table {
             if !self.items.iter().any(|i| i.table.as_deref() == Some(t)) {
                 return Err(Error::MissingFromEntry(t.to_string()));
@@ -79,7 +98,7 @@ impl Scope {
         let mut best: Option<(usize, usize)> = None; // (level, position)
         let mut ambiguous_at: Option<usize> = None;
         for (i, item) in self.items.iter().enumerate() {
-            if item.level == usize::MAX || item.name != name {
+            if item.level == usize::MAX || item.name != name || item.field.as_deref() != field {
                 continue;
             }
             let matches = match table {
@@ -106,6 +125,14 @@ impl Scope {
                 None => name.to_string(),
             })),
             Some((_, i)) => Ok(i),
+            None if self.items.iter().any(|i| i.name == name && i.field.is_some() && (table.is_none() || i.table.as_deref() == table)) => {
+                Err(match field {
+                    Some(f) => Error::UndefinedColumn(format!("could not identify column \"{f}\" in record data type")),
+                    None => Error::FeatureNotSupported(format!(
+                        "the record-valued column \"{name}\" can only be read by field, as ({name}).field"
+                    )),
+                })
+            }
             None => Err(Error::UndefinedColumn(match table {
                 Some(t) => format!("column {t}.{name} does not exist"),
                 None => format!("column \"{name}\" does not exist"),

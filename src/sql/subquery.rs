@@ -87,6 +87,11 @@ pub struct Correlated {
     /// Prefix (`cols`, then any extra columns) followed by the outputs.
     pub expr: RelationExpr,
     pub desc: RelationDesc,
+    /// Where each output column comes from (`origin.rs`).
+    pub origins: crate::sql::origin::Origins,
+    /// Per output column, the field it is of a record-valued select item
+    /// (for a FROM subquery, bound with `Binder::record_outputs`).
+    pub fields: Vec<Option<String>>,
 }
 
 impl Correlated {
@@ -309,12 +314,16 @@ impl Binder<'_> {
     /// `bind_correlated`, optionally asking the block to equate its extra
     /// prefix column with its output (see `Outer::equate`).
     pub fn bind_correlated_with(&mut self, q: &Query, outer: &Scope, extra: Vec<ColumnType>, equate: bool) -> Result<Correlated, Error> {
+        // Both passes bind the query as the caller asked (a FROM subquery
+        // may have record-valued outputs).
+        let records = std::mem::take(&mut self.record_outputs);
         // First pass: everything in scope is prefix; see what is used.
         let all: Vec<usize> = (0..outer.len()).collect();
         let cols = {
             let placeholder = self.next_placeholder();
             let o = Outer { items: outer.as_outer(), extra: extra.clone(), placeholder, equate };
             self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: all });
+            self.record_outputs = records;
             let r = self.bind_query_in(q, Some(&o));
             let frame = self.corr.pop().expect("pushed above");
             r?;
@@ -334,22 +343,21 @@ impl Binder<'_> {
                 ScopeItem { level: it.level.saturating_add(1), ..it.clone() }
             })
             .collect();
-        let expr;
-        let desc;
-        if items.is_empty() && extra.is_empty() {
-            let block = self.bind_query_in(q, None)?;
-            desc = block.desc.clone();
-            expr = block.into_relation();
+        self.record_outputs = records;
+        let block = if items.is_empty() && extra.is_empty() {
+            self.bind_query_in(q, None)?
         } else {
             let o = Outer { items, extra, placeholder, equate };
             self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: cols.clone() });
             let r = self.bind_query_in(q, Some(&o));
             self.corr.pop();
-            let block = r?;
-            desc = block.desc.clone();
-            expr = block.into_relation();
-        }
-        Ok(Correlated { cols, placeholder, expr, desc })
+            r?
+        };
+        let desc = block.desc.clone();
+        let origins = block.origins.clone();
+        let fields = block.fields.clone();
+        let expr = block.into_relation();
+        Ok(Correlated { cols, placeholder, expr, desc, origins, fields })
     }
 
     /// Binds an expression subquery into `host`, returning the placeholder
@@ -599,6 +607,10 @@ fn gt1(c: usize) -> ScalarExpr {
 
 /// `l LEFT JOIN r ON on` (conjuncts over l's then r's columns).
 pub fn left_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> RelationExpr {
+    // Each side is read more than once below: one constant (a catalog
+    // relation's rows) instead of a tree keeps chains of outer joins over
+    // the catalog from growing exponentially (`expr::fold`).
+    let (l, r) = (l.folded(), r.folded());
     let rtypes = r.typ();
     let inner = filter(join(vec![l.clone(), r.clone()], vec![]), on.clone());
     let unmatched = unmatched_left(l, r, &on);
@@ -607,6 +619,7 @@ pub fn left_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> Relat
 
 /// `l FULL JOIN r ON on`.
 pub fn full_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> RelationExpr {
+    let (l, r) = (l.folded(), r.folded());
     let a = l.arity();
     let b = r.arity();
     let ltypes = l.typ();

@@ -31,8 +31,13 @@ pub fn is_table_function(name: &str) -> bool {
             | "pg_options_to_table"
             | "pg_partition_ancestors"
             | "generate_subscripts"
+            | "_pg_expandarray"
     )
 }
+
+/// The functions of the `information_schema` schema (helpers of its
+/// views that clients call too).
+const INFORMATION_SCHEMA_FUNCTIONS: &[&str] = &["_pg_expandarray"];
 
 /// The plain arguments of a call written as an expression (`f(a, b)`).
 pub fn call_args(f: &sqlparser::ast::Function) -> Result<Vec<Expr>, Error> {
@@ -56,7 +61,8 @@ pub fn function_name(name: &sqlparser::ast::ObjectName) -> Result<String, Error>
     let parts: Vec<String> = name.0.iter().map(|p| p.to_string().trim_matches('"').to_lowercase()).collect();
     match parts.as_slice() {
         [n] => Ok(n.clone()),
-        [s, n] if s == "pg_catalog" => Ok(n.clone()),
+        [s, n] if s == "pg_catalog" && !INFORMATION_SCHEMA_FUNCTIONS.contains(&n.as_str()) => Ok(n.clone()),
+        [s, n] if s == "information_schema" && INFORMATION_SCHEMA_FUNCTIONS.contains(&n.as_str()) => Ok(n.clone()),
         _ => Err(Error::UndefinedFunction(format!("function {name} does not exist"))),
     }
 }
@@ -73,11 +79,11 @@ impl Binder<'_> {
             args.into_iter().zip(tys).map(|(a, t)| b.coerce(a, t)).collect()
         };
         match (name, args.len()) {
+            // (The catalog's vector types are arrays of their elements.)
             ("unnest", 1) => match &types[0] {
-                Some(ScalarType::Array(elem)) => {
-                    let elem = (**elem).clone();
-                    let t = types[0].clone().expect("typed");
-                    Ok((TableFunc::Unnest { elem }, coerce_all(self, args, &[t])?))
+                Some(t) if t.element_type().is_some() => {
+                    let elem = t.element_type().cloned().unwrap_or(ScalarType::Text);
+                    Ok((TableFunc::Unnest { elem: elem.clone() }, coerce_all(self, args, &[elem.array_of()])?))
                 }
                 None => Err(Error::IndeterminateDatatype("could not determine polymorphic type because input has type unknown".into())),
                 Some(_) => Err(not_found()),
@@ -121,10 +127,23 @@ impl Binder<'_> {
                 let f = TableFunc::JsonbEach { text: name.ends_with("_text") };
                 Ok((f, coerce_all(self, args, &[ScalarType::Jsonb])?))
             }
+            // An array's subscripts start at 1, a catalog vector's at 0.
             ("generate_subscripts", 2 | 3) => match &types[0] {
-                Some(t @ ScalarType::Array(_)) => {
-                    let tys = [t.clone(), ScalarType::Int32, ScalarType::Bool];
-                    Ok((TableFunc::GenerateSubscripts, coerce_all(self, args, &tys)?))
+                Some(t) if t.element_type().is_some() => {
+                    let lower = if t.is_vector() { 0 } else { 1 };
+                    let array = t.element_type().cloned().unwrap_or(ScalarType::Text).array_of();
+                    let tys = [array, ScalarType::Int32, ScalarType::Bool];
+                    Ok((TableFunc::GenerateSubscripts { lower }, coerce_all(self, args, &tys)?))
+                }
+                _ => Err(not_found()),
+            },
+            // An array, or a catalog vector (`int2vector`), which holds
+            // its elements as an array does.
+            ("_pg_expandarray", 1) => match &types[0] {
+                Some(t) if t.element_type().is_some() => {
+                    let elem = t.element_type().cloned().unwrap_or(ScalarType::Text);
+                    let t = t.clone();
+                    Ok((TableFunc::ExpandArray { elem }, coerce_all(self, args, &[t])?))
                 }
                 _ => Err(not_found()),
             },

@@ -125,10 +125,8 @@ fn custom_type(name: &sqlparser::ast::ObjectName) -> Result<ScalarType, Error> {
         "regnamespace" => ScalarType::Reg(RegKind::Namespace),
         "regrole" => ScalarType::Reg(RegKind::Role),
         "name" => ScalarType::Name,
-        // Catalog vector types are arrays here (their text form is `{1,2}`
-        // instead of Postgres's `1 2`).
-        "int2vector" => ScalarType::Int16.array_of(),
-        "oidvector" => ScalarType::Oid.array_of(),
+        "int2vector" => ScalarType::Int2Vector,
+        "oidvector" => ScalarType::OidVector,
         other => match other {
             "int2" => ScalarType::Int16,
             "int4" => ScalarType::Int32,
@@ -171,6 +169,11 @@ pub enum CastContext {
 pub fn cast_context(from: &ScalarType, to: &ScalarType) -> Option<CastContext> {
     use CastContext::*;
     use ScalarType as T;
+    // The vector types convert to their arrays implicitly (pg_cast's
+    // binary-coercible casts); nothing but text converts to them.
+    if to.is_vector() && !from.is_string() {
+        return (from == to).then_some(Implicit);
+    }
     // Between array types, the element cast in its context.
     if let (Some(x), Some(y)) = (from.element_type(), to.element_type()) {
         return cast_context(x, y);
@@ -225,7 +228,7 @@ pub fn category(t: &ScalarType) -> char {
         t if t.is_string() => 'S',
         ScalarType::Date | ScalarType::Timestamp { .. } | ScalarType::TimestampTz { .. } => 'D',
         ScalarType::Interval => 'T',
-        ScalarType::Array(_) => 'A',
+        ScalarType::Array(_) | ScalarType::Int2Vector | ScalarType::OidVector => 'A',
         ScalarType::Oid | ScalarType::Reg(_) => 'N',
         _ => 'U',
     }

@@ -14,9 +14,9 @@ against PostgreSQL 15 (where a materialized view changes only after REFRESH;
 on ripple it must change without one). Objects it creates are dropped first,
 so it can be re-run against the same database.
 
-Not yet part of `cargo test`: ripple still lacks binary COPY and what
-asyncpg's type introspection query needs (docs/clients.md lists both); run
-it by hand (`pip install asyncpg`) to see where ripple stands.
+Part of `cargo test` (`asyncpg_works` in tests/drivers.rs, which starts a
+server and runs this script; `pip install asyncpg`). `CHECK_ONLY=<part of a
+check's name>` runs only the matching checks.
 """
 import asyncio
 import datetime

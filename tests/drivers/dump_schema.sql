@@ -1,8 +1,7 @@
 -- The schema that round-trips through pg_dump --schema-only:
 -- dump it from ripple, load the dump into a fresh ripple with psql, dump
--- again, and the two dumps are the same. (Not run by the suite yet: pg_dump
--- still stops at pg_index.indkey, an int2vector ripple sends as an array;
--- docs/clients.md.)
+-- again, and the two dumps are the same (tests/psql.rs,
+-- pg_dump_schema_round_trips).
 
 CREATE TABLE customers (
     id integer NOT NULL PRIMARY KEY,

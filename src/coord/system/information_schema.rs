@@ -142,7 +142,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
 /// `data_type` as the standard names it (arrays are `ARRAY`).
 fn data_type(s: &ScalarType) -> String {
     match s {
-        ScalarType::Array(_) => "ARRAY".into(),
+        ScalarType::Array(_) | ScalarType::Int2Vector | ScalarType::OidVector => "ARRAY".into(),
         ScalarType::Reg(_) | ScalarType::Oid | ScalarType::Name | ScalarType::PgChar => s.typname().to_string(),
         other => format_type(&other.unconstrained(), -1).replace("bpchar", "character"),
     }

@@ -18,6 +18,7 @@
 
 mod information_schema;
 mod pg_catalog;
+mod type_io;
 
 use crate::coord::catalog::{Catalog, Item};
 use crate::expr::func::catalog::{CatalogSnapshot, SnapRelation, PG_CLASS_OID};
@@ -115,6 +116,8 @@ fn column_type(spec: &str) -> ScalarType {
         "oid[]" => ScalarType::Oid.array_of(),
         "int2[]" => ScalarType::Int16.array_of(),
         "char[]" => ScalarType::PgChar.array_of(),
+        "int2vector" => ScalarType::Int2Vector,
+        "oidvector" => ScalarType::OidVector,
         other => panic!("system relation column type {other} is not mapped"),
     }
 }
@@ -303,6 +306,9 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
     for t in builtin_types() {
         snap.types.insert(t.oid() as i64, t);
     }
+    for (oid, name) in type_io::IO_PROCS {
+        snap.procs.insert(*oid as i64, name.to_string());
+    }
     let ctx = Ctx { catalog, session };
     for rel in ctx.relations() {
         snap.relations.insert(rel.oid, SnapRelation { name: rel.name.clone(), schema: rel.schema.to_string() });
@@ -344,6 +350,7 @@ pub fn entry(rel: &SystemRelation, ctx: &Ctx) -> CatalogEntry {
         .collect();
     CatalogEntry {
         id: rel.oid as GlobalId,
+        oid: u32::try_from(rel.oid).unwrap_or(0),
         name: rel.name.to_string(),
         kind: ItemKind::View,
         desc: desc.clone(),

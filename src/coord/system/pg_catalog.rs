@@ -61,7 +61,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         "indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, \
          indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool, \
          indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool, \
-         indisreplident bool, indkey int2[], indcollation oid[], indclass oid[], indoption int2[], \
+         indisreplident bool, indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector, \
          indexprs text, indpred text",
         indexes,
     ),
@@ -83,7 +83,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         "oid oid, proname name, pronamespace oid, proowner oid, prolang oid, procost float4, \
          prorows float4, provariadic oid, prosupport regproc, prokind char, prosecdef bool, \
          proleakproof bool, proisstrict bool, proretset bool, provolatile char, proparallel char, \
-         pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oid[], proallargtypes oid[], \
+         pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oidvector, proallargtypes oid[], \
          proargmodes char[], proargnames text[], proargdefaults text, protrftypes oid[], prosrc text, \
          probin text, prosqlbody text, proconfig text[], proacl text[]",
         none,
@@ -200,7 +200,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         2620,
         "oid oid, tgrelid oid, tgparentid oid, tgname name, tgfoid oid, tgtype int2, tgenabled char, \
          tgisinternal bool, tgconstrrelid oid, tgconstrindid oid, tgconstraint oid, tgdeferrable bool, \
-         tginitdeferred bool, tgnargs int2, tgattr int2[], tgargs text, tgqual text, tgoldtable name, \
+         tginitdeferred bool, tgnargs int2, tgattr int2vector, tgargs text, tgqual text, tgoldtable name, \
          tgnewtable name",
         none,
     ),
@@ -222,7 +222,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         "pg_statistic_ext",
         3381,
         "oid oid, stxrelid oid, stxname name, stxnamespace oid, stxowner oid, stxstattarget int4, \
-         stxkeys int2[], stxkind char[], stxexprs text",
+         stxkeys int2vector, stxkind char[], stxexprs text",
         none,
     ),
     rel(
@@ -232,14 +232,14 @@ pub static RELATIONS: &[SystemRelation] = &[
          pubdelete bool, pubtruncate bool, pubviaroot bool",
         none,
     ),
-    rel("pg_publication_rel", 6106, "oid oid, prpubid oid, prrelid oid, prqual text, prattrs int2[]", none),
+    rel("pg_publication_rel", 6106, "oid oid, prpubid oid, prrelid oid, prqual text, prattrs int2vector", none),
     rel("pg_publication_namespace", 6237, "oid oid, pnpubid oid, pnnspid oid", none),
     rel("pg_foreign_table", 3118, "ftrelid oid, ftserver oid, ftoptions text[]", none),
     rel(
         "pg_partitioned_table",
         3350,
-        "partrelid oid, partstrat char, partnatts int2, partdefid oid, partattrs int2[], partclass oid[], \
-         partcollation oid[], partexprs text",
+        "partrelid oid, partstrat char, partnatts int2, partdefid oid, partattrs int2vector, partclass oidvector, \
+         partcollation oidvector, partexprs text",
         none,
     ),
     // Objects ripple does not have; pg_dump reads each of these.
@@ -342,6 +342,12 @@ pub static RELATIONS: &[SystemRelation] = &[
          state_change timestamptz, wait_event_type text, wait_event text, state text, backend_xid int8, \
          backend_xmin int8, query_id int8, query text, backend_type text",
         activity,
+    ),
+    rel(
+        "pg_cursors",
+        12077,
+        "name text, statement text, is_holdable bool, is_binary bool, is_scrollable bool, creation_time timestamptz",
+        cursors,
     ),
 ];
 
@@ -464,13 +470,13 @@ fn types(ctx: &Ctx) -> Vec<Vec<Datum>> {
     builtin_types()
         .into_iter()
         .map(|ty| {
-            let (elem, array) = match ty.element_type() {
-                Some(e) => (e.oid() as i64, 0),
-                None => (0, ty.array_of().oid() as i64),
-            };
+            // (The vector types have both an element type and an array type.)
+            let elem = ty.element_type().map_or(0, |e| e.oid() as i64);
+            let array = if ty.is_array() { 0 } else { ty.array_of().oid() as i64 };
             let category = crate::sql::type_category(&ty).to_string();
             let preferred = crate::sql::type_is_preferred(&ty);
             let collation = if ty.is_string() && !matches!(ty, ScalarType::Name | ScalarType::PgChar) { 100 } else { 0 };
+            let [input, output, receive, send] = super::type_io::type_io(ty.oid(), ty.is_array());
             vec![
                 o(ty.oid() as i64),
                 t(ty.typname_full()),
@@ -487,10 +493,10 @@ fn types(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 o(0),
                 o(elem),
                 o(array),
-                o(0),
-                o(0),
-                o(0),
-                o(0),
+                o(input as i64),
+                o(output as i64),
+                o(receive as i64),
+                o(send as i64),
                 o(0),
                 o(0),
                 o(0),
@@ -775,6 +781,24 @@ fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
         null(),
         t("client backend"),
     ]]
+}
+
+/// The session's open SQL cursors (`DECLARE`).
+fn cursors(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    ctx.session
+        .cursors
+        .iter()
+        .map(|c| {
+            vec![
+                t(&c.name),
+                t(&c.statement),
+                b(c.holdable),
+                b(false),
+                b(c.scrollable),
+                Datum::TimestampTz(c.created),
+            ]
+        })
+        .collect()
 }
 
 /// `COMMENT ON` texts of relations (`objsubid` 0) and their columns.

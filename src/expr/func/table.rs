@@ -35,7 +35,11 @@ pub enum TableFunc {
     OptionsToTable,
     /// `generate_subscripts(anyarray, dim [, reverse])`: the subscripts of
     /// the array's dimension `dim` (arrays here have one, from 1).
-    GenerateSubscripts,
+    GenerateSubscripts { lower: i32 },
+    /// `information_schema._pg_expandarray(anyarray)`: each element `x`
+    /// with its position `n` (from 1, whatever the array's lower bound:
+    /// an `int2vector`'s first element has `n` 1).
+    ExpandArray { elem: ScalarType },
     /// Several functions side by side (several in one select list): row
     /// `i` holds each function's row `i`, NULLs where one has fewer. Each
     /// takes the given number of the arguments, in order.
@@ -54,7 +58,8 @@ impl TableFunc {
             TableFunc::JsonbEach { text: true } => "jsonb_each_text",
             TableFunc::JsonbObjectKeys => "jsonb_object_keys",
             TableFunc::OptionsToTable => "pg_options_to_table",
-            TableFunc::GenerateSubscripts => "generate_subscripts",
+            TableFunc::GenerateSubscripts { .. } => "generate_subscripts",
+            TableFunc::ExpandArray { .. } => "_pg_expandarray",
             TableFunc::Zip(_) => "rows from",
         }
     }
@@ -77,7 +82,10 @@ impl TableFunc {
             TableFunc::OptionsToTable => {
                 vec![("option_name", ColumnType::new(ScalarType::Text, false)), ("option_value", nullable(ScalarType::Text))]
             }
-            TableFunc::GenerateSubscripts => vec![(self.name(), ColumnType::new(ScalarType::Int32, false))],
+            TableFunc::GenerateSubscripts { .. } => vec![(self.name(), ColumnType::new(ScalarType::Int32, false))],
+            TableFunc::ExpandArray { elem } => {
+                vec![("x", nullable(elem.clone())), ("n", ColumnType::new(ScalarType::Int32, false))]
+            }
             TableFunc::Zip(funcs) => funcs
                 .iter()
                 .flat_map(|(f, _)| f.columns())
@@ -125,7 +133,7 @@ impl TableFunc {
                 },
                 _ => return Err(EvalError::Internal("jsonb_each of a non-jsonb".into())),
             },
-            TableFunc::GenerateSubscripts => {
+            TableFunc::GenerateSubscripts { lower } => {
                 let n = match &args[0] {
                     Datum::Array(v) => v.len() as i32,
                     _ => return Err(EvalError::Internal("generate_subscripts of a non-array".into())),
@@ -134,13 +142,24 @@ impl TableFunc {
                     return Ok(Vec::new());
                 }
                 let reverse = matches!(args.get(2), Some(Datum::Bool(true)));
-                let mut subs: Vec<Vec<Datum>> = (1..=n).map(|i| one(Datum::Int32(i))).collect();
+                let mut subs: Vec<Vec<Datum>> = (0..n).map(|i| one(Datum::Int32(*lower + i))).collect();
                 if reverse {
                     subs.reverse();
                 }
                 subs
             }
             TableFunc::Zip(funcs) => zip(funcs, args)?,
+            TableFunc::ExpandArray { .. } => match &args[0] {
+                Datum::Array(v) => {
+                    let mut rows = Vec::with_capacity(v.len());
+                    for (i, x) in v.iter().enumerate() {
+                        let n = i32::try_from(i + 1).map_err(|_| too_many())?;
+                        rows.push(vec![x.clone(), Datum::Int32(n)]);
+                    }
+                    rows
+                }
+                _ => return Err(EvalError::Internal("_pg_expandarray of a non-array".into())),
+            },
             TableFunc::OptionsToTable => match &args[0] {
                 Datum::Array(items) => items
                     .iter()
@@ -294,5 +313,9 @@ mod tests {
         let u = TableFunc::Unnest { elem: ScalarType::Int32 };
         let rows = u.eval(&[Datum::Array(vec![Datum::Int32(1), Datum::Null])]).unwrap();
         assert_eq!(rows, vec![vec![Datum::Int32(1)], vec![Datum::Null]]);
+        let e = TableFunc::ExpandArray { elem: ScalarType::Int16 };
+        let rows = e.eval(&[Datum::Array(vec![Datum::Int16(3), Datum::Null])]).unwrap();
+        assert_eq!(rows, vec![vec![Datum::Int16(3), Datum::Int32(1)], vec![Datum::Null, Datum::Int32(2)]]);
+        assert!(e.eval(&[Datum::Null]).unwrap().is_empty());
     }
 }

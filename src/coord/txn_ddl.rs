@@ -1,0 +1,201 @@
+//! DDL inside a transaction block: `CREATE TABLE | VIEW | MATERIALIZED
+//! VIEW | INDEX`, `DROP`, `ALTER ... RENAME TO` and `COMMENT ON` between
+//! `BEGIN` and `COMMIT` take effect together with the block's writes, at
+//! its COMMIT, and not at all if it rolls back.
+//!
+//! The block works on its own copy of the catalog (`txn::TxnCatalog`): its
+//! later statements bind against it, and `pg_catalog` read inside the block
+//! shows it; other sessions see the catalog as it was until COMMIT. What
+//! the block creates exists in no dataflow until then, so its reads see a
+//! created table as the rows the block wrote into it and a created
+//! materialized view as its query over them (`txn::overlay`). The unique
+//! keys the block creates (of its tables, and unique indexes) are checked
+//! on its writes from its own key sets. From its first DDL statement the
+//! block holds the write token, as a writing block does: nothing else
+//! writes or changes the catalog until it ends, so COMMIT applies the DDL,
+//! in statement order, and then the writes, without a conflict to check.
+//!
+//! Owns: the block's catalog changes and applying them at COMMIT. Must
+//! not: read rows (the coordinator passes them) or decide what is a block.
+
+use super::catalog::{Catalog, Item};
+use super::txn::{Ddl, Txn, TxnCatalog};
+use super::State;
+use crate::repr::{Diff, Error, GlobalId, Row};
+use crate::sql::{ddl_text, ItemKind, Plan};
+use std::collections::{BTreeMap, HashMap};
+
+impl State {
+    /// The catalog `txn` sees: its own once it has run DDL, else the
+    /// shared one.
+    pub(super) fn catalog_of<'a>(&'a self, txn: Option<&'a Txn>) -> &'a Catalog {
+        match txn.and_then(|t| t.ddl.as_deref()) {
+            Some(tc) => &tc.catalog,
+            None => &self.catalog,
+        }
+    }
+
+    /// The block's catalog changes, started from the shared catalog.
+    fn block<'a>(&self, txn: &'a mut Txn) -> &'a mut TxnCatalog {
+        txn.ddl.get_or_insert_with(|| Box::new(TxnCatalog { catalog: self.catalog.clone(), ..Default::default() }))
+    }
+
+    /// `CREATE ...` in a block: the item joins the block's catalog. `rows`
+    /// are the indexed relation's rows as the block sees them, for a unique
+    /// index (checked, then kept as the index's key set).
+    pub(super) fn defer_create(
+        &self,
+        txn: &mut Txn,
+        id: GlobalId,
+        name: &str,
+        plan: Plan,
+        deps: Vec<GlobalId>,
+        create_sql: String,
+        rows: &[(Row, Diff)],
+    ) -> Result<(), Error> {
+        let tc = self.block(txn);
+        let item = pending_item(&tc.catalog, id, name, &plan, deps.clone(), create_sql.clone())?;
+        match &plan {
+            Plan::CreateTable { unique, desc, .. } => {
+                for k in unique {
+                    let names = k.columns.iter().map(|c| desc.names[*c].clone()).collect();
+                    tc.keys.add(id, id, &k.name, &k.columns, names, &[])?;
+                }
+            }
+            Plan::CreateIndex { on, key, unique: true, .. } => {
+                let desc = tc.catalog.items.get(on).map(|i| i.desc.clone()).unwrap_or_default();
+                let names = key.iter().map(|c| desc.names.get(*c).cloned().unwrap_or_default()).collect();
+                tc.keys.add(*on, id, name, key, names, rows)?;
+            }
+            _ => {}
+        }
+        tc.catalog.insert(item);
+        tc.created.insert(id);
+        tc.ddl.push(Ddl::Create { id, name: name.to_string(), plan, deps, create_sql });
+        Ok(())
+    }
+
+    /// `DROP ...` in a block: the items (and what depends on them) leave
+    /// the block's catalog; what the block wrote into a dropped table goes
+    /// with it.
+    pub(super) fn defer_drop(&self, txn: &mut Txn, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<(), Error> {
+        let tc = self.block(txn);
+        let ids = tc.catalog.drop_set(kind, names, if_exists, cascade)?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for id in &ids {
+            tc.catalog.items.remove(id);
+            tc.keys.drop_owner(*id);
+        }
+        // What the block created and now drops never needs to exist.
+        let (created, existing): (Vec<GlobalId>, Vec<GlobalId>) = ids.iter().partition(|id| tc.created.contains(id));
+        for id in &created {
+            tc.created.remove(id);
+        }
+        tc.ddl.retain(|d| match d {
+            Ddl::Create { id, .. } | Ddl::Rename { id, .. } | Ddl::Comment { id, .. } => !created.contains(id),
+            Ddl::Drop { .. } => true,
+        });
+        if !existing.is_empty() {
+            tc.ddl.push(Ddl::Drop { ids: existing });
+        }
+        for id in &ids {
+            txn.writes.remove(id);
+        }
+        Ok(())
+    }
+
+    /// `ALTER ... RENAME TO` in a block.
+    pub(super) fn defer_rename(&self, txn: &mut Txn, id: GlobalId, new_name: &str) -> Result<(), Error> {
+        let tc = self.block(txn);
+        if tc.catalog.by_name(new_name).is_some() {
+            return Err(Error::DuplicateTable(new_name.to_string()));
+        }
+        let Some(item) = tc.catalog.items.get(&id) else { return Ok(()) };
+        let old = item.name.clone();
+        // The stored statements as COMMIT will leave them (what
+        // pg_get_viewdef shows inside the block).
+        let mut changes = vec![(id, new_name.to_string(), ddl_text::renamed(&item.create_sql, true, &old, new_name)?)];
+        for dep in tc.catalog.items.values().filter(|i| i.id != id && i.depends_on.contains(&id)) {
+            changes.push((dep.id, dep.name.clone(), ddl_text::renamed(&dep.create_sql, false, &old, new_name)?));
+        }
+        for (i, name, sql) in changes {
+            if let Some(item) = tc.catalog.items.get_mut(&i) {
+                item.name = name;
+                item.create_sql = sql;
+            }
+        }
+        tc.ddl.push(Ddl::Rename { id, new_name: new_name.to_string() });
+        Ok(())
+    }
+
+    /// `COMMENT ON` in a block.
+    pub(super) fn defer_comment(&self, txn: &mut Txn, id: GlobalId, column: Option<usize>, comment: Option<String>) {
+        let tc = self.block(txn);
+        if let Some(item) = tc.catalog.items.get_mut(&id) {
+            let key = column.map_or(0, |c| c + 1);
+            match comment.clone().filter(|t| !t.is_empty()) {
+                Some(t) => item.comments.insert(key, t),
+                None => item.comments.remove(&key),
+            };
+        }
+        tc.ddl.push(Ddl::Comment { id, column, comment });
+    }
+
+    /// At COMMIT, before the block's writes: its DDL, in order. The created
+    /// items' unique keys come from the block's key sets, which hold the
+    /// rows the block wrote.
+    pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog) -> Result<(), Error> {
+        for d in std::mem::take(&mut tc.ddl) {
+            match d {
+                Ddl::Create { id, name, plan, deps, create_sql } => {
+                    self.create(id, &name, plan, deps, create_sql, &HashMap::new())?;
+                    self.unique.move_owner(&mut tc.keys, id);
+                }
+                Ddl::Drop { ids } => self.drop_ids(ids)?,
+                Ddl::Rename { id, new_name } => self.rename(id, &new_name)?,
+                Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The catalog item a `CREATE` plan makes, as the block's catalog holds it
+/// (no dataflow: nothing is imported).
+fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<Item, Error> {
+    let base = |kind, desc, depends_on, plan| Item {
+        id,
+        name: name.to_string(),
+        kind,
+        desc,
+        create_sql: create_sql.clone(),
+        depends_on,
+        plan,
+        index: None,
+        imports: Vec::new(),
+        keys: Vec::new(),
+        unique: false,
+        comments: BTreeMap::new(),
+    };
+    Ok(match plan {
+        Plan::CreateTable { desc, unique, .. } => {
+            let mut item = base(ItemKind::Table, desc.clone(), deps, None);
+            item.keys = unique.clone();
+            item
+        }
+        Plan::CreateView { query, desc, materialized, .. } => {
+            let kind = if *materialized { ItemKind::MaterializedView } else { ItemKind::View };
+            base(kind, desc.clone(), deps, Some(query.clone()))
+        }
+        Plan::CreateIndex { on, key, unique, .. } => {
+            let desc = catalog.items.get(on).map(|i| i.desc.clone()).unwrap_or_default();
+            let mut item = base(ItemKind::Index, desc, vec![*on], None);
+            item.index = Some((*on, key.clone()));
+            item.unique = *unique;
+            item
+        }
+        other => return Err(Error::Internal(format!("not a CREATE: {other:?}"))),
+    })
+}
