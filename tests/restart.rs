@@ -565,3 +565,72 @@ async fn altered_items_survive_restart() {
     server.restart();
     check(&server, "after the restart").await;
 }
+
+/// Schemas are stored with the catalog: created schemas (with their
+/// comments and OIDs), the items in them, views that bound unqualified
+/// names through a search path, moved relations and a renamed schema are
+/// all back after a restart, and a dropped schema stays dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemas_survive_restart() {
+    async fn check(server: &TestServer, when: &str, oids: Option<&Vec<Vec<String>>>) -> Vec<Vec<String>> {
+        let client = server.connect().await;
+        let q = |sql: &'static str| {
+            let client = &client;
+            async move { query_text(client, sql).await }
+        };
+        let schemas = q("SELECT nspname, oid::text, coalesce(obj_description(oid, 'pg_namespace'), '-') FROM pg_namespace \
+                         WHERE nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1")
+            .await;
+        assert_eq!(
+            schemas.iter().map(|r| (r[0].as_str(), r[2].as_str())).collect::<Vec<_>>(),
+            vec![("public", "standard public schema"), ("sales", "-"), ("warehouse", "stock")],
+            "schemas {when}"
+        );
+        if let Some(oids) = oids {
+            assert_eq!(&schemas, oids, "schema OIDs are stable {when}");
+        }
+        assert_eq!(q("SELECT * FROM warehouse.items ORDER BY id").await, rows(&[&["1", "bolt"], &["2", "nut"]]), "{when}");
+        assert_eq!(q("SELECT * FROM public.items").await, rows(&[&["public item"]]), "{when}");
+        // Bound through `search_path = warehouse, public` when created.
+        assert_eq!(q("SELECT * FROM sales.item_names ORDER BY 1").await, rows(&[&["bolt"], &["nut"]]), "view {when}");
+        assert_eq!(q("SELECT n FROM sales.item_count").await, rows(&[&["2"]]), "materialized view {when}");
+        assert_eq!(q("SELECT label FROM sales.moved").await, rows(&[&["moved"]]), "moved table {when}");
+        assert_eq!(
+            q("SELECT schemaname, indexname FROM pg_indexes WHERE indexname IN ('items_pkey', 'moved_label') ORDER BY 2").await,
+            rows(&[&["warehouse", "items_pkey"], &["sales", "moved_label"]]),
+            "indexes {when}"
+        );
+        assert!(client.simple_query("SELECT * FROM gone.t").await.is_err(), "dropped schema {when}");
+        schemas
+    }
+    let mut server = TestServer::start(1);
+    {
+        let client = server.connect().await;
+        exec(
+            &client,
+            "CREATE SCHEMA stock;
+             CREATE SCHEMA sales;
+             CREATE SCHEMA gone;
+             CREATE TABLE gone.t (a int);
+             CREATE TABLE stock.items (id int PRIMARY KEY, name text);
+             CREATE TABLE items (label text);
+             INSERT INTO items VALUES ('public item');
+             INSERT INTO stock.items VALUES (1, 'bolt'), (2, 'nut');
+             SET search_path = stock, public;
+             CREATE VIEW sales.item_names AS SELECT name FROM items;
+             CREATE MATERIALIZED VIEW sales.item_count AS SELECT count(*) AS n FROM items;
+             CREATE TABLE moved (label text);
+             CREATE INDEX moved_label ON moved (label);
+             INSERT INTO moved VALUES ('moved');
+             ALTER TABLE moved SET SCHEMA sales;
+             RESET search_path;
+             ALTER SCHEMA stock RENAME TO warehouse;
+             COMMENT ON SCHEMA warehouse IS 'stock';
+             DROP SCHEMA gone CASCADE;",
+        )
+        .await;
+    }
+    let oids = check(&server, "before the restart", None).await;
+    server.restart();
+    check(&server, "after the restart", Some(&oids)).await;
+}

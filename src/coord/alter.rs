@@ -1,5 +1,6 @@
-//! Changes to existing catalog items: `ALTER ... RENAME`, `ALTER TABLE ...
-//! RENAME COLUMN`, `ALTER TABLE ... ADD PRIMARY KEY | UNIQUE`, `COMMENT ON`.
+//! Changes to existing catalog items: `ALTER ... RENAME`, `ALTER ... SET
+//! SCHEMA`, `ALTER TABLE ... RENAME COLUMN`, `ALTER TABLE ... ADD PRIMARY
+//! KEY | UNIQUE`, `COMMENT ON`.
 //!
 //! An item is stored as the statement that creates it as it is now: each
 //! change rewrites the stored statements it affects (`sql::ddl_text`),
@@ -9,7 +10,7 @@
 //! Owns: applying these plans to the catalog. Must not: read table rows
 //! (the caller passes a table's contents) or touch dataflows.
 
-use super::catalog::{BindCatalog, Item, ItemRecord};
+use super::catalog::{BindCatalog, Catalog, Item, ItemRecord};
 use super::{Session, State, META_NEXT_ID};
 use crate::repr::{Datum, Diff, Error, GlobalId, Row};
 use crate::sql::{self, ddl_text, ItemKind, Params, Plan};
@@ -17,8 +18,9 @@ use crate::storage::WriteSet;
 use std::sync::Arc;
 
 impl State {
-    /// Makes the records of `ids` durable at a new timestamp.
-    fn persist(&mut self, ids: &[GlobalId]) -> Result<(), Error> {
+    /// Makes the records of `ids` durable at a new timestamp, with the
+    /// schemas.
+    pub(super) fn persist(&mut self, ids: &[GlobalId]) -> Result<(), Error> {
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         for id in ids {
@@ -28,6 +30,7 @@ impl State {
             }
         }
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
+        ws.meta_puts.push((super::schema::META_SCHEMAS.into(), super::schema::encode(&self.catalog.schemas)?));
         self.commits.submit(ws)?;
         self.dataflow.broadcast(crate::dataflow::Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())
@@ -41,17 +44,22 @@ impl State {
         sql::bind_statement(&bc, stmt, &mut Params::default())
     }
 
-    /// Sets new stored statements (and names); if one of them no longer
-    /// binds, puts everything back and fails.
-    fn rewrite(&mut self, changes: Vec<(GlobalId, String, String)>) -> Result<(), Error> {
-        let mut old = Vec::new();
-        for (id, name, create_sql) in changes {
-            if let Some(item) = self.catalog.items.get_mut(&id) {
-                old.push((id, std::mem::replace(&mut item.name, name), std::mem::replace(&mut item.create_sql, create_sql)));
+    /// Sets new stored statements (and schemas and names); if one of them
+    /// no longer binds, puts everything back and fails.
+    fn rewrite(&mut self, changes: Vec<Change>) -> Result<(), Error> {
+        let mut old: Vec<Change> = Vec::new();
+        for c in changes {
+            if let Some(item) = self.catalog.items.get_mut(&c.id) {
+                old.push(Change {
+                    id: c.id,
+                    schema: std::mem::replace(&mut item.schema, c.schema),
+                    name: std::mem::replace(&mut item.name, c.name),
+                    create_sql: std::mem::replace(&mut item.create_sql, c.create_sql),
+                });
             }
         }
         let mut failure = None;
-        for (id, _, _) in &old {
+        for Change { id, .. } in &old {
             let sql = self.catalog.items[id].create_sql.clone();
             match self.rebind(&sql) {
                 // A view is inlined where it is read: keep its query bound
@@ -69,34 +77,23 @@ impl State {
             }
         }
         if let Some(e) = failure {
-            for (id, name, sql) in old {
-                if let Some(item) = self.catalog.items.get_mut(&id) {
-                    item.name = name;
-                    item.create_sql = sql;
+            for c in old {
+                if let Some(item) = self.catalog.items.get_mut(&c.id) {
+                    item.schema = c.schema;
+                    item.name = c.name;
+                    item.create_sql = c.create_sql;
                 }
             }
             return Err(e);
         }
-        let ids: Vec<GlobalId> = old.iter().map(|(id, _, _)| *id).collect();
+        let ids: Vec<GlobalId> = old.iter().map(|c| c.id).collect();
         self.persist(&ids)
     }
 
-    /// The items whose stored statements name `id`.
-    fn direct_dependents(&self, id: GlobalId) -> Vec<&Item> {
-        self.catalog.items.values().filter(|i| i.id != id && i.depends_on.contains(&id)).collect()
-    }
-
-    /// `ALTER ... RENAME TO new_name`.
-    pub(super) fn rename(&mut self, id: GlobalId, new_name: &str) -> Result<(), Error> {
-        let Some(item) = self.catalog.items.get(&id) else { return Ok(()) };
-        if self.catalog.by_name(new_name).is_some() {
-            return Err(Error::DuplicateTable(new_name.to_string()));
-        }
-        let old = item.name.clone();
-        let mut changes = vec![(id, new_name.to_string(), ddl_text::renamed(&item.create_sql, true, &old, new_name)?)];
-        for dep in self.direct_dependents(id) {
-            changes.push((dep.id, dep.name.clone(), ddl_text::renamed(&dep.create_sql, false, &old, new_name)?));
-        }
+    /// `ALTER ... RENAME TO` and `ALTER ... SET SCHEMA`: item `id` becomes
+    /// `new_name` in `new_schema`.
+    pub(super) fn rename(&mut self, id: GlobalId, new_schema: &str, new_name: &str) -> Result<(), Error> {
+        let changes = moved(&self.catalog, id, new_schema, new_name)?;
         self.rewrite(changes)
     }
 
@@ -112,8 +109,9 @@ impl State {
                 item.name
             )));
         }
-        let mut changes = vec![(table, item.name.clone(), ddl_text::column_renamed(&item.create_sql, &old, new_name)?)];
-        for dep in self.direct_dependents(table) {
+        let change = |i: &Item, create_sql| Change { id: i.id, schema: i.schema.clone(), name: i.name.clone(), create_sql };
+        let mut changes = vec![change(item, ddl_text::column_renamed(&item.create_sql, &old, new_name)?)];
+        for dep in direct_dependents(&self.catalog, table) {
             if dep.kind != ItemKind::Index {
                 return Err(Error::FeatureNotSupported(format!(
                     "cannot rename a column of \"{}\" while {} \"{}\" reads it",
@@ -122,7 +120,7 @@ impl State {
                     dep.name
                 )));
             }
-            changes.push((dep.id, dep.name.clone(), ddl_text::column_renamed(&dep.create_sql, &old, new_name)?));
+            changes.push(change(dep, ddl_text::column_renamed(&dep.create_sql, &old, new_name)?));
         }
         self.rewrite(changes)?;
         if let Some(item) = self.catalog.items.get_mut(&table) {
@@ -192,7 +190,7 @@ impl State {
             let cols: Vec<String> = columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect();
             format!("{}_{}_key", item.name, cols.join("_"))
         };
-        let taken = |n: &str| self.catalog.by_name(n).is_some() || item.keys.iter().any(|k| k.name == n);
+        let taken = |n: &str| self.catalog.by_name(&item.schema, n).is_some() || item.keys.iter().any(|k| k.name == n);
         let mut candidate = base.clone();
         let mut k = 1;
         while taken(&candidate) {
@@ -212,4 +210,56 @@ impl State {
         };
         self.persist(&[id])
     }
+}
+
+/// A new stored statement for an item, with its schema and name.
+pub(super) struct Change {
+    pub id: GlobalId,
+    pub schema: String,
+    pub name: String,
+    pub create_sql: String,
+}
+
+/// The items whose stored statements name `id`.
+fn direct_dependents(catalog: &Catalog, id: GlobalId) -> impl Iterator<Item = &Item> {
+    catalog.items.values().filter(move |i| i.id != id && i.depends_on.contains(&id))
+}
+
+/// What renaming item `id` to `new_name` in `new_schema` changes (`ALTER
+/// ... RENAME TO`, `ALTER ... SET SCHEMA`): its own statement, those that
+/// name it, and, when a relation changes schema, its indexes, which go
+/// with it. Fails (42P07) if a name is taken in the new schema.
+pub(super) fn moved(catalog: &Catalog, id: GlobalId, new_schema: &str, new_name: &str) -> Result<Vec<Change>, Error> {
+    let Some(item) = catalog.items.get(&id) else { return Ok(Vec::new()) };
+    let old = (item.schema.as_str(), item.name.as_str());
+    let new = (new_schema, new_name);
+    let moving = item.schema != new_schema;
+    let taken = |name: &str| catalog.by_name(new_schema, name).is_some_and(|i| i.id != id);
+    let duplicate = |name: &str| match moving {
+        true => Error::DuplicateTableInSchema { name: name.to_string(), schema: new_schema.to_string() },
+        false => Error::DuplicateTable(name.to_string()),
+    };
+    if taken(new_name) {
+        return Err(duplicate(new_name));
+    }
+    let mut changes = vec![Change {
+        id,
+        schema: new_schema.to_string(),
+        name: new_name.to_string(),
+        create_sql: ddl_text::renamed(&item.create_sql, true, old, new)?,
+    }];
+    for dep in direct_dependents(catalog, id) {
+        let own_index = dep.kind == ItemKind::Index && dep.index.as_ref().is_some_and(|(on, _)| *on == id);
+        let schema = if moving && own_index { new_schema } else { dep.schema.as_str() };
+        if moving && own_index && taken(&dep.name) {
+            return Err(duplicate(&dep.name));
+        }
+        changes.push(Change {
+            id: dep.id,
+            schema: schema.to_string(),
+            name: dep.name.clone(),
+            create_sql: ddl_text::renamed(&dep.create_sql, false, old, new)?,
+        });
+    }
+    Ok(changes)
 }

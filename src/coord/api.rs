@@ -65,6 +65,10 @@ pub struct Session {
     pub cancel: Option<futures::channel::oneshot::Receiver<()>>,
     /// Open SQL cursors (`DECLARE`), by name.
     pub(crate) cursors: crate::coord::cursor::Cursors,
+    /// The server's transaction id counter (shared by its sessions).
+    pub(crate) txids: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// When the server started.
+    pub(crate) server_started: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Session {
@@ -86,6 +90,11 @@ impl Session {
         self.defaults = self.vars.clone();
     }
 
+    /// A new transaction id.
+    pub(crate) fn next_txid(&self) -> u64 {
+        self.txids.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+    }
+
     /// What a statement of this session knows of it.
     pub fn info(&self) -> crate::sql::SessionInfo {
         let mut settings: std::collections::BTreeMap<String, String> = crate::coord::settings::SETTINGS
@@ -103,6 +112,9 @@ impl Session {
             settings,
             prepared: self.prepared.iter().map(|(k, (_, types))| (k.clone(), types.clone())).collect(),
             cursors: self.cursors.iter().map(|(name, c)| c.info(name)).collect(),
+            // A statement outside a block is a transaction of its own.
+            txid: self.txn.as_ref().map_or_else(|| self.next_txid(), |t| t.id),
+            server_started: self.server_started,
         }
     }
 }

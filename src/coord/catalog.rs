@@ -1,6 +1,6 @@
-//! The in-memory catalog: items by id and name, their dependencies, and the
-//! persistent record each one is stored as (its `CREATE` statement, rebound
-//! on restart).
+//! The in-memory catalog: schemas, items by id and by schema and name,
+//! their dependencies, and the persistent record each one is stored as (its
+//! `CREATE` statement, rebound on restart; the schemas as one record).
 
 use crate::expr::relation::IndexRef;
 use crate::expr::RelationExpr;
@@ -10,7 +10,7 @@ use crate::coord::system;
 use crate::expr::func::catalog::CatalogSnapshot;
 use crate::repr::Error;
 use crate::sql::binder_names::{SYSTEM_SCHEMAS, USER_SCHEMA};
-use crate::sql::{CatalogEntry, ItemKind, SessionInfo, SqlCatalog};
+use crate::sql::{CatalogEntry, ItemKind, QualifiedName, SessionInfo, SqlCatalog};
 use std::cell::Cell;
 use std::sync::Arc;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ItemRecord {
     pub id: GlobalId,
+    /// Records written before ripple had schemas are in `public`.
+    #[serde(default = "default_schema")]
+    pub schema: String,
     pub name: String,
     pub kind: ItemKind,
     pub create_sql: String,
@@ -29,11 +32,16 @@ pub struct ItemRecord {
     pub comments: BTreeMap<usize, String>,
 }
 
+fn default_schema() -> String {
+    USER_SCHEMA.to_string()
+}
+
 impl ItemRecord {
     /// What is stored for `item`.
     pub fn of(item: &Item) -> ItemRecord {
         ItemRecord {
             id: item.id,
+            schema: item.schema.clone(),
             name: item.name.clone(),
             kind: item.kind,
             create_sql: item.create_sql.clone(),
@@ -45,6 +53,8 @@ impl ItemRecord {
 #[derive(Clone, Debug)]
 pub struct Item {
     pub id: GlobalId,
+    /// The schema it is in (an index: its relation's).
+    pub schema: String,
     pub name: String,
     pub kind: ItemKind,
     pub desc: RelationDesc,
@@ -69,10 +79,63 @@ pub struct Item {
     pub comments: BTreeMap<usize, String>,
 }
 
-#[derive(Clone, Debug, Default)]
+/// A user schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Its OID: `public`'s is Postgres's (2200); a created one's comes
+    /// from the id it was given, so it is stable across restarts.
+    pub oid: i64,
+    /// `COMMENT ON SCHEMA`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+impl Schema {
+    /// `public` as a database starts with it.
+    pub fn public() -> Schema {
+        Schema { oid: system::PUBLIC_OID, comment: Some(system::PUBLIC_COMMENT.into()) }
+    }
+}
+
+impl Item {
+    /// An item with no columns, statement or plan (for tests of what
+    /// walks the catalog).
+    #[cfg(test)]
+    pub fn bare(id: GlobalId, schema: &str, name: &str, kind: ItemKind, depends_on: Vec<GlobalId>) -> Item {
+        Item {
+            id,
+            schema: schema.into(),
+            name: name.into(),
+            kind,
+            desc: RelationDesc::default(),
+            create_sql: String::new(),
+            depends_on,
+            plan: None,
+            index: None,
+            imports: vec![],
+            keys: vec![],
+            unique: false,
+            comments: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
 pub struct Catalog {
     pub items: BTreeMap<GlobalId, Item>,
     pub next_id: GlobalId,
+    /// The user schemas by name (stored as one record, `META_SCHEMAS`).
+    pub schemas: BTreeMap<String, Schema>,
+}
+
+impl Default for Catalog {
+    fn default() -> Catalog {
+        Catalog {
+            items: BTreeMap::new(),
+            next_id: 0,
+            schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
+        }
+    }
 }
 
 impl Catalog {
@@ -95,8 +158,20 @@ impl Catalog {
         tables
     }
 
-    pub fn by_name(&self, name: &str) -> Option<&Item> {
-        self.items.values().find(|i| i.name == name)
+    /// The item `name` in `schema` (relation and index names are unique
+    /// per schema).
+    pub fn by_name(&self, schema: &str, name: &str) -> Option<&Item> {
+        self.items.values().find(|i| i.name == name && i.schema == schema)
+    }
+
+    /// The items in `schema`.
+    pub fn in_schema<'a>(&'a self, schema: &'a str) -> impl Iterator<Item = &'a Item> + 'a {
+        self.items.values().filter(move |i| i.schema == schema)
+    }
+
+    /// The OID of user schema `name` (0 if there is none).
+    pub fn schema_oid(&self, name: &str) -> i64 {
+        self.schemas.get(name).map_or(0, |s| s.oid)
     }
 
     pub fn insert(&mut self, item: Item) {
@@ -135,10 +210,11 @@ impl Catalog {
     /// and everything that depends on them, dependents first; fails if an
     /// item is missing (unless `if_exists`), of another kind, or read by
     /// something other than an index without `cascade`.
-    pub fn drop_set(&self, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<Vec<GlobalId>, Error> {
+    pub fn drop_set(&self, kind: ItemKind, names: &[QualifiedName], if_exists: bool, cascade: bool) -> Result<Vec<GlobalId>, Error> {
         let mut to_drop: Vec<GlobalId> = Vec::new();
-        for name in names {
-            let Some(item) = self.by_name(name) else {
+        for q in names {
+            let name = &q.name;
+            let Some(item) = q.schema.as_deref().and_then(|s| self.by_name(s, name)) else {
                 if if_exists {
                     continue;
                 }
@@ -151,34 +227,44 @@ impl Catalog {
                 return Err(Error::WrongObjectType(format!("\"{name}\" is not {}", kind.with_article())));
             }
             let id = item.id;
-            let dependents = self.dependents(id);
-            // Indexes go with their relation; anything else needs CASCADE.
-            let blocking: Vec<&Item> = dependents
-                .iter()
-                .filter_map(|d| self.items.get(d))
-                .filter(|d| d.kind != ItemKind::Index && !to_drop.contains(&d.id))
-                .collect();
-            if !blocking.is_empty() && !cascade {
-                let detail = blocking
-                    .iter()
-                    .map(|d| format!("{} {} depends on {} {}", d.kind.name(), d.name, kind.name(), name))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                return Err(Error::DependentObjects {
-                    message: format!("cannot drop {} {name} because other objects depend on it", kind.name()),
-                    detail,
-                });
-            }
-            for d in dependents {
-                if !to_drop.contains(&d) {
-                    to_drop.push(d);
-                }
-            }
-            if !to_drop.contains(&id) {
-                to_drop.push(id);
-            }
+            self.extend_drop_set(id, kind, cascade, &mut to_drop)?;
         }
         Ok(to_drop)
+    }
+
+    /// Adds `id` and what depends on it to `to_drop` (dependents first);
+    /// fails if something other than an index depends on it and `cascade`
+    /// is not set.
+    pub fn extend_drop_set(&self, id: GlobalId, kind: ItemKind, cascade: bool, to_drop: &mut Vec<GlobalId>) -> Result<(), Error> {
+        let Some(item) = self.items.get(&id) else { return Ok(()) };
+        let name = &item.name;
+        let dependents = self.dependents(id);
+        // Indexes go with their relation; anything else needs CASCADE.
+        let blocking: Vec<&Item> = dependents
+            .iter()
+            .filter_map(|d| self.items.get(d))
+            .filter(|d| d.kind != ItemKind::Index && !to_drop.contains(&d.id))
+            .collect();
+        if !blocking.is_empty() && !cascade {
+            let detail = blocking
+                .iter()
+                .map(|d| format!("{} {} depends on {} {}", d.kind.name(), d.name, kind.name(), name))
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(Error::DependentObjects {
+                message: format!("cannot drop {} {name} because other objects depend on it", kind.name()),
+                detail,
+            });
+        }
+        for d in dependents {
+            if !to_drop.contains(&d) {
+                to_drop.push(d);
+            }
+        }
+        if !to_drop.contains(&id) {
+            to_drop.push(id);
+        }
+        Ok(())
     }
 }
 
@@ -213,18 +299,34 @@ impl<'a> BindCatalog<'a> {
         d
     }
 
-    fn user_item(&self, name: &str) -> Option<CatalogEntry> {
-        let item = self.catalog.by_name(name)?;
+    fn user_item(&self, schema: &str, name: &str) -> Option<CatalogEntry> {
+        let item = self.catalog.by_name(schema, name)?;
         self.resolved.borrow_mut().push(item.id);
         Some(CatalogEntry {
             id: item.id,
             oid: u32::try_from(system::item_oid(item.id)).unwrap_or(0),
+            schema: item.schema.clone(),
             name: item.name.clone(),
             kind: item.kind,
             desc: item.desc.clone(),
             view_plan: if item.kind == ItemKind::View { item.plan.clone() } else { None },
             system: false,
         })
+    }
+
+    /// The user schema an unqualified relation name resolves to through
+    /// the search path (`None`: none, or a system relation comes first).
+    pub fn schema_of(&self, name: &str) -> Option<String> {
+        for s in self.search_path() {
+            if SYSTEM_SCHEMAS.contains(&s.as_str()) {
+                if system::find(&s, name).is_some() {
+                    return None;
+                }
+            } else if self.catalog.by_name(&s, name).is_some() {
+                return Some(s);
+            }
+        }
+        None
     }
 
     fn system_relation(&self, schema: &str, name: &str) -> Option<CatalogEntry> {
@@ -237,21 +339,27 @@ impl<'a> BindCatalog<'a> {
 
 impl SqlCatalog for BindCatalog<'_> {
     fn resolve_in(&self, schema: Option<&str>, name: &str) -> Result<Option<CatalogEntry>, Error> {
-        let lookup = |s: &str| match s {
-            USER_SCHEMA => self.user_item(name),
-            s => self.system_relation(s, name),
+        let lookup = |s: &str| {
+            if SYSTEM_SCHEMAS.contains(&s) {
+                self.system_relation(s, name)
+            } else {
+                self.user_item(s, name)
+            }
         };
         Ok(match schema {
-            Some(s) if s == USER_SCHEMA || SYSTEM_SCHEMAS.contains(&s) => lookup(s),
-            Some(_) => None,
-            None => self.session.search_path().iter().find_map(|s| lookup(s)),
+            Some(s) => lookup(s),
+            None => self.search_path().iter().find_map(|s| lookup(s)),
         })
+    }
+
+    fn user_schema_exists(&self, name: &str) -> bool {
+        self.catalog.schemas.contains_key(name)
     }
 
     fn snapshot(&self) -> Arc<CatalogSnapshot> {
         self.read_system.set(true);
         let mut slot = self.snapshot.borrow_mut();
-        slot.get_or_insert_with(|| Arc::new(system::snapshot(self.catalog, &self.session, self.session.search_path()))).clone()
+        slot.get_or_insert_with(|| Arc::new(system::snapshot(self.catalog, &self.session, self.search_path()))).clone()
     }
 
     fn session(&self) -> &SessionInfo {

@@ -134,23 +134,9 @@ pub fn consolidate(parts: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
 mod tests {
     use super::*;
     use crate::coord::catalog::Item;
-    use crate::repr::RelationDesc;
 
     fn item(id: GlobalId, kind: ItemKind, deps: Vec<GlobalId>) -> Item {
-        Item {
-            id,
-            name: format!("i{id}"),
-            kind,
-            desc: RelationDesc::default(),
-            create_sql: String::new(),
-            depends_on: deps,
-            plan: None,
-            index: None,
-            imports: vec![],
-            keys: vec![],
-            unique: false,
-            comments: Default::default(),
-        }
+        Item::bare(id, "public", &format!("i{id}"), kind, deps)
     }
 
     #[test]

@@ -20,7 +20,9 @@ mod checkpoint;
 mod commit;
 mod copy;
 mod cursor;
+mod ddl;
 mod recovery;
+mod schema;
 pub(crate) mod settings;
 mod system;
 pub(crate) mod txn;
@@ -32,13 +34,13 @@ pub use copy::CopyTarget;
 pub use recovery::Readiness;
 use recovery::{CheckpointRead, Isolation, Recovery};
 
-use crate::dataflow::{Command, DataflowClient, DataflowDesc, Export, PeekResult};
+use crate::dataflow::{Command, DataflowClient, PeekResult};
 use crate::expr::relation::compare_rows;
 use crate::expr::RelationExpr;
 use crate::repr::{ColumnType, Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType, Timestamp};
 use crate::sql::{self, Finishing, ItemKind, Params, Plan, ShowKind};
 use crate::storage::{Storage, WriteSet};
-use catalog::{BindCatalog, Catalog, Item, ItemRecord};
+use catalog::{BindCatalog, Catalog, ItemRecord};
 use sqlparser::ast::Statement;
 use sql::Stmt;
 use std::collections::{BTreeMap, HashMap};
@@ -77,6 +79,11 @@ pub struct Coordinator {
     state: Arc<Mutex<State>>,
     dataflow: Arc<DataflowClient>,
     next_session: Arc<AtomicU64>,
+    /// The last transaction id given out (`txid_current()`); it starts at
+    /// the recovered write timestamp, so ids grow across restarts.
+    txids: Arc<AtomicU64>,
+    /// When the server started (`pg_postmaster_start_time()`).
+    started: chrono::DateTime<chrono::Utc>,
     commits: Arc<GroupCommit>,
     /// Held by whoever may assign write timestamps: an autocommit write for
     /// its statement, a transaction from its first write to its end. Always
@@ -222,6 +229,9 @@ impl Coordinator {
                 state.catalog.next_id = u64::from_be_bytes(arr);
             }
         }
+        if let Some(bytes) = recovered.meta.get(schema::META_SCHEMAS) {
+            state.catalog.schemas = schema::decode(bytes)?;
+        }
         let mut records = Vec::new();
         for (id, bytes) in &recovered.catalog {
             let rec: ItemRecord = serde_json::from_slice(bytes)
@@ -294,6 +304,8 @@ impl Coordinator {
             state: Arc::new(Mutex::new(state)),
             dataflow,
             next_session: Arc::new(AtomicU64::new(1)),
+            txids: Arc::new(AtomicU64::new(load_ts)),
+            started: chrono::Utc::now(),
             commits,
             write_token: Arc::new(Mutex::new(())),
             ready,
@@ -628,7 +640,12 @@ impl Coordinator {
     }
 
     pub fn new_session(&self) -> Session {
-        Session { id: self.next_session.fetch_add(1, Ordering::Relaxed), ..Default::default() }
+        Session {
+            id: self.next_session.fetch_add(1, Ordering::Relaxed),
+            txids: self.txids.clone(),
+            server_started: Some(self.started),
+            ..Default::default()
+        }
     }
 
     /// Parses a query string that may hold several statements (an empty
@@ -820,7 +837,7 @@ impl Coordinator {
         for (i, d) in params.iter().enumerate() {
             p.types[i] = datum_type(d);
         }
-        let (plan, deps) = {
+        let (plan, deps, create_sql) = {
             let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
             // A view would keep the catalog as of its creation.
@@ -830,7 +847,13 @@ impl Coordinator {
                         .into(),
                 ));
             }
-            (plan, bc.dependencies())
+            // What is created is stored with every name it reads resolved
+            // to its schema now, so that it binds the same on restart.
+            let create_sql = match (stmt, plan.created()) {
+                (Stmt::Sql(s), Some((schema, _))) => sql::ddl_text::stored(s, schema, &|n| bc.schema_of(n)),
+                _ => stmt.to_string(),
+            };
+            (plan, bc.dependencies(), create_sql)
         };
         if p.types.len() > params.len() && params.is_empty() {
             return Err(Error::UndefinedParameter(format!("there is no parameter ${}", p.types.len())));
@@ -842,7 +865,6 @@ impl Coordinator {
                 p.types.len()
             )));
         }
-        let create_sql = stmt.to_string();
         match plan {
             Plan::Select { query, desc, origins, finishing, settings } => {
                 let rows = self.read_finished(state, session, writing, query, &finishing).await?;
@@ -940,11 +962,40 @@ impl Coordinator {
             }
             Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::Rename { id, new_name, tag, .. } => {
+                let schema = state.catalog_of(session.txn.as_ref()).items.get(&id).map(|i| i.schema.clone()).unwrap_or_default();
                 match session.txn.as_mut() {
-                    Some(txn) => state.defer_rename(txn, id, &new_name)?,
-                    None => state.rename(id, &new_name)?,
+                    Some(txn) => state.defer_rename(txn, id, &schema, &new_name)?,
+                    None => state.rename(id, &schema, &new_name)?,
                 }
                 Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::SetSchema { id, schema, tag } => {
+                let name = state.catalog_of(session.txn.as_ref()).items.get(&id).map(|i| i.name.clone()).unwrap_or_default();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename(txn, id, &schema, &name)?,
+                    None => state.rename(id, &schema, &name)?,
+                }
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::CreateSchema { name, if_not_exists } => {
+                if state.catalog_of(session.txn.as_ref()).schemas.contains_key(&name) && if_not_exists {
+                    return Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None });
+                }
+                let oid = system::item_oid(state.catalog.allocate_id());
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Create { name, oid })?;
+                Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None })
+            }
+            Plan::DropSchema { names, if_exists, cascade } => {
+                state.drop_schemas(session.txn.as_mut(), &names, if_exists, cascade)?;
+                Ok(ExecuteResponse::Command { tag: "DROP SCHEMA".into(), rows: None })
+            }
+            Plan::RenameSchema { name, new_name } => {
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Rename { name, new_name })?;
+                Ok(ExecuteResponse::Command { tag: "ALTER SCHEMA".into(), rows: None })
+            }
+            Plan::CommentSchema { name, comment } => {
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Comment { name, comment })?;
+                Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
             }
             Plan::RenameColumn { table, column, new_name } => {
                 immediate_ddl(session, "ALTER TABLE ... RENAME COLUMN")?;
@@ -1008,15 +1059,15 @@ impl Coordinator {
                 self.checkpoint_round().await?;
                 Ok(ExecuteResponse::Command { tag: "CHECKPOINT".into(), rows: None })
             }
-            Plan::CreateTable { ref name, if_not_exists, .. }
-            | Plan::CreateView { ref name, if_not_exists, .. } => {
-                let name = name.clone();
+            Plan::CreateTable { ref schema, ref name, if_not_exists, .. }
+            | Plan::CreateView { ref schema, ref name, if_not_exists, .. } => {
+                let (schema, name) = (schema.clone(), name.clone());
                 let kind_tag = match &plan {
                     Plan::CreateTable { .. } => "CREATE TABLE",
                     Plan::CreateView { materialized: true, .. } => "CREATE MATERIALIZED VIEW",
                     _ => "CREATE VIEW",
                 };
-                if let Some(existing) = state.catalog_of(session.txn.as_ref()).by_name(&name) {
+                if let Some(existing) = state.catalog_of(session.txn.as_ref()).by_name(&schema, &name) {
                     let or_replace = matches!(plan, Plan::CreateView { or_replace: true, .. });
                     if if_not_exists {
                         return Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None });
@@ -1037,11 +1088,11 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None })
             }
             Plan::CreateTableAs { create, create_sql, query, finishing, with_data } => {
-                let Plan::CreateTable { name, if_not_exists, .. } = &*create else {
+                let Plan::CreateTable { schema, name, if_not_exists, .. } = &*create else {
                     return Err(Error::Internal("CREATE TABLE AS without its table".into()));
                 };
                 let name = name.clone();
-                if state.catalog_of(session.txn.as_ref()).by_name(&name).is_some() {
+                if state.catalog_of(session.txn.as_ref()).by_name(schema, &name).is_some() {
                     if *if_not_exists {
                         return Ok(ExecuteResponse::Command { tag: "CREATE TABLE AS".into(), rows: None });
                     }
@@ -1066,40 +1117,33 @@ impl Coordinator {
                 state.write(session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())])?;
                 Ok(ExecuteResponse::Command { tag: "SELECT".into(), rows: Some(n) })
             }
-            Plan::CreateIndex { ref name, ref on_name, ref key, if_not_exists, .. } => {
+            Plan::CreateIndex { ref schema, ref name, on, ref on_name, ref key, if_not_exists, .. } => {
                 let catalog = state.catalog_of(session.txn.as_ref());
                 let name = match name {
                     Some(n) => n.clone(),
                     None => {
-                        let on = catalog.items.values().find(|i| &i.name == on_name);
+                        let on = catalog.items.get(&on);
                         let cols: Vec<String> = on
                             .map(|i| key.iter().map(|k| i.desc.names[*k].clone()).collect())
                             .unwrap_or_default();
                         let base = format!("{on_name}_{}_idx", cols.join("_"));
                         let mut candidate = base.clone();
                         let mut k = 1;
-                        while catalog.by_name(&candidate).is_some() {
+                        while catalog.by_name(schema, &candidate).is_some() {
                             candidate = format!("{base}{k}");
                             k += 1;
                         }
                         candidate
                     }
                 };
-                if catalog.by_name(&name).is_some() {
+                if catalog.by_name(schema, &name).is_some() {
                     if if_not_exists {
                         return Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None });
                     }
                     return Err(Error::DuplicateTable(name));
                 }
                 // Store the statement with its (possibly generated) name.
-                let create_sql = match stmt {
-                    Stmt::Sql(Statement::CreateIndex(ci)) => {
-                        let mut ci = ci.clone();
-                        ci.name = Some(sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::with_quote('"', name.clone())]));
-                        Statement::CreateIndex(ci).to_string()
-                    }
-                    _ => create_sql,
-                };
+                let create_sql = sql::ddl_text::with_index_name(&create_sql, &name)?;
                 // A unique index checks the rows already there.
                 // (As a transaction block sees them: with its own writes.)
                 let mut contents = HashMap::new();
@@ -1208,7 +1252,8 @@ impl Coordinator {
             Plan::StartTransaction { read_only } => {
                 // BEGIN inside a block is a no-op (Postgres warns).
                 if session.txn.is_none() {
-                    session.txn = Some(Txn { read_only, ..Default::default() });
+                    let id = session.next_txid();
+                    session.txn = Some(Txn { id, read_only, ..Default::default() });
                 }
                 session.in_transaction = true;
                 Ok(ExecuteResponse::Command { tag: "BEGIN".into(), rows: None })
@@ -1634,246 +1679,6 @@ impl State {
         }
     }
 
-    /// Creates a new item: durable catalog record first, then dataflows.
-    /// `contents` holds the rows of the tables a unique index is created on.
-    fn create(
-        &mut self,
-        id: GlobalId,
-        name: &str,
-        plan: Plan,
-        deps: Vec<GlobalId>,
-        create_sql: String,
-        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
-    ) -> Result<(), Error> {
-        self.check_unique(id, name, &plan, contents)?;
-        let kind = match &plan {
-            Plan::CreateTable { .. } => ItemKind::Table,
-            Plan::CreateView { materialized: true, .. } => ItemKind::MaterializedView,
-            Plan::CreateView { .. } => ItemKind::View,
-            _ => ItemKind::Index,
-        };
-        let rec = ItemRecord { id, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new() };
-        let ts = self.next_ts();
-        let mut ws = WriteSet::new(ts);
-        ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
-        ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
-        self.commits.submit(ws)?;
-        self.install(id, name, plan, deps, create_sql, contents)?;
-        // Advance time so that the new item is readable at the write time.
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
-        Ok(())
-    }
-
-    /// A new unique index must hold on the rows already there: checked
-    /// before anything is made durable.
-    fn check_unique(&self, id: GlobalId, name: &str, plan: &Plan, contents: &HashMap<GlobalId, Vec<(Row, Diff)>>) -> Result<(), Error> {
-        if let Plan::CreateIndex { on, key, unique: true, .. } = plan {
-            let rows = contents.get(on).map(Vec::as_slice).unwrap_or(&[]);
-            unique::UniqueKeys::default().add(*on, id, name, key, self.column_names(*on, key), rows)?;
-        }
-        Ok(())
-    }
-
-    fn column_names(&self, table: GlobalId, cols: &[usize]) -> Vec<String> {
-        let desc = self.catalog.items.get(&table).map(|i| &i.desc);
-        cols.iter().map(|c| desc.and_then(|d| d.names.get(*c)).cloned().unwrap_or_default()).collect()
-    }
-
-    /// Adds an item to the catalog and builds its dataflows (also used on
-    /// recovery, where nothing is written). `contents` holds the rows of
-    /// tables whose unique keys it sets up (all tables on recovery).
-    fn install(
-        &mut self,
-        id: GlobalId,
-        name: &str,
-        plan: Plan,
-        deps: Vec<GlobalId>,
-        create_sql: String,
-        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
-    ) -> Result<(), Error> {
-        let no_rows: &[(Row, Diff)] = &[];
-        match &plan {
-            Plan::CreateTable { unique, desc, .. } => {
-                let rows = contents.get(&id).map(Vec::as_slice).unwrap_or(no_rows);
-                for k in unique {
-                    let names = k.columns.iter().map(|c| desc.names[*c].clone()).collect();
-                    self.unique.add(id, id, &k.name, &k.columns, names, rows)?;
-                }
-            }
-            Plan::CreateIndex { on, key, unique: true, .. } => {
-                let rows = contents.get(on).map(Vec::as_slice).unwrap_or(no_rows);
-                let names = self.column_names(*on, key);
-                self.unique.add(*on, id, name, key, names, rows)?;
-            }
-            _ => {}
-        }
-        let item = match plan {
-            Plan::CreateTable { desc, unique, .. } => {
-                self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
-                if let Some(plan) = self.resume.as_mut() {
-                    plan.table(id);
-                }
-                Item {
-                    id,
-                    name: name.into(),
-                    kind: ItemKind::Table,
-                    desc,
-                    create_sql,
-                    depends_on: deps,
-                    plan: None,
-                    index: None,
-                    imports: vec![],
-                    keys: unique,
-                    unique: false,
-                    comments: BTreeMap::new(),
-                }
-            }
-            Plan::CreateView { query, desc, materialized, .. } => {
-                let mut imports = vec![];
-                if materialized {
-                    let optimized = crate::planner::optimize(query.clone(), &self.catalog);
-                    imports = optimized.imported_indexes().into_iter().map(|ix| ix.id).collect();
-                    // On restart: seeded with its own checkpoint if nothing
-                    // it reads holds rows before the load timestamp; a view
-                    // that reads a seeded (or early) view computes from it.
-                    // Resumed instead, if its query is linear and its
-                    // inputs allow it (`recovery::ResumePlan`).
-                    let reads = optimized.depends_on();
-                    let linear = optimized.is_linear() && imports.is_empty();
-                    if linear {
-                        self.checkpoints.linear.insert(id);
-                    }
-                    let checkpoint =
-                        self.checkpoints.lineage.get(&id).map(|l| l.frontier).filter(|f| *f < self.recovery.load_ts);
-                    let resume = self.resume.as_ref().and_then(|p| p.resume_at(&reads, linear, checkpoint));
-                    let reads_early = reads.iter().any(|d| self.early.contains(d));
-                    let seed =
-                        resume.is_none() && !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
-                    if seed || reads_early || resume.is_some() {
-                        self.early.insert(id);
-                    }
-                    if seed {
-                        self.recovery.seeded.insert(id);
-                    }
-                    if let Some(plan) = self.resume.as_mut() {
-                        plan.view(id, &reads, resume, seed);
-                    }
-                    self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
-                        id,
-                        name: name.to_string(),
-                        plan: Arc::new(optimized),
-                        export: Export::MaterializedView,
-                        seed,
-                        resume,
-                    })));
-                }
-                let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
-                Item {
-                    id,
-                    name: name.into(),
-                    kind,
-                    desc,
-                    create_sql,
-                    depends_on: deps,
-                    plan: Some(query),
-                    index: None,
-                    imports,
-                    keys: vec![],
-                    unique: false,
-                    comments: BTreeMap::new(),
-                }
-            }
-            Plan::CreateIndex { on, key, unique, .. } => {
-                let desc = self.catalog.items.get(&on).map(|i| i.desc.clone()).unwrap_or_default();
-                self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
-                    id,
-                    name: name.to_string(),
-                    plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
-                    export: Export::Index { on, key: key.clone() },
-                    seed: false,
-                    resume: None,
-                })));
-                if let Some(plan) = self.resume.as_mut() {
-                    plan.index(id, on);
-                }
-                Item {
-                    id,
-                    name: name.into(),
-                    kind: ItemKind::Index,
-                    desc,
-                    create_sql,
-                    depends_on: vec![on],
-                    plan: None,
-                    index: Some((on, key)),
-                    imports: vec![],
-                    keys: vec![],
-                    unique,
-                    comments: BTreeMap::new(),
-                }
-            }
-            other => return Err(Error::Internal(format!("cannot install {other:?}"))),
-        };
-        self.catalog.insert(item);
-        Ok(())
-    }
-
-    fn drop_items(&mut self, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<(), Error> {
-        let to_drop = self.catalog.drop_set(kind, names, if_exists, cascade)?;
-        self.drop_ids(to_drop)
-    }
-
-    /// Drops items (dependents before what they depend on): durable first,
-    /// then out of the catalog and the dataflows.
-    fn drop_ids(&mut self, to_drop: Vec<GlobalId>) -> Result<(), Error> {
-        if to_drop.is_empty() {
-            return Ok(());
-        }
-        let ts = self.next_ts();
-        let mut ws = WriteSet::new(ts);
-        for id in &to_drop {
-            ws.catalog_deletes.push(*id);
-            match self.catalog.items.get(id).map(|i| i.kind) {
-                Some(ItemKind::Table) => ws.dropped_tables.push(*id),
-                Some(ItemKind::MaterializedView) => {
-                    // Its checkpoint goes too; the checkpointer must not
-                    // write it again.
-                    if let Ok(mut d) = self.dropped.lock() {
-                        d.insert(*id);
-                    }
-                    ws.dropped_tables.push(*id);
-                    ws.meta_deletes.push(checkpoint::meta_key(*id));
-                }
-                _ => {}
-            }
-        }
-        self.commits.submit(ws)?;
-        for id in &to_drop {
-            self.catalog.items.remove(id);
-            self.unique.drop_owner(*id);
-            self.checkpoints.lineage.remove(id);
-            self.checkpoints.linear.remove(id);
-            self.storage.hold_folds_at(self.checkpoints.fold_hold());
-            self.recovery.forget(*id);
-            self.incremental.remove(id);
-        }
-        for id in to_drop {
-            if self.catalog.items.values().any(|i| i.imports.contains(&id)) {
-                self.orphans.push(id);
-            } else {
-                self.dataflow.broadcast(Command::Drop { id });
-            }
-        }
-        let items = &self.catalog.items;
-        let (keep, release): (Vec<GlobalId>, Vec<GlobalId>) =
-            self.orphans.iter().partition(|o| items.values().any(|i| i.imports.contains(o)));
-        self.orphans = keep;
-        for id in release {
-            self.dataflow.broadcast(Command::Drop { id });
-        }
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
-        Ok(())
-    }
-
     fn names_of(&self, kind: ItemKind) -> Vec<Vec<Datum>> {
         let mut names: Vec<String> = self.catalog.items.values().filter(|i| i.kind == kind).map(|i| i.name.clone()).collect();
         names.sort();
@@ -2016,7 +1821,7 @@ impl StmtClass {
     fn of(stmt: &Stmt) -> StmtClass {
         let stmt = match stmt {
             Stmt::Sql(s) => s,
-            Stmt::Rename { .. } => return StmtClass::Write { ddl: true },
+            Stmt::Rename { .. } | Stmt::SetSchema { .. } => return StmtClass::Write { ddl: true },
             Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } | Stmt::Fetch { .. } => return StmtClass::Other,
         };
         match stmt {
@@ -2030,6 +1835,8 @@ impl StmtClass {
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
             | Statement::AlterIndex { .. }
+            | Statement::CreateSchema { .. }
+            | Statement::AlterSchema(_)
             | Statement::Comment { .. } => StmtClass::Write { ddl: true },
             _ => StmtClass::Other,
         }
@@ -2092,7 +1899,7 @@ fn immediate_ddl(session: &Session, what: &str) -> Result<(), Error> {
 fn abort(session: &mut Session) {
     if let Some(txn) = session.txn.as_mut() {
         if txn.savepoints.is_empty() {
-            *txn = Txn { read_only: txn.read_only, failed: true, ..Default::default() };
+            *txn = Txn { id: txn.id, read_only: txn.read_only, failed: true, ..Default::default() };
         } else {
             // ROLLBACK TO a savepoint can still recover the transaction.
             txn.failed = true;

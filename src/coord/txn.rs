@@ -32,6 +32,8 @@ use tokio::sync::OwnedMutexGuard;
 /// An open transaction block.
 #[derive(Debug, Default)]
 pub struct Txn {
+    /// Its transaction id (`txid_current()`), from the server's counter.
+    pub id: u64,
     /// `BEGIN READ ONLY`.
     pub read_only: bool,
     /// A statement failed: everything but ROLLBACK/COMMIT is refused (25P02)
@@ -84,8 +86,10 @@ pub enum Ddl {
     Create { id: GlobalId, name: String, plan: Plan, deps: Vec<GlobalId>, create_sql: String },
     /// `DROP ...`: the items and everything dropped with them.
     Drop { ids: Vec<GlobalId> },
-    /// `ALTER ... RENAME TO`.
-    Rename { id: GlobalId, new_name: String },
+    /// `ALTER ... RENAME TO`, `ALTER ... SET SCHEMA`.
+    Rename { id: GlobalId, schema: String, new_name: String },
+    /// `CREATE | DROP | ALTER SCHEMA`, `COMMENT ON SCHEMA`.
+    Schema(super::schema::SchemaOp),
     /// `COMMENT ON`.
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
 }

@@ -1,5 +1,6 @@
 //! DDL inside a transaction block: `CREATE TABLE | VIEW | MATERIALIZED
-//! VIEW | INDEX`, `DROP`, `ALTER ... RENAME TO` and `COMMENT ON` between
+//! VIEW | INDEX | SCHEMA`, `DROP`, `ALTER ... RENAME TO | SET SCHEMA`,
+//! `ALTER SCHEMA ... RENAME TO` and `COMMENT ON` between
 //! `BEGIN` and `COMMIT` take effect together with the block's writes, at
 //! its COMMIT, and not at all if it rolls back.
 //!
@@ -22,7 +23,7 @@ use super::catalog::{Catalog, Item};
 use super::txn::{Ddl, Txn, TxnCatalog};
 use super::State;
 use crate::repr::{Diff, Error, GlobalId, Row};
-use crate::sql::{ddl_text, ItemKind, Plan};
+use crate::sql::{ItemKind, Plan, QualifiedName};
 use std::collections::{BTreeMap, HashMap};
 
 impl State {
@@ -36,7 +37,7 @@ impl State {
     }
 
     /// The block's catalog changes, started from the shared catalog.
-    fn block<'a>(&self, txn: &'a mut Txn) -> &'a mut TxnCatalog {
+    pub(super) fn block<'a>(&self, txn: &'a mut Txn) -> &'a mut TxnCatalog {
         txn.ddl.get_or_insert_with(|| Box::new(TxnCatalog { catalog: self.catalog.clone(), ..Default::default() }))
     }
 
@@ -78,11 +79,19 @@ impl State {
     /// `DROP ...` in a block: the items (and what depends on them) leave
     /// the block's catalog; what the block wrote into a dropped table goes
     /// with it.
-    pub(super) fn defer_drop(&self, txn: &mut Txn, kind: ItemKind, names: &[String], if_exists: bool, cascade: bool) -> Result<(), Error> {
+    pub(super) fn defer_drop(&self, txn: &mut Txn, kind: ItemKind, names: &[QualifiedName], if_exists: bool, cascade: bool) -> Result<(), Error> {
         let tc = self.block(txn);
         let ids = tc.catalog.drop_set(kind, names, if_exists, cascade)?;
+        self.defer_drop_ids(txn, ids);
+        Ok(())
+    }
+
+    /// Items leave the block's catalog (with what the block wrote into
+    /// them).
+    pub(super) fn defer_drop_ids(&self, txn: &mut Txn, ids: Vec<GlobalId>) {
+        let tc = self.block(txn);
         if ids.is_empty() {
-            return Ok(());
+            return;
         }
         for id in &ids {
             tc.catalog.items.remove(id);
@@ -95,7 +104,7 @@ impl State {
         }
         tc.ddl.retain(|d| match d {
             Ddl::Create { id, .. } | Ddl::Rename { id, .. } | Ddl::Comment { id, .. } => !created.contains(id),
-            Ddl::Drop { .. } => true,
+            Ddl::Drop { .. } | Ddl::Schema(_) => true,
         });
         if !existing.is_empty() {
             tc.ddl.push(Ddl::Drop { ids: existing });
@@ -103,30 +112,21 @@ impl State {
         for id in &ids {
             txn.writes.remove(id);
         }
-        Ok(())
     }
 
-    /// `ALTER ... RENAME TO` in a block.
-    pub(super) fn defer_rename(&self, txn: &mut Txn, id: GlobalId, new_name: &str) -> Result<(), Error> {
+    /// `ALTER ... RENAME TO` or `ALTER ... SET SCHEMA` in a block.
+    pub(super) fn defer_rename(&self, txn: &mut Txn, id: GlobalId, new_schema: &str, new_name: &str) -> Result<(), Error> {
         let tc = self.block(txn);
-        if tc.catalog.by_name(new_name).is_some() {
-            return Err(Error::DuplicateTable(new_name.to_string()));
-        }
-        let Some(item) = tc.catalog.items.get(&id) else { return Ok(()) };
-        let old = item.name.clone();
         // The stored statements as COMMIT will leave them (what
         // pg_get_viewdef shows inside the block).
-        let mut changes = vec![(id, new_name.to_string(), ddl_text::renamed(&item.create_sql, true, &old, new_name)?)];
-        for dep in tc.catalog.items.values().filter(|i| i.id != id && i.depends_on.contains(&id)) {
-            changes.push((dep.id, dep.name.clone(), ddl_text::renamed(&dep.create_sql, false, &old, new_name)?));
-        }
-        for (i, name, sql) in changes {
-            if let Some(item) = tc.catalog.items.get_mut(&i) {
-                item.name = name;
-                item.create_sql = sql;
+        for c in super::alter::moved(&tc.catalog, id, new_schema, new_name)? {
+            if let Some(item) = tc.catalog.items.get_mut(&c.id) {
+                item.schema = c.schema;
+                item.name = c.name;
+                item.create_sql = c.create_sql;
             }
         }
-        tc.ddl.push(Ddl::Rename { id, new_name: new_name.to_string() });
+        tc.ddl.push(Ddl::Rename { id, schema: new_schema.to_string(), new_name: new_name.to_string() });
         Ok(())
     }
 
@@ -154,8 +154,9 @@ impl State {
                     self.unique.move_owner(&mut tc.keys, id);
                 }
                 Ddl::Drop { ids } => self.drop_ids(ids)?,
-                Ddl::Rename { id, new_name } => self.rename(id, &new_name)?,
+                Ddl::Rename { id, schema, new_name } => self.rename(id, &schema, &new_name)?,
                 Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
+                Ddl::Schema(op) => self.schema_op(op)?,
             }
         }
         Ok(())
@@ -165,8 +166,10 @@ impl State {
 /// The catalog item a `CREATE` plan makes, as the block's catalog holds it
 /// (no dataflow: nothing is imported).
 fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<Item, Error> {
+    let schema = plan.created().map_or(crate::sql::binder_names::USER_SCHEMA, |(s, _)| s).to_string();
     let base = |kind, desc, depends_on, plan| Item {
         id,
+        schema: schema.clone(),
         name: name.to_string(),
         kind,
         desc,

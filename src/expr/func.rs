@@ -11,6 +11,7 @@ pub mod arrays;
 pub mod catalog;
 mod datetime;
 pub mod table;
+mod keywords;
 mod math;
 pub mod strings;
 
@@ -74,6 +75,9 @@ pub enum UnaryFunc {
     ToJsonb,
     /// `quote_ident(text)`.
     QuoteIdent,
+    /// `pg_size_pretty(bigint)`: a byte count in bytes, kB, MB, GB, TB or
+    /// PB, as PostgreSQL 15 rounds it.
+    SizePretty,
     /// `quote_literal(text)`.
     QuoteLiteral,
     /// `quote_nullable(text)`: `NULL` for NULL.
@@ -366,6 +370,10 @@ impl UnaryFunc {
             QuoteNullable if d.is_null() => Datum::Text("NULL".into()),
             _ if d.is_null() => Datum::Null,
             QuoteIdent => Datum::Text(catalog::quote_ident(text_ref(&d)?)),
+            SizePretty => match d.as_i64() {
+                Some(n) => Datum::Text(catalog::size_pretty(n)),
+                None => return Err(EvalError::Internal("pg_size_pretty of a non-integer".into())),
+            },
             QuoteLiteral | QuoteNullable => Datum::Text(strings::quote_literal(text_ref(&d)?)),
             ToJsonb => Datum::Jsonb(Box::new(to_jsonb(&d))),
             Not => Datum::Bool(!d.as_bool().unwrap_or(false)),
@@ -449,9 +457,8 @@ impl UnaryFunc {
             Not => t(ScalarType::Bool),
             Neg | Abs => t(input.scalar.unconstrained()),
             Cast { to, .. } => t(to.clone()),
-            Upper | Lower | BpcharToText | VectorToText | Reverse | Initcap | Chr | JsonbTypeof | QuoteIdent | QuoteLiteral => {
-                t(ScalarType::Text)
-            }
+            Upper | Lower | BpcharToText | VectorToText | Reverse | Initcap | Chr | JsonbTypeof | QuoteIdent | QuoteLiteral
+            | SizePretty => t(ScalarType::Text),
             QuoteNullable => ColumnType::new(ScalarType::Text, false),
             Length | OctetLength | Ascii | JsonbArrayLength => t(ScalarType::Int32),
             Sqrt | Cbrt | Exp | Ln | Log10 | Floor | Ceil | Sign | Trunc | Round => t(input.scalar.unconstrained()),

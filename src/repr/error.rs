@@ -15,6 +15,8 @@ pub enum SqlState {
     AmbiguousColumn,
     DatatypeMismatch,
     DuplicateTable,
+    DuplicateSchema,
+    ReservedName,
     DuplicateObject,
     DuplicateColumn,
     DuplicateAlias,
@@ -87,6 +89,8 @@ impl SqlState {
             SqlState::AmbiguousColumn => "42702",
             SqlState::DatatypeMismatch => "42804",
             SqlState::DuplicateTable => "42P07",
+            SqlState::DuplicateSchema => "42P06",
+            SqlState::ReservedName => "42939",
             SqlState::DuplicateObject => "42710",
             SqlState::DuplicateColumn => "42701",
             SqlState::DuplicateAlias => "42712",
@@ -323,6 +327,15 @@ pub enum Error {
     DatatypeMismatch(String),
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
+    /// `ALTER ... SET SCHEMA` onto a name the schema has.
+    #[error("relation \"{name}\" already exists in schema \"{schema}\"")]
+    DuplicateTableInSchema { name: String, schema: String },
+    /// `schema "s" already exists`.
+    #[error("{0}")]
+    DuplicateSchema(String),
+    /// A name with a reserved prefix (`pg_` for schemas).
+    #[error("{message}")]
+    ReservedName { message: String, detail: String },
     #[error("{0}")]
     DuplicateObject(String),
     #[error("{0}")]
@@ -341,6 +354,10 @@ pub enum Error {
     InvalidColumnReference(String),
     #[error("{message}")]
     DependentObjects { message: String, detail: String },
+    /// `cannot drop schema pg_catalog because it is required by the
+    /// database system` (2BP01, with no hint: CASCADE would not help).
+    #[error("{0}")]
+    RequiredBySystem(String),
     /// A write or a new unique index would make a unique key repeat.
     #[error("{message}")]
     UniqueViolation { message: String, detail: String },
@@ -454,7 +471,9 @@ impl Error {
             Error::UndefinedFunction(_) => SqlState::UndefinedFunction,
             Error::AmbiguousColumn(_) => SqlState::AmbiguousColumn,
             Error::DatatypeMismatch(_) => SqlState::DatatypeMismatch,
-            Error::DuplicateTable(_) => SqlState::DuplicateTable,
+            Error::DuplicateTable(_) | Error::DuplicateTableInSchema { .. } => SqlState::DuplicateTable,
+            Error::DuplicateSchema(_) => SqlState::DuplicateSchema,
+            Error::ReservedName { .. } => SqlState::ReservedName,
             Error::DuplicateObject(_) => SqlState::DuplicateObject,
             Error::Grouping(_) => SqlState::GroupingError,
             Error::Windowing(_) => SqlState::WindowingError,
@@ -463,7 +482,7 @@ impl Error {
             Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,
             Error::WrongObjectType(_) => SqlState::WrongObjectType,
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
-            Error::DependentObjects { .. } => SqlState::DependentObjectsStillExist,
+            Error::DependentObjects { .. } | Error::RequiredBySystem(_) => SqlState::DependentObjectsStillExist,
             Error::UniqueViolation { .. } => SqlState::UniqueViolation,
             Error::InvalidTableDefinition(_) => SqlState::InvalidTableDefinition,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
@@ -520,7 +539,9 @@ impl Error {
     /// Optional DETAIL line of the ErrorResponse.
     pub fn detail(&self) -> Option<String> {
         match self {
-            Error::DependentObjects { detail, .. } | Error::UniqueViolation { detail, .. } => Some(detail.clone()),
+            Error::DependentObjects { detail, .. }
+            | Error::UniqueViolation { detail, .. }
+            | Error::ReservedName { detail, .. } => Some(detail.clone()),
             Error::Eval(e) => e.detail(),
             Error::WithContext { error, .. } => error.detail(),
             _ => None,

@@ -130,6 +130,7 @@ impl Binder<'_> {
             CommentObject::MaterializedView => ItemKind::MaterializedView,
             CommentObject::Index => ItemKind::Index,
             CommentObject::Column => return self.bind_column_comment(name, comment),
+            CommentObject::Schema => return self.bind_comment_schema(name, comment),
             other => return Err(Error::FeatureNotSupported(format!("COMMENT ON {other} is not supported"))),
         };
         Ok(match self.alter_target(name, kind, if_exists)? {

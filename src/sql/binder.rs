@@ -81,7 +81,8 @@ impl std::fmt::Display for QualifiedName {
 /// The schemas that hold the system catalog's relations.
 pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
 
-/// The schema that holds every user object (ripple has no other yet).
+/// The schema every database starts with, where objects are created by
+/// default.
 pub const USER_SCHEMA: &str = "public";
 
 /// Binds one statement.
@@ -109,6 +110,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
             Plan::Maintenance { tag: verb.to_string() }
         }
         Stmt::Rename { kind, if_exists, name, new_name } => b.bind_rename(*kind, *if_exists, name, new_name)?,
+        Stmt::SetSchema { kind, if_exists, name, schema } => b.bind_set_schema(*kind, *if_exists, name, schema)?,
         Stmt::Fetch { cursor, direction, move_only } => {
             Plan::Fetch { name: cursor.clone(), direction: *direction, move_only: *move_only }
         }
@@ -142,7 +144,7 @@ impl Binder<'_> {
 
     /// `CREATE TABLE name [(columns)] AS query [WITH [NO] DATA]`: a table of
     /// the query's columns (named by the list, if given), all nullable.
-    fn bind_create_table_as(&mut self, name: String, ct: &ast::CreateTable, q: &ast::Query) -> Result<Plan, Error> {
+    fn bind_create_table_as(&mut self, schema: String, name: String, ct: &ast::CreateTable, q: &ast::Query) -> Result<Plan, Error> {
         if !ct.constraints.is_empty() || ct.columns.iter().any(|c| !c.options.is_empty()) {
             return Err(Error::FeatureNotSupported("constraints in CREATE TABLE AS are not supported".into()));
         }
@@ -158,8 +160,8 @@ impl Binder<'_> {
         for t in &mut desc.types {
             t.nullable = true;
         }
-        let create_sql = crate::sql::ddl_text::create_table(&name, &desc);
-        let create = Plan::CreateTable { name, desc, if_not_exists: ct.if_not_exists, unique: Vec::new() };
+        let create_sql = crate::sql::ddl_text::create_table(&schema, &name, &desc);
+        let create = Plan::CreateTable { schema, name, desc, if_not_exists: ct.if_not_exists, unique: Vec::new() };
         Ok(Plan::CreateTableAs {
             create: Box::new(create),
             create_sql,
@@ -178,9 +180,9 @@ impl Binder<'_> {
                 Ok(Plan::Select { query, desc, origins: block.origins, finishing: block.finishing, settings })
             }
             Statement::CreateTable(ct) => {
-                let name = self.creation_name(&ct.name)?;
+                let (schema, name) = self.creation_name(&ct.name)?;
                 if let Some(q) = &ct.query {
-                    return self.bind_create_table_as(name, ct, q);
+                    return self.bind_create_table_as(schema, name, ct, q);
                 }
                 let mut names = Vec::new();
                 let mut types = Vec::new();
@@ -235,10 +237,16 @@ impl Binder<'_> {
                     return Err(Error::FeatureNotSupported("tables without columns are not supported".into()));
                 }
                 let unique = unique_keys(&name, &names, &mut types, keys)?;
-                Ok(Plan::CreateTable { name, desc: RelationDesc::new(names, types), if_not_exists: ct.if_not_exists, unique })
+                Ok(Plan::CreateTable {
+                    schema,
+                    name,
+                    desc: RelationDesc::new(names, types),
+                    if_not_exists: ct.if_not_exists,
+                    unique,
+                })
             }
             Statement::CreateView(cv) => {
-                let name = self.creation_name(&cv.name)?;
+                let (schema, name) = self.creation_name(&cv.name)?;
                 let block = self.bind_query(&cv.query)?;
                 let mut desc = block.desc.clone();
                 if !cv.columns.is_empty() {
@@ -254,6 +262,7 @@ impl Binder<'_> {
                 // with LIMIT/OFFSET it is a maintained top-k.
                 let query = block.into_relation();
                 Ok(Plan::CreateView {
+                    schema,
                     name,
                     query,
                     desc,
@@ -289,8 +298,23 @@ impl Binder<'_> {
                         entry.kind.name()
                     )));
                 }
+                let name = match &ci.name {
+                    Some(n) => {
+                        let q = self.qualified(n)?;
+                        if q.schema.as_ref().is_some_and(|s| *s != entry.schema) {
+                            return Err(Error::InvalidSchemaName(format!(
+                                "an index is created in the schema of its table (\"{}\"), not \"{}\"",
+                                entry.schema,
+                                q.schema.unwrap_or_default()
+                            )));
+                        }
+                        Some(q.name)
+                    }
+                    None => None,
+                };
                 Ok(Plan::CreateIndex {
-                    name: ci.name.as_ref().map(|n| self.creation_name(n)).transpose()?,
+                    schema: entry.schema.clone(),
+                    name,
                     on: entry.id,
                     on_name,
                     key,
@@ -310,30 +334,20 @@ impl Binder<'_> {
                     ObjectType::View => ItemKind::View,
                     ObjectType::MaterializedView => ItemKind::MaterializedView,
                     ObjectType::Index => ItemKind::Index,
+                    ObjectType::Schema => {
+                        let names: Vec<String> = names.iter().map(object_name).collect();
+                        if let Some(s) = names.iter().find(|n| SYSTEM_SCHEMAS.contains(&n.as_str())) {
+                            return Err(Error::RequiredBySystem(format!(
+                                "cannot drop schema {s} because it is required by the database system"
+                            )));
+                        }
+                        return Ok(Plan::DropSchema { names, if_exists: *if_exists, cascade: *cascade });
+                    }
                     other => return Err(Error::FeatureNotSupported(format!("DROP {other} is not supported"))),
                 };
                 let mut targets = Vec::new();
                 for n in names {
-                    let q = self.qualified(n)?;
-                    match q.schema.as_deref() {
-                        None | Some(USER_SCHEMA) => {
-                            // An unqualified name that finds a system
-                            // relation first may not drop it.
-                            if let Some(e) = self.catalog.resolve_in(q.schema.as_deref(), &q.name)? {
-                                Self::check_writable(&e)?;
-                            }
-                            targets.push(q.name)
-                        }
-                        Some(s) if SYSTEM_SCHEMAS.contains(&s) => {
-                            match self.catalog.resolve_in(Some(s), &q.name)? {
-                                Some(e) => Self::check_writable(&e)?,
-                                None if *if_exists => {}
-                                None => return Err(Error::UndefinedTable(q.to_string())),
-                            }
-                        }
-                        Some(_) if *if_exists => {}
-                        Some(s) => return Err(Error::InvalidSchemaName(format!("schema \"{s}\" does not exist"))),
-                    }
+                    targets.push(self.user_object_schema(n, *if_exists)?);
                 }
                 Ok(Plan::Drop { kind, names: targets, if_exists: *if_exists, cascade: *cascade })
             }
@@ -474,6 +488,8 @@ impl Binder<'_> {
             Statement::ReleaseSavepoint { name } => Ok(Plan::ReleaseSavepoint { name: ident(name) }),
             Statement::AlterTable(at) => self.bind_alter_table(at),
             Statement::AlterIndex { name, operation } => self.bind_alter_index(name, operation),
+            Statement::CreateSchema { schema_name, if_not_exists, .. } => self.bind_create_schema(schema_name, *if_not_exists),
+            Statement::AlterSchema(a) => self.bind_alter_schema(a),
             Statement::Comment { object_type, object_name, comment, if_exists } => {
                 self.bind_comment(object_type, object_name, comment, *if_exists)
             }
@@ -537,17 +553,53 @@ impl Binder<'_> {
         self.catalog.resolve_in(q.schema.as_deref(), &q.name)?.ok_or_else(|| Error::UndefinedTable(q.to_string()))
     }
 
-    /// The name of an object a DDL statement creates: unqualified or in
-    /// `public`; the system schemas cannot be written (42501) and other
-    /// schemas do not exist (3F000).
-    pub fn creation_name(&self, name: &ObjectName) -> Result<String, Error> {
+    /// The schema and name of an object a DDL statement creates: the
+    /// schema named, or the first existing one of the search path (3F000
+    /// if there is none, or the one named does not exist); the system
+    /// schemas cannot be written (42501).
+    pub fn creation_name(&self, name: &ObjectName) -> Result<(String, String), Error> {
+        let q = self.qualified(name)?;
+        let schema = match q.schema.clone() {
+            Some(s) => s,
+            None => self
+                .catalog
+                .creation_schema()
+                .ok_or_else(|| Error::InvalidSchemaName("no schema has been selected to create in".into()))?,
+        };
+        if SYSTEM_SCHEMAS.contains(&schema.as_str()) {
+            return Err(Error::InsufficientPrivilege(format!("permission denied to create \"{schema}.{}\"", q.name)));
+        }
+        if !self.catalog.user_schema_exists(&schema) {
+            return Err(Error::InvalidSchemaName(format!("schema \"{schema}\" does not exist")));
+        }
+        Ok((schema, q.name))
+    }
+
+    /// The schema that holds the user object `name` (an unqualified name:
+    /// the first schema of the search path that holds one), `None` if none
+    /// does; a system relation named so may not be changed (42501).
+    pub fn user_object_schema(&self, name: &ObjectName, if_exists: bool) -> Result<QualifiedName, Error> {
         let q = self.qualified(name)?;
         match q.schema.as_deref() {
-            None | Some(USER_SCHEMA) => Ok(q.name),
-            Some(s) if SYSTEM_SCHEMAS.contains(&s) => {
-                Err(Error::InsufficientPrivilege(format!("permission denied to create \"{q}\"")))
+            Some(s) if SYSTEM_SCHEMAS.contains(&s) => match self.catalog.resolve_in(Some(s), &q.name)? {
+                Some(e) => Self::check_writable(&e).map(|_| q),
+                None if if_exists => Ok(QualifiedName { schema: None, name: q.name }),
+                None => Err(Error::UndefinedTable(q.to_string())),
+            },
+            Some(s) if !self.catalog.user_schema_exists(s) => {
+                if if_exists {
+                    Ok(QualifiedName { schema: None, name: q.name })
+                } else {
+                    Err(Error::InvalidSchemaName(format!("schema \"{s}\" does not exist")))
+                }
             }
-            Some(s) => Err(Error::InvalidSchemaName(format!("schema \"{s}\" does not exist"))),
+            Some(_) => Ok(q),
+            None => match self.catalog.resolve_in(None, &q.name)? {
+                // An unqualified name that finds a system relation first
+                // may not drop it.
+                Some(e) => Self::check_writable(&e).map(|_| QualifiedName { schema: Some(e.schema), name: q.name }),
+                None => Ok(q),
+            },
         }
     }
 

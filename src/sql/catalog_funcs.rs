@@ -73,7 +73,7 @@ impl Binder<'_> {
                 Ok(typed(Datum::Text(session.user), ScalarType::Name))
             }
             ("current_schema", 0) => {
-                let first = session.search_path().into_iter().find(|s| s != "pg_catalog");
+                let first = self.catalog.creation_schema();
                 Ok(typed(first.map(Datum::Text).unwrap_or(Datum::Null), ScalarType::Name))
             }
             ("current_schemas", 1) => (|| {
@@ -81,14 +81,20 @@ impl Binder<'_> {
                     Ok(Datum::Bool(b)) => b,
                     _ => return Err(Error::FeatureNotSupported("current_schemas needs a constant argument".into())),
                 };
-                let mut path = session.search_path();
-                if !implicit {
-                    path.retain(|s| s != "pg_catalog");
-                }
+                let path = if implicit {
+                    self.catalog.search_path()
+                } else {
+                    session.explicit_search_path(&|s| self.catalog.user_schema_exists(s))
+                };
                 let v = Datum::Array(path.into_iter().map(Datum::Text).collect());
                 Ok(typed(v, ScalarType::Name.array_of()))
             })(),
             ("pg_backend_pid", 0) => Ok(typed(Datum::Int32(session.backend_pid), int)),
+            ("txid_current", 0) => Ok(typed(Datum::Int64(i64::try_from(session.txid).unwrap_or(i64::MAX)), ScalarType::Int64)),
+            ("pg_postmaster_start_time", 0) => Ok(typed(
+                Datum::TimestampTz(session.server_started.unwrap_or_else(chrono::Utc::now)),
+                ScalarType::TimestampTz { precision: None },
+            )),
             ("current_setting", 1 | 2) => (|| {
                 let mut it = args.into_iter();
                 let setting = self.coerce(it.next().expect("an argument"), &ScalarType::Text)?;
@@ -214,6 +220,12 @@ impl Binder<'_> {
             // Logical replication does not exist in ripple.
             ("pg_relation_is_publishable", 1) => Ok(typed(Datum::Bool(false), ScalarType::Bool)),
             ("quote_ident", 1) => self.unary_text(args, UnaryFunc::QuoteIdent),
+            ("pg_size_pretty", 1) => (|| {
+                let b = args.into_iter().next().ok_or_else(|| Error::Internal("missing argument".into()))?;
+                let nullable = b.nullable;
+                let x = self.coerce(b, &ScalarType::Int64)?;
+                Ok(Bound::typed_pub(x.call_unary(UnaryFunc::SizePretty), ScalarType::Text, nullable))
+            })(),
             ("quote_literal", 1) => self.unary_text(args, UnaryFunc::QuoteLiteral),
             ("quote_nullable", 1) => self.unary_text(args, UnaryFunc::QuoteNullable),
             _ => return Err(args),

@@ -22,7 +22,7 @@ fn ident_for(name: &str) -> Ident {
 
 /// The `CREATE TABLE` statement of a table with these columns (what
 /// `CREATE TABLE ... AS` stores).
-pub fn create_table(name: &str, desc: &crate::repr::RelationDesc) -> String {
+pub fn create_table(schema: &str, name: &str, desc: &crate::repr::RelationDesc) -> String {
     let columns: Vec<String> = desc
         .iter()
         .map(|(n, t)| {
@@ -31,7 +31,7 @@ pub fn create_table(name: &str, desc: &crate::repr::RelationDesc) -> String {
             format!("{} {ty}{not_null}", quote_ident(n))
         })
         .collect();
-    format!("CREATE TABLE {} ({})", quote_ident(name), columns.join(", "))
+    format!("CREATE TABLE {}.{} ({})", quote_ident(schema), quote_ident(name), columns.join(", "))
 }
 
 fn parse_one(create_sql: &str) -> Result<Statement, Error> {
@@ -42,20 +42,13 @@ fn parse_one(create_sql: &str) -> Result<Statement, Error> {
     }
 }
 
-/// Whether `name` (as written, possibly `public.`-qualified) names `target`.
-fn names(name: &ObjectName, target: &str) -> bool {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| match p {
-            ObjectNamePart::Identifier(id) => ident(id),
-            other => other.to_string(),
-        })
-        .collect();
-    match parts.as_slice() {
-        [n] => n == target,
-        [s, n] => s == super::binder_names::USER_SCHEMA && n == target,
-        [_, s, n] => s == super::binder_names::USER_SCHEMA && n == target,
+/// Whether `name` (as stored: qualified, or unqualified in a statement
+/// stored before ripple had schemas, where it means `public`) names
+/// relation `target` of schema `schema`.
+fn names(name: &ObjectName, schema: &str, target: &str) -> bool {
+    match parts(name).as_slice() {
+        [n] => schema == super::binder_names::USER_SCHEMA && n == target,
+        [s, n] | [_, s, n] => s == schema && n == target,
         _ => false,
     }
 }
@@ -69,75 +62,35 @@ fn with_last(name: &ObjectName, new: &str) -> ObjectName {
     out
 }
 
-/// Renames the references to relation `old` in a statement's queries; a
-/// reference without an alias keeps `old` as its alias, so `old.col` still
-/// means what it meant.
-struct RenameRelation<'a> {
-    old: &'a str,
-    new: &'a str,
-    /// A WITH query named `old` or `new` would change what a name means.
-    shadowed: Option<String>,
-}
-
-impl VisitorMut for RenameRelation<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if let Some(with) = &query.with {
-            let clash = with.cte_tables.iter().map(|c: &Cte| ident(&c.alias.name)).find(|n| n == self.old || n == self.new);
-            if let Some(n) = clash {
-                self.shadowed = Some(n);
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        if let TableFactor::Table { name, alias, args: None, .. } = factor {
-            if names(name, self.old) {
-                *name = with_last(name, self.new);
-                if alias.is_none() {
-                    *alias = Some(TableAlias { explicit: true, name: ident_for(self.old), columns: vec![], at: None });
-                }
-            }
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// The stored statement `create_sql` after relation or index `old` is
-/// renamed `new`: its own name if it is the renamed item (`own`), and
-/// every reference to `old` in it.
-pub fn renamed(create_sql: &str, own: bool, old: &str, new: &str) -> Result<String, Error> {
+/// The stored statement `create_sql` after relation or index `old` of
+/// `schema` becomes `new` of `new_schema` (renamed, or moved by `SET
+/// SCHEMA`): its own name if it is that item (`own`), and every reference
+/// to it, qualified; a reference without an alias keeps the old name as
+/// its alias, so `old.col` still means what it meant.
+pub fn renamed(create_sql: &str, own: bool, (schema, old): (&str, &str), (new_schema, new): (&str, &str)) -> Result<String, Error> {
     let mut stmt = parse_one(create_sql)?;
     if own {
         match &mut stmt {
-            Statement::CreateTable(ct) => ct.name = with_last(&ct.name, new),
-            Statement::CreateView(cv) => cv.name = with_last(&cv.name, new),
+            Statement::CreateTable(ct) => ct.name = qualified_name(new_schema, new),
+            Statement::CreateView(cv) => cv.name = qualified_name(new_schema, new),
             Statement::CreateIndex(ci) => ci.name = ci.name.as_ref().map(|n| with_last(n, new)),
             _ => {}
         }
     }
     if let Statement::CreateIndex(ci) = &mut stmt {
-        if names(&ci.table_name, old) {
-            ci.table_name = with_last(&ci.table_name, new);
+        if names(&ci.table_name, schema, old) {
+            ci.table_name = qualified_name(new_schema, new);
         }
     }
-    let mut v = RenameRelation { old, new, shadowed: None };
-    let _ = stmt.visit(&mut v);
-    if let Some(n) = v.shadowed {
-        return Err(Error::FeatureNotSupported(format!(
-            "cannot rename \"{old}\" to \"{new}\": a view that reads it has a WITH query named \"{n}\""
-        )));
-    }
+    rewrite_relation_names(&mut stmt, &mut |_| None, &mut |name: &ObjectName| {
+        names(name, schema, old).then(|| qualified_name(new_schema, new))
+    });
     Ok(stmt.to_string())
 }
 
-/// Qualifies the unqualified relation names of a statement's queries with
-/// the user schema (for `pg_get_viewdef` when the search path does not hold
-/// it, as when pg_dump reads definitions). Names of WITH queries stay.
-pub fn qualified(stmt: &mut Statement) {
+/// The names of a statement's WITH queries (which its relation names may
+/// refer to instead of relations).
+fn cte_names(stmt: &mut Statement) -> Vec<String> {
     struct Ctes(Vec<String>);
     impl VisitorMut for Ctes {
         type Break = ();
@@ -148,23 +101,118 @@ pub fn qualified(stmt: &mut Statement) {
             ControlFlow::Continue(())
         }
     }
-    struct Qualify(Vec<String>);
-    impl VisitorMut for Qualify {
+    let mut ctes = Ctes(Vec::new());
+    let _ = stmt.visit(&mut ctes);
+    ctes.0
+}
+
+/// Rewrites every relation name of a statement's queries (not those of
+/// its WITH queries) with `f` (given the name's parts, case-folded) or
+/// `g` (given the name); a renamed reference without an alias keeps its
+/// old name as its alias.
+fn rewrite_relation_names(
+    stmt: &mut Statement,
+    f: &mut dyn FnMut(&[String]) -> Option<ObjectName>,
+    g: &mut dyn FnMut(&ObjectName) -> Option<ObjectName>,
+) {
+    struct Rewrite<'a> {
+        ctes: Vec<String>,
+        f: &'a mut dyn FnMut(&[String]) -> Option<ObjectName>,
+        g: &'a mut dyn FnMut(&ObjectName) -> Option<ObjectName>,
+    }
+    impl VisitorMut for Rewrite<'_> {
         type Break = ();
         fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, args: None, .. } = factor {
-                if let [ObjectNamePart::Identifier(id)] = name.0.as_slice() {
-                    if !self.0.contains(&ident(id)) {
-                        name.0.insert(0, ObjectNamePart::Identifier(Ident::new(super::binder_names::USER_SCHEMA)));
+            if let TableFactor::Table { name, alias, args: None, .. } = factor {
+                let old = parts(name);
+                if old.len() == 1 && self.ctes.contains(&old[0]) {
+                    return ControlFlow::Continue(());
+                }
+                if let Some(new) = (self.f)(&old).or_else(|| (self.g)(name)) {
+                    let old_last = old.last().cloned().unwrap_or_default();
+                    if alias.is_none() && parts(&new).last() != Some(&old_last) {
+                        *alias = Some(TableAlias { explicit: true, name: ident_for(&old_last), columns: vec![], at: None });
                     }
+                    *name = new;
                 }
             }
             ControlFlow::Continue(())
         }
     }
-    let mut ctes = Ctes(Vec::new());
-    let _ = stmt.visit(&mut ctes);
-    let _ = stmt.visit(&mut Qualify(ctes.0));
+    let ctes = cte_names(stmt);
+    let _ = stmt.visit(&mut Rewrite { ctes, f, g });
+}
+
+/// A name's parts, case-folded.
+fn parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(id) => ident(id),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// `schema.name`, each part quoted where needed.
+fn qualified_name(schema: &str, name: &str) -> ObjectName {
+    ObjectName(vec![ObjectNamePart::Identifier(ident_for(schema)), ObjectNamePart::Identifier(ident_for(name))])
+}
+
+/// The statement stored for a `CREATE TABLE | VIEW | MATERIALIZED VIEW |
+/// INDEX`: what it creates named in `schema`, and every relation it reads
+/// qualified with the schema it resolves to now (`schema_of` an unqualified
+/// name: the user schema of the search path that holds it; `None` leaves
+/// it as written), so that it means the same when it is rebound on restart
+/// under another search path.
+pub fn stored(stmt: &Statement, schema: &str, schema_of: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut stmt = stmt.clone();
+    let last = |name: &ObjectName| parts(name).pop().unwrap_or_default();
+    match &mut stmt {
+        Statement::CreateTable(ct) => ct.name = qualified_name(schema, &last(&ct.name)),
+        Statement::CreateView(cv) => cv.name = qualified_name(schema, &last(&cv.name)),
+        Statement::CreateIndex(ci) => {
+            ci.table_name = qualified_name(schema, &last(&ci.table_name));
+            ci.name = ci.name.as_ref().map(|n| ObjectName(vec![ObjectNamePart::Identifier(ident_for(&last(n)))]));
+        }
+        _ => {}
+    }
+    rewrite_relation_names(
+        &mut stmt,
+        &mut |parts| match parts {
+            [n] => schema_of(n).map(|s| qualified_name(&s, n)),
+            _ => None,
+        },
+        &mut |_| None,
+    );
+    stmt.to_string()
+}
+
+/// A stored `CREATE INDEX` with its name set (the coordinator names an
+/// index the statement left unnamed).
+pub fn with_index_name(create_sql: &str, name: &str) -> Result<String, Error> {
+    let mut stmt = parse_one(create_sql)?;
+    if let Statement::CreateIndex(ci) = &mut stmt {
+        ci.name = Some(ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote('"', name))]));
+    }
+    Ok(stmt.to_string())
+}
+
+/// A stored statement as `pg_get_viewdef` shows it: a relation name stays
+/// qualified only where the search path would not find it unqualified
+/// (`visible(schema, name)`: whether unqualified `name` finds the one in
+/// `schema`). Statements stored before ripple had schemas name relations
+/// of `public` unqualified.
+pub fn displayed(stmt: &mut Statement, visible: &dyn Fn(&str, &str) -> bool) {
+    rewrite_relation_names(
+        stmt,
+        &mut |parts| match parts {
+            [n] if !visible(super::binder_names::USER_SCHEMA, n) => Some(qualified_name(super::binder_names::USER_SCHEMA, n)),
+            [s, n] | [_, s, n] if visible(s, n) => Some(ObjectName(vec![ObjectNamePart::Identifier(ident_for(n))])),
+            _ => None,
+        },
+        &mut |_| None,
+    );
 }
 
 /// The stored `CREATE TABLE` or `CREATE INDEX` after column `old` of the
@@ -229,30 +277,48 @@ mod tests {
 
     #[test]
     fn rename_keeps_meaning() {
+        let p = |n| ("public", n);
+        // Stored before schemas: unqualified names are public's.
         let v = "CREATE MATERIALIZED VIEW m AS SELECT t.a, x.b FROM t JOIN public.t AS x ON t.a = x.a WHERE t.a IN (SELECT a FROM t)";
-        let out = renamed(v, false, "t", "u").unwrap();
         assert_eq!(
-            out,
-            "CREATE MATERIALIZED VIEW m AS SELECT t.a, x.b FROM u AS t JOIN public.u AS x ON t.a = x.a WHERE t.a IN (SELECT a FROM u AS t)"
+            renamed(v, false, p("t"), p("u")).unwrap(),
+            "CREATE MATERIALIZED VIEW m AS SELECT t.a, x.b FROM public.u AS t JOIN public.u AS x ON t.a = x.a WHERE t.a IN (SELECT a FROM public.u AS t)"
         );
-        assert_eq!(renamed("CREATE TABLE t (a INT)", true, "t", "New").unwrap(), "CREATE TABLE \"New\" (a INT)");
-        assert_eq!(renamed("CREATE INDEX i ON t(a)", false, "t", "u").unwrap(), "CREATE INDEX i ON u(a)");
-        assert_eq!(renamed("CREATE INDEX i ON t(a)", true, "i", "j").unwrap(), "CREATE INDEX j ON t(a)");
-        // Other schemas' and unrelated names stay.
-        assert_eq!(renamed("CREATE VIEW v AS SELECT * FROM tt", false, "t", "u").unwrap(), "CREATE VIEW v AS SELECT * FROM tt");
-        assert!(renamed("CREATE VIEW v AS WITH u AS (SELECT 1) SELECT * FROM t, u", false, "t", "u").is_err());
+        assert_eq!(renamed("CREATE TABLE t (a INT)", true, p("t"), p("New")).unwrap(), "CREATE TABLE public.\"New\" (a INT)");
+        assert_eq!(renamed("CREATE INDEX i ON t(a)", false, p("t"), p("u")).unwrap(), "CREATE INDEX i ON public.u(a)");
+        assert_eq!(renamed("CREATE INDEX i ON public.t(a)", true, p("i"), p("j")).unwrap(), "CREATE INDEX j ON public.t(a)");
+        // Other schemas' and unrelated names stay; a WITH query named as
+        // the new name does not capture the renamed relation.
+        assert_eq!(renamed("CREATE VIEW v AS SELECT * FROM tt", false, p("t"), p("u")).unwrap(), "CREATE VIEW v AS SELECT * FROM tt");
+        assert_eq!(
+            renamed("CREATE VIEW v AS WITH u AS (SELECT 1) SELECT * FROM t, u", false, p("t"), p("u")).unwrap(),
+            "CREATE VIEW v AS WITH u AS (SELECT 1) SELECT * FROM public.u AS t, u"
+        );
+        // SET SCHEMA: the schema changes, the name (and so no alias) not.
+        assert_eq!(
+            renamed("CREATE VIEW s.v AS SELECT * FROM s.t, public.t", false, ("s", "t"), ("s2", "t")).unwrap(),
+            "CREATE VIEW s.v AS SELECT * FROM s2.t, public.t"
+        );
+        assert_eq!(renamed("CREATE TABLE s.t (a INT)", true, ("s", "t"), ("s2", "t")).unwrap(), "CREATE TABLE s2.t (a INT)");
     }
 
     #[test]
-    fn qualifies_relations_not_ctes() {
-        let mut stmts = super::super::parse("CREATE VIEW v AS WITH w AS (SELECT * FROM t) SELECT * FROM w, s, other.x").unwrap();
+    fn stored_statements_are_qualified_and_shown_as_the_path_sees_them() {
+        let mut stmts = super::super::parse("CREATE VIEW v AS WITH w AS (SELECT * FROM t) SELECT * FROM w, s, other.x, nowhere").unwrap();
         let Some(super::super::Stmt::Sql(stmt)) = stmts.pop() else { panic!() };
-        let mut stmt = stmt;
-        qualified(&mut stmt);
-        assert_eq!(
-            stmt.to_string(),
-            "CREATE VIEW v AS WITH w AS (SELECT * FROM public.t) SELECT * FROM w, public.s, other.x"
-        );
+        let schema_of = |n: &str| match n {
+            "t" => Some("public".to_string()),
+            "s" => Some("app".to_string()),
+            _ => None,
+        };
+        let stored = stored(&stmt, "app", &schema_of);
+        assert_eq!(stored, "CREATE VIEW app.v AS WITH w AS (SELECT * FROM public.t) SELECT * FROM w, app.s, other.x, nowhere");
+        let mut stmt = parse_one(&stored).unwrap();
+        displayed(&mut stmt, &|s, _| s == "app");
+        assert_eq!(stmt.to_string(), "CREATE VIEW app.v AS WITH w AS (SELECT * FROM public.t) SELECT * FROM w, s, other.x, public.nowhere");
+        let mut legacy = parse_one("CREATE VIEW v AS SELECT * FROM t").unwrap();
+        displayed(&mut legacy, &|s, _| s == "public");
+        assert_eq!(legacy.to_string(), "CREATE VIEW v AS SELECT * FROM t");
     }
 
     #[test]

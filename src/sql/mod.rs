@@ -20,6 +20,7 @@ mod parse;
 mod plan;
 mod query;
 mod recursive;
+mod schema;
 mod scope;
 mod subquery;
 pub(crate) mod table_funcs;
@@ -46,6 +47,8 @@ pub struct CatalogEntry {
     pub id: GlobalId,
     /// Its OID, as `pg_class.oid` shows it.
     pub oid: u32,
+    /// The schema it is in.
+    pub schema: String,
     pub name: String,
     pub kind: ItemKind,
     pub desc: RelationDesc,
@@ -71,6 +74,10 @@ pub struct SessionInfo {
     pub prepared: std::collections::BTreeMap<String, Vec<Option<crate::repr::ScalarType>>>,
     /// The session's open cursors, as `pg_cursors` lists them.
     pub cursors: Vec<CursorInfo>,
+    /// The id of the transaction the statement runs in (`txid_current()`).
+    pub txid: u64,
+    /// When the server started (`pg_postmaster_start_time()`).
+    pub server_started: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// One open cursor of a session (`pg_cursors`).
@@ -84,16 +91,33 @@ pub struct CursorInfo {
 }
 
 impl SessionInfo {
-    /// The schemas an unqualified name is looked up in, in order: those of
-    /// `search_path` that exist (`$user` and unknown ones are skipped, as
-    /// Postgres does), with `pg_catalog` first unless the path names it.
-    pub fn search_path(&self) -> Vec<String> {
+    /// The schemas of `search_path` that exist (`exists` says which user
+    /// schemas do), in order, with `"$user"` standing for the schema named
+    /// after the session's user; unknown ones are skipped, as Postgres
+    /// does. This is the path as written: `pg_catalog` is not added.
+    pub fn explicit_search_path(&self, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
         let path = self.settings.get("search_path").map(String::as_str).unwrap_or("");
-        let mut out: Vec<String> = path
-            .split(',')
-            .map(|s| s.trim().trim_matches('"').to_string())
-            .filter(|s| s == binder::USER_SCHEMA || binder::SYSTEM_SCHEMAS.contains(&s.as_str()))
-            .collect();
+        let mut out: Vec<String> = Vec::new();
+        for part in path.split(',') {
+            let part = part.trim();
+            let name = match part {
+                "\"$user\"" | "$user" => self.user.clone(),
+                p if p.starts_with('"') && p.ends_with('"') && p.len() >= 2 => p[1..p.len() - 1].replace("\"\"", "\""),
+                p => p.to_lowercase(),
+            };
+            let known = binder::SYSTEM_SCHEMAS.contains(&name.as_str()) || exists(&name);
+            if known && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    /// The schemas an unqualified name is looked up in, in order: those of
+    /// the search path that exist, with `pg_catalog` first unless the path
+    /// names it.
+    pub fn search_path(&self, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let mut out = self.explicit_search_path(exists);
         if !out.iter().any(|s| s == "pg_catalog") {
             out.insert(0, "pg_catalog".into());
         }
@@ -107,6 +131,18 @@ pub trait SqlCatalog {
     /// through the search path when `schema` is `None`. An unknown schema
     /// is an error (3F000 for DDL targets; a missing relation otherwise).
     fn resolve_in(&self, schema: Option<&str>, name: &str) -> Result<Option<CatalogEntry>, Error>;
+    /// Whether a user schema called `name` exists.
+    fn user_schema_exists(&self, name: &str) -> bool;
+    /// The schemas unqualified names are looked up in (`pg_catalog`
+    /// first unless the path places it).
+    fn search_path(&self) -> Vec<String> {
+        self.session().search_path(&|s| self.user_schema_exists(s))
+    }
+    /// The schema unqualified names are created in: the first existing
+    /// schema of the path as written (`None`: there is none).
+    fn creation_schema(&self) -> Option<String> {
+        self.session().explicit_search_path(&|s| self.user_schema_exists(s)).into_iter().next()
+    }
     /// The catalog as of this statement, for the catalog functions.
     fn snapshot(&self) -> std::sync::Arc<crate::expr::func::catalog::CatalogSnapshot>;
     /// The session the statement runs in. Reading it marks the statement

@@ -1,7 +1,8 @@
 //! Statements as ripple reads them: sqlparser's PostgreSQL grammar, plus
 //! the few PostgreSQL statements sqlparser does not parse (`REFRESH
 //! MATERIALIZED VIEW`, `CHECKPOINT`, `ALTER VIEW | MATERIALIZED VIEW ...
-//! RENAME TO`) and PostgreSQL's boolean spellings in `COPY` options
+//! RENAME TO`, `ALTER ... SET SCHEMA`, `FETCH`, `MOVE`, PostgreSQL's
+//! `VACUUM` and `ANALYZE`) and PostgreSQL's boolean spellings in `COPY` options
 //! (`FREEZE on`, `HEADER 1`).
 //!
 //! Owns: turning text into `Stmt`s. Must not: resolve names or look at
@@ -34,6 +35,9 @@ pub enum Stmt {
     /// `ALTER VIEW | MATERIALIZED VIEW [IF EXISTS] name RENAME TO new`
     /// (sqlparser parses the `TABLE` and `INDEX` forms itself).
     Rename { kind: ItemKind, if_exists: bool, name: ObjectName, new_name: Ident },
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX [IF EXISTS] name SET
+    /// SCHEMA schema` (sqlparser parses none of them).
+    SetSchema { kind: ItemKind, if_exists: bool, name: ObjectName, schema: Ident },
     /// `VACUUM [(options)] [FULL] [FREEZE] [VERBOSE] [ANALYZE] [t [(cols)], ...]`
     /// and `ANALYZE [(options)] [VERBOSE] [t [(cols)], ...]` (sqlparser
     /// reads other dialects' forms): `verb` is `VACUUM` or `ANALYZE`.
@@ -104,6 +108,16 @@ impl fmt::Display for Stmt {
                 let kind = if *kind == ItemKind::MaterializedView { "MATERIALIZED VIEW" } else { "VIEW" };
                 let if_exists = if *if_exists { "IF EXISTS " } else { "" };
                 write!(f, "ALTER {kind} {if_exists}{name} RENAME TO {new_name}")
+            }
+            Stmt::SetSchema { kind, if_exists, name, schema } => {
+                let kind = match kind {
+                    ItemKind::Table => "TABLE",
+                    ItemKind::View => "VIEW",
+                    ItemKind::MaterializedView => "MATERIALIZED VIEW",
+                    ItemKind::Index => "INDEX",
+                };
+                let if_exists = if *if_exists { "IF EXISTS " } else { "" };
+                write!(f, "ALTER {kind} {if_exists}{name} SET SCHEMA {schema}")
             }
         }
     }
@@ -207,27 +221,45 @@ fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
         return Ok(Some(Stmt::Checkpoint));
     }
     // ALTER VIEW | MATERIALIZED VIEW ... RENAME TO: sqlparser parses only
-    // `ALTER VIEW name AS query`; anything else falls through to it.
-    let kind = if p.peek_keyword(Keyword::ALTER) && peek_is(p, 1, Keyword::MATERIALIZED) && peek_is(p, 2, Keyword::VIEW) {
+    // `ALTER VIEW name AS query`; ALTER ... SET SCHEMA: sqlparser parses
+    // it for none of the four. Anything else falls through to sqlparser.
+    let kind = if !p.peek_keyword(Keyword::ALTER) {
+        None
+    } else if peek_is(p, 1, Keyword::MATERIALIZED) && peek_is(p, 2, Keyword::VIEW) {
         Some((ItemKind::MaterializedView, 3))
-    } else if p.peek_keyword(Keyword::ALTER) && peek_is(p, 1, Keyword::VIEW) {
+    } else if peek_is(p, 1, Keyword::VIEW) {
         Some((ItemKind::View, 2))
+    } else if peek_is(p, 1, Keyword::TABLE) {
+        Some((ItemKind::Table, 2))
+    } else if peek_is(p, 1, Keyword::INDEX) {
+        Some((ItemKind::Index, 2))
     } else {
         None
     };
     if let Some((kind, words)) = kind {
-        let start = p.index();
-        for _ in 0..words {
+        p.next_token();
+        // The ALTER token: rewinding stops on it (`prev_token` skips
+        // whitespace, so rewinding to a position before it could step back
+        // past it into the previous statement).
+        let start = p.index() - 1;
+        for _ in 1..words {
             p.next_token();
         }
         let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        if kind == ItemKind::Table {
+            let _ = p.parse_keyword(Keyword::ONLY);
+        }
         let name = p.parse_object_name(false)?;
-        if p.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+        if p.parse_keywords(&[Keyword::SET, Keyword::SCHEMA]) {
+            let schema = p.parse_identifier()?;
+            return Ok(Some(Stmt::SetSchema { kind, if_exists, name, schema }));
+        }
+        if matches!(kind, ItemKind::View | ItemKind::MaterializedView) && p.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
             let new_name = p.parse_identifier()?;
             return Ok(Some(Stmt::Rename { kind, if_exists, name, new_name }));
         }
         if kind == ItemKind::MaterializedView {
-            return p.expected_ref("RENAME TO", p.peek_token_ref());
+            return p.expected_ref("RENAME TO or SET SCHEMA", p.peek_token_ref());
         }
         while p.index() > start {
             p.prev_token();
@@ -433,6 +465,14 @@ mod tests {
         }
         assert!(matches!(one("ALTER MATERIALIZED VIEW IF EXISTS m RENAME TO m2"), Stmt::Rename { kind: ItemKind::MaterializedView, if_exists: true, .. }));
         assert!(matches!(one("ALTER VIEW v RENAME TO w"), Stmt::Rename { kind: ItemKind::View, .. }));
+        assert!(matches!(one("ALTER TABLE IF EXISTS ONLY s.t SET SCHEMA u"), Stmt::SetSchema { kind: ItemKind::Table, if_exists: true, .. }));
+        assert!(matches!(one("alter materialized view m set schema u"), Stmt::SetSchema { kind: ItemKind::MaterializedView, .. }));
+        assert!(matches!(one("ALTER INDEX i SET SCHEMA u"), Stmt::SetSchema { kind: ItemKind::Index, .. }));
+        assert!(matches!(one("ALTER INDEX i RENAME TO j"), Stmt::Sql(Statement::AlterIndex { .. })));
+        assert!(matches!(one("ALTER TABLE t ADD PRIMARY KEY (a)"), Stmt::Sql(Statement::AlterTable(_))));
+        // Rewinding after a look at ALTER stays within its statement.
+        let several = parse("SELECT 1;\n  ALTER TABLE t ADD PRIMARY KEY (a);\n ALTER VIEW v AS SELECT 2; ALTER INDEX i RENAME TO j").unwrap();
+        assert_eq!(several.len(), 4);
         // The forms sqlparser knows still reach it.
         assert!(matches!(one("ALTER VIEW v AS SELECT 1"), Stmt::Sql(Statement::AlterView { .. })));
         assert!(matches!(one("ALTER TABLE t RENAME TO u"), Stmt::Sql(Statement::AlterTable(_))));
@@ -445,7 +485,7 @@ mod tests {
             let Stmt::Sql(Statement::CreateTable(ct)) = one(sql) else { panic!("{sql}") };
             assert_eq!(ct.with_data.map(|w| w.data), data, "{sql}");
         }
-        assert!(parse("ALTER MATERIALIZED VIEW m SET SCHEMA s").is_err());
+        assert!(parse("ALTER MATERIALIZED VIEW m SET TABLESPACE s").is_err());
     }
 
     #[test]
@@ -492,7 +532,7 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for sql in ["REFRESH MATERIALIZED VIEW v", "CHECKPOINT", "ALTER MATERIALIZED VIEW m RENAME TO n"] {
+        for sql in ["REFRESH MATERIALIZED VIEW v", "CHECKPOINT", "ALTER MATERIALIZED VIEW m RENAME TO n", "ALTER TABLE IF EXISTS s.t SET SCHEMA u"] {
             assert_eq!(one(sql).to_string(), sql);
         }
     }

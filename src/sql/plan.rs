@@ -72,12 +72,13 @@ pub struct UniqueKey {
 
 #[derive(Clone, Debug)]
 pub enum Plan {
-    CreateTable { name: String, desc: RelationDesc, if_not_exists: bool, unique: Vec<UniqueKey> },
+    CreateTable { schema: String, name: String, desc: RelationDesc, if_not_exists: bool, unique: Vec<UniqueKey> },
     /// `CREATE TABLE name AS query [WITH [NO] DATA]`: `create` is the
     /// `CreateTable` of the query's columns (`create_sql` the statement
     /// stored for it); the query's rows fill it unless `with_data` is false.
     CreateTableAs { create: Box<Plan>, create_sql: String, query: RelationExpr, finishing: Finishing, with_data: bool },
     CreateView {
+        schema: String,
         name: String,
         query: RelationExpr,
         desc: RelationDesc,
@@ -85,7 +86,9 @@ pub enum Plan {
         if_not_exists: bool,
         or_replace: bool,
     },
-    CreateIndex { name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool, unique: bool },
+    /// `schema`: the indexed relation's (an index is always in its relation's
+    /// schema).
+    CreateIndex { schema: String, name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool, unique: bool },
     /// `source` produces rows in the table's column order, already cast to
     /// the column types (typmods and NOT NULL are checked on write).
     Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr },
@@ -125,7 +128,19 @@ pub enum Plan {
     /// rows of `query` as for a SELECT.
     CopyTo { query: RelationExpr, desc: RelationDesc, finishing: Finishing, options: CopyOptions },
     Explain { query: RelationExpr },
-    Drop { kind: ItemKind, names: Vec<String>, if_exists: bool, cascade: bool },
+    /// `DROP kind name, ...`: each name with the schema that holds it
+    /// (`None`: no schema on the search path does).
+    Drop { kind: ItemKind, names: Vec<crate::sql::QualifiedName>, if_exists: bool, cascade: bool },
+    /// `CREATE SCHEMA [IF NOT EXISTS] name`.
+    CreateSchema { name: String, if_not_exists: bool },
+    /// `DROP SCHEMA [IF EXISTS] name, ... [CASCADE | RESTRICT]`.
+    DropSchema { names: Vec<String>, if_exists: bool, cascade: bool },
+    /// `ALTER SCHEMA name RENAME TO new`.
+    RenameSchema { name: String, new_name: String },
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX ... SET SCHEMA s`.
+    SetSchema { id: GlobalId, schema: String, tag: &'static str },
+    /// `COMMENT ON SCHEMA name IS 'text' | NULL`.
+    CommentSchema { name: String, comment: Option<String> },
     Show(ShowKind),
     SetVariable { name: String, value: String },
     /// `RESET name` (`None`: `RESET ALL`).
@@ -176,4 +191,20 @@ pub enum Plan {
     /// `DISCARD ALL`: the session as it was when it connected (cursors
     /// closed, SQL prepared statements gone, settings reset).
     DiscardAll,
+}
+
+impl Plan {
+    /// The schema and name of what a `CREATE TABLE | VIEW | MATERIALIZED
+    /// VIEW | INDEX` plan creates (an index's name may be left to the
+    /// coordinator).
+    pub fn created(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            Plan::CreateTable { schema, name, .. } | Plan::CreateView { schema, name, .. } => {
+                Some((schema.as_str(), Some(name.as_str())))
+            }
+            Plan::CreateIndex { schema, name, .. } => Some((schema.as_str(), name.as_deref())),
+            Plan::CreateTableAs { create, .. } => create.created(),
+            _ => None,
+        }
+    }
 }

@@ -29,6 +29,7 @@ pub fn is_table_function(name: &str) -> bool {
             | "jsonb_each_text"
             | "jsonb_object_keys"
             | "pg_options_to_table"
+            | "pg_get_keywords"
             | "pg_partition_ancestors"
             | "generate_subscripts"
             | "_pg_expandarray"
@@ -85,7 +86,9 @@ impl Binder<'_> {
                     let elem = t.element_type().cloned().unwrap_or(ScalarType::Text);
                     Ok((TableFunc::Unnest { elem: elem.clone() }, coerce_all(self, args, &[elem.array_of()])?))
                 }
-                None => Err(Error::IndeterminateDatatype("could not determine polymorphic type because input has type unknown".into())),
+                // (PostgreSQL's unnest also takes tsvector and multiranges,
+                // so an untyped literal matches several.)
+                None => Err(Error::AmbiguousFunction("function unnest(unknown) is not unique".into())),
                 Some(_) => Err(not_found()),
             },
             ("generate_series", 2 | 3) => {
@@ -148,6 +151,7 @@ impl Binder<'_> {
                 _ => Err(not_found()),
             },
             ("jsonb_object_keys", 1) => Ok((TableFunc::JsonbObjectKeys, coerce_all(self, args, &[ScalarType::Jsonb])?)),
+            ("pg_get_keywords", 0) => Ok((TableFunc::Keywords, Vec::new())),
             ("pg_options_to_table", 1) => {
                 Ok((TableFunc::OptionsToTable, coerce_all(self, args, &[ScalarType::Text.array_of()])?))
             }

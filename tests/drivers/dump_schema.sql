@@ -47,3 +47,18 @@ COMMENT ON COLUMN customers.email IS 'unique login';
 COMMENT ON TABLE orders IS 'one row per order';
 COMMENT ON VIEW active_customers IS 'customers with active = true';
 COMMENT ON MATERIALIZED VIEW customer_totals IS 'orders per customer';
+
+-- A schema of its own, with a table, an index and a view that reads
+-- across schemas.
+CREATE SCHEMA reporting;
+COMMENT ON SCHEMA reporting IS 'derived data';
+
+CREATE TABLE reporting.daily (
+    day date NOT NULL PRIMARY KEY,
+    orders integer NOT NULL
+);
+
+CREATE INDEX daily_orders_idx ON reporting.daily (orders);
+
+CREATE VIEW reporting.big_days AS
+    SELECT d.day, d.orders FROM reporting.daily d JOIN orders o ON o.placed_at::date = d.day WHERE d.orders > 100;

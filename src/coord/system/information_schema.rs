@@ -100,8 +100,9 @@ pub static RELATIONS: &[SystemRelation] = &[
 ];
 
 fn schemata(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    ["pg_catalog", "public", "information_schema"]
+    ["pg_catalog", "information_schema"]
         .into_iter()
+        .chain(ctx.catalog.schemas.keys().map(String::as_str))
         .map(|s| vec![t(&ctx.session.database), t(s), t(&ctx.session.user), null(), null(), null(), null()])
         .collect()
 }
@@ -112,10 +113,11 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
         out.push((r.schema, r.name.to_string(), "VIEW", false));
     }
     for item in ctx.catalog.items.values() {
+        let schema = item.schema.as_str();
         match item.kind {
-            ItemKind::Table => out.push(("public", item.name.clone(), "BASE TABLE", true)),
-            ItemKind::MaterializedView => out.push(("public", item.name.clone(), "BASE TABLE", false)),
-            ItemKind::View => out.push(("public", item.name.clone(), "VIEW", false)),
+            ItemKind::Table => out.push((schema, item.name.clone(), "BASE TABLE", true)),
+            ItemKind::MaterializedView => out.push((schema, item.name.clone(), "BASE TABLE", false)),
+            ItemKind::View => out.push((schema, item.name.clone(), "VIEW", false)),
             ItemKind::Index => {}
         }
     }
@@ -212,9 +214,9 @@ fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
         .map(|i| {
             vec![
                 t(&ctx.session.database),
-                t("public"),
+                t(&i.schema),
                 t(&i.name),
-                super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null()),
+                super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null()),
                 t("NONE"),
                 t("NO"),
                 t("NO"),
@@ -233,10 +235,10 @@ fn table_constraints(ctx: &Ctx) -> Vec<Vec<Datum>> {
         for key in &item.keys {
             out.push(vec![
                 t(db),
-                t("public"),
+                t(&item.schema),
                 t(&key.name),
                 t(db),
-                t("public"),
+                t(&item.schema),
                 t(&item.name),
                 t(if key.primary { "PRIMARY KEY" } else { "UNIQUE" }),
                 t("NO"),
@@ -257,10 +259,10 @@ fn key_column_usage(ctx: &Ctx) -> Vec<Vec<Datum>> {
             for (pos, c) in key.columns.iter().enumerate() {
                 out.push(vec![
                     t(db),
-                    t("public"),
+                    t(&item.schema),
                     t(&key.name),
                     t(db),
-                    t("public"),
+                    t(&item.schema),
                     t(&item.name),
                     t(&item.desc.names[*c]),
                     i4(pos as i64 + 1),

@@ -143,7 +143,7 @@ pub struct RelInfo<'a> {
     pub oid: i64,
     pub name: String,
     pub schema_oid: i64,
-    pub schema: &'static str,
+    pub schema: &'a str,
     /// `pg_class.relkind`.
     pub kind: &'static str,
     pub desc: RelationDesc,
@@ -166,6 +166,11 @@ pub struct IndexInfo {
 }
 
 impl Ctx<'_> {
+    /// The session's search path over the schemas that exist.
+    pub fn search_path(&self) -> Vec<String> {
+        self.session.search_path(&|s| self.catalog.schemas.contains_key(s))
+    }
+
     /// Every relation: the system relations, then the user items in id
     /// order, with the indexes behind tables' keys after their table.
     pub fn relations(&self) -> Vec<RelInfo<'_>> {
@@ -174,7 +179,7 @@ impl Ctx<'_> {
             out.push(RelInfo {
                 oid: r.oid,
                 name: r.name.to_string(),
-                schema_oid: schema_oid(r.schema),
+                schema_oid: system_schema_oid(r.schema),
                 schema: r.schema,
                 kind: "v",
                 desc: r.desc(),
@@ -208,11 +213,12 @@ impl Ctx<'_> {
                 Some(ix) => index_desc(self.catalog, item, ix),
                 None => item.desc.clone(),
             };
+            let schema_oid = self.catalog.schema_oid(&item.schema);
             out.push(RelInfo {
                 oid: item_oid(item.id),
                 name: item.name.clone(),
-                schema_oid: PUBLIC_OID,
-                schema: "public",
+                schema_oid,
+                schema: &item.schema,
                 kind,
                 desc,
                 item: Some(item),
@@ -233,8 +239,8 @@ impl Ctx<'_> {
                 out.push(RelInfo {
                     oid: key_index_oid(item.id, k),
                     name: key.name.clone(),
-                    schema_oid: PUBLIC_OID,
-                    schema: "public",
+                    schema_oid,
+                    schema: &item.schema,
                     kind: "i",
                     desc,
                     item: None,
@@ -253,20 +259,20 @@ fn index_desc(catalog: &Catalog, item: &Item, ix: &IndexInfo) -> RelationDesc {
     RelationDesc::new(ix.column_names.clone(), types)
 }
 
-fn schema_oid(schema: &str) -> i64 {
+fn system_schema_oid(schema: &str) -> i64 {
     match schema {
         "pg_catalog" => PG_CATALOG_OID,
-        "information_schema" => INFORMATION_SCHEMA_OID,
-        _ => PUBLIC_OID,
+        _ => INFORMATION_SCHEMA_OID,
     }
 }
 
-/// `pg_get_indexdef` of an index.
-pub fn index_def(name: &str, ix: &IndexInfo) -> String {
+/// `pg_get_indexdef` of an index of a relation in `schema`.
+pub fn index_def(schema: &str, name: &str, ix: &IndexInfo) -> String {
     format!(
-        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+        "CREATE {}INDEX {} ON {}.{} USING btree ({})",
         if ix.unique { "UNIQUE " } else { "" },
         quote(name),
+        quote(schema),
         quote(&ix.on_name),
         ix.column_names.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ")
     )
@@ -276,18 +282,27 @@ fn quote(s: &str) -> String {
     crate::expr::func::catalog::quote_ident(s)
 }
 
-/// The defining query of a view, from its stored `CREATE` statement; its
-/// relation names qualified when the search path does not reach the user
-/// schema (pg_dump reads definitions with an empty search path).
-pub fn view_def(item: &Item, search_path: &[String]) -> Option<String> {
+/// The defining query of a view, from its stored `CREATE` statement; a
+/// relation name in it is qualified where the search path would not find
+/// that relation unqualified (pg_dump reads definitions with an empty
+/// search path).
+pub fn view_def(catalog: &Catalog, item: &Item, search_path: &[String]) -> Option<String> {
     let mut stmts = crate::sql::parse(&item.create_sql).ok()?;
     let mut stmt = match stmts.pop()? {
         crate::sql::Stmt::Sql(s) => s,
         _ => return None,
     };
-    if !search_path.iter().any(|s| s == crate::sql::binder_names::USER_SCHEMA) {
-        crate::sql::ddl_text::qualified(&mut stmt);
-    }
+    let visible = |schema: &str, name: &str| {
+        let first = search_path.iter().find(|s| {
+            if crate::sql::binder_names::SYSTEM_SCHEMAS.contains(&s.as_str()) {
+                find(s, name).is_some()
+            } else {
+                catalog.by_name(s, name).is_some()
+            }
+        });
+        first.is_some_and(|s| s == schema)
+    };
+    crate::sql::ddl_text::displayed(&mut stmt, &visible);
     match stmt {
         sqlparser::ast::Statement::CreateView(cv) => Some(format!(" {};", cv.query)),
         _ => None,
@@ -298,11 +313,15 @@ pub fn view_def(item: &Item, search_path: &[String]) -> Option<String> {
 pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<String>) -> CatalogSnapshot {
     let mut snap = CatalogSnapshot { search_path, ..Default::default() };
     snap.namespaces.insert(PG_CATALOG_OID, "pg_catalog".into());
-    snap.namespaces.insert(PUBLIC_OID, "public".into());
     snap.namespaces.insert(INFORMATION_SCHEMA_OID, "information_schema".into());
+    for (name, schema) in &catalog.schemas {
+        snap.namespaces.insert(schema.oid, name.clone());
+        if let Some(c) = &schema.comment {
+            snap.descriptions.insert((schema.oid, PG_NAMESPACE_OID, 0), c.clone());
+        }
+    }
     snap.roles.insert(OWNER_OID, session.user.clone());
     snap.roles.insert(DATABASE_OWNER_OID, "pg_database_owner".into());
-    snap.descriptions.insert((PUBLIC_OID, PG_NAMESPACE_OID, 0), PUBLIC_COMMENT.into());
     for t in builtin_types() {
         snap.types.insert(t.oid() as i64, t);
     }
@@ -313,7 +332,7 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
     for rel in ctx.relations() {
         snap.relations.insert(rel.oid, SnapRelation { name: rel.name.clone(), schema: rel.schema.to_string() });
         if let Some(ix) = &rel.index {
-            snap.index_defs.insert(rel.oid, index_def(&rel.name, ix));
+            snap.index_defs.insert(rel.oid, index_def(rel.schema, &rel.name, ix));
             if let Some((coid, key)) = &ix.constraint {
                 snap.constraint_defs.insert(*coid, constraint_def(key, &ix.column_names));
             }
@@ -323,7 +342,7 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
                 snap.descriptions.insert((rel.oid, PG_CLASS_OID, *sub as i32), text.clone());
             }
             if matches!(item.kind, ItemKind::View | ItemKind::MaterializedView) {
-                if let Some(def) = view_def(item, &snap.search_path) {
+                if let Some(def) = view_def(catalog, item, &snap.search_path) {
                     snap.view_defs.insert(rel.oid, def);
                 }
             }
@@ -351,6 +370,7 @@ pub fn entry(rel: &SystemRelation, ctx: &Ctx) -> CatalogEntry {
     CatalogEntry {
         id: rel.oid as GlobalId,
         oid: u32::try_from(rel.oid).unwrap_or(0),
+        schema: rel.schema.to_string(),
         name: rel.name.to_string(),
         kind: ItemKind::View,
         desc: desc.clone(),

@@ -352,17 +352,20 @@ pub static RELATIONS: &[SystemRelation] = &[
 ];
 
 fn namespaces(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let _ = ctx;
-    [(PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
-        .into_iter()
-        .map(|(oid, name)| {
-            if oid == PUBLIC_OID {
-                vec![o(oid), t(name), o(DATABASE_OWNER_OID), super::public_acl()]
-            } else {
-                vec![o(oid), t(name), o(OWNER_OID), null()]
-            }
-        })
-        .collect()
+    let mut out = vec![
+        vec![o(PG_CATALOG_OID), t("pg_catalog"), o(OWNER_OID), null()],
+        vec![o(INFORMATION_SCHEMA_OID), t("information_schema"), o(OWNER_OID), null()],
+    ];
+    for (name, schema) in &ctx.catalog.schemas {
+        // `public` as the database was made is owned by pg_database_owner
+        // (PostgreSQL 15); a schema created later by the user.
+        out.push(if schema.oid == PUBLIC_OID {
+            vec![o(schema.oid), t(name), o(DATABASE_OWNER_OID), super::public_acl()]
+        } else {
+            vec![o(schema.oid), t(name), o(OWNER_OID), null()]
+        });
+    }
+    out
 }
 
 fn classes(ctx: &Ctx) -> Vec<Vec<Datum>> {
@@ -561,7 +564,7 @@ fn constraints(ctx: &Ctx) -> Vec<Vec<Datum>> {
         out.push(vec![
             o(*coid),
             t(&key.name),
-            o(PUBLIC_OID),
+            o(r.schema_oid),
             t(if key.primary { "p" } else { "u" }),
             b(false),
             b(false),
@@ -684,7 +687,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let mut out: Vec<Vec<Datum>> = user_items(ctx, ItemKind::Table)
         .map(|i| {
             let indexed = !i.keys.is_empty() || ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
-            vec![t("public"), t(&i.name), t(&ctx.session.user), null(), b(indexed), b(false), b(false), b(false)]
+            vec![t(&i.schema), t(&i.name), t(&ctx.session.user), null(), b(indexed), b(false), b(false), b(false)]
         })
         .collect();
     out.sort_by(|a, b| a[1].sql_cmp(&b[1]));
@@ -693,7 +696,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
     user_items(ctx, ItemKind::View)
-        .map(|i| vec![t("public"), t(&i.name), t(&ctx.session.user), super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null())])
+        .map(|i| vec![t(&i.schema), t(&i.name), t(&ctx.session.user), super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null())])
         .collect()
 }
 
@@ -702,13 +705,13 @@ fn matviews(ctx: &Ctx) -> Vec<Vec<Datum>> {
         .map(|i| {
             let indexed = ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
             vec![
-                t("public"),
+                t(&i.schema),
                 t(&i.name),
                 t(&ctx.session.user),
                 null(),
                 b(indexed),
                 b(true),
-                super::view_def(i, &ctx.session.search_path()).map(t).unwrap_or(null()),
+                super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null()),
             ]
         })
         .collect()
@@ -719,7 +722,7 @@ fn index_list(ctx: &Ctx) -> Vec<Vec<Datum>> {
         .iter()
         .filter_map(|r| {
             let ix = r.index.as_ref()?;
-            Some(vec![t("public"), t(&ix.on_name), t(&r.name), null(), t(index_def(&r.name, ix))])
+            Some(vec![t(r.schema), t(&ix.on_name), t(&r.name), null(), t(index_def(r.schema, &r.name, ix))])
         })
         .collect()
 }
@@ -803,7 +806,12 @@ fn cursors(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 /// `COMMENT ON` texts of relations (`objsubid` 0) and their columns.
 fn descriptions(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let mut out = vec![vec![o(PUBLIC_OID), o(super::PG_NAMESPACE_OID), i4(0), t(super::PUBLIC_COMMENT)]];
+    let mut out: Vec<Vec<Datum>> = ctx
+        .catalog
+        .schemas
+        .values()
+        .filter_map(|s| Some(vec![o(s.oid), o(super::PG_NAMESPACE_OID), i4(0), t(s.comment.clone()?)]))
+        .collect();
     for item in ctx.catalog.items.values() {
         for (sub, text) in &item.comments {
             out.push(vec![o(item_oid(item.id)), o(PG_CLASS_OID), i4(*sub as i64), t(text.clone())]);

@@ -48,6 +48,26 @@ pub struct CatalogSnapshot {
     pub types: BTreeMap<i64, ScalarType>,
 }
 
+/// `pg_size_pretty`: PostgreSQL 15's rounding (half away from zero, one
+/// unit up once a value reaches 10240 of the smaller one).
+pub fn size_pretty(size: i64) -> String {
+    const LIMIT: i64 = 10 * 1024;
+    const LIMIT2: i64 = LIMIT * 2 - 1;
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    if size.abs() < LIMIT {
+        return format!("{size} bytes");
+    }
+    // One extra bit is kept for rounding.
+    let mut size = size >> 9;
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < LIMIT2 {
+            return format!("{} {unit}", half_rounded(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half_rounded(size))
+}
+
 impl CatalogSnapshot {
     /// The OID of a relation named `name` (`t`, `s.t`, `"T"`) as
     /// `'name'::regclass` resolves it, through the search path.
@@ -462,6 +482,13 @@ impl ScalarType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_print_as_postgres_prints_them() {
+        for (n, text) in [(0, "0 bytes"), (10239, "10239 bytes"), (10240, "10 kB"), (20971520, "20 MB"), (1_000_000_000, "954 MB"), (-10240, "-10 kB"), (i64::MAX, "8192 PB")] {
+            assert_eq!(size_pretty(n), text, "{n}");
+        }
+    }
 
     fn snap() -> CatalogSnapshot {
         let mut s = CatalogSnapshot { search_path: vec!["pg_catalog".into(), "public".into()], ..Default::default() };

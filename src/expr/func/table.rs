@@ -33,6 +33,8 @@ pub enum TableFunc {
     JsonbObjectKeys,
     /// `pg_options_to_table(text[])`: each `name=value` as name and value.
     OptionsToTable,
+    /// `pg_get_keywords()`: PostgreSQL's SQL keywords (`keywords.rs`).
+    Keywords,
     /// `generate_subscripts(anyarray, dim [, reverse])`: the subscripts of
     /// the array's dimension `dim` (arrays here have one, from 1).
     GenerateSubscripts { lower: i32 },
@@ -58,6 +60,7 @@ impl TableFunc {
             TableFunc::JsonbEach { text: true } => "jsonb_each_text",
             TableFunc::JsonbObjectKeys => "jsonb_object_keys",
             TableFunc::OptionsToTable => "pg_options_to_table",
+            TableFunc::Keywords => "pg_get_keywords",
             TableFunc::GenerateSubscripts { .. } => "generate_subscripts",
             TableFunc::ExpandArray { .. } => "_pg_expandarray",
             TableFunc::Zip(_) => "rows from",
@@ -82,6 +85,13 @@ impl TableFunc {
             TableFunc::OptionsToTable => {
                 vec![("option_name", ColumnType::new(ScalarType::Text, false)), ("option_value", nullable(ScalarType::Text))]
             }
+            TableFunc::Keywords => vec![
+                ("word", ColumnType::new(ScalarType::Text, false)),
+                ("catcode", ColumnType::new(ScalarType::PgChar, false)),
+                ("barelabel", ColumnType::new(ScalarType::Bool, false)),
+                ("catdesc", ColumnType::new(ScalarType::Text, false)),
+                ("baredesc", ColumnType::new(ScalarType::Text, false)),
+            ],
             TableFunc::GenerateSubscripts { .. } => vec![(self.name(), ColumnType::new(ScalarType::Int32, false))],
             TableFunc::ExpandArray { elem } => {
                 vec![("x", nullable(elem.clone())), ("n", ColumnType::new(ScalarType::Int32, false))]
@@ -149,6 +159,7 @@ impl TableFunc {
                 subs
             }
             TableFunc::Zip(funcs) => zip(funcs, args)?,
+            TableFunc::Keywords => keywords(),
             TableFunc::ExpandArray { .. } => match &args[0] {
                 Datum::Array(v) => {
                     let mut rows = Vec::with_capacity(v.len());
@@ -318,4 +329,29 @@ mod tests {
         assert_eq!(rows, vec![vec![Datum::Int16(3), Datum::Int32(1)], vec![Datum::Null, Datum::Int32(2)]]);
         assert!(e.eval(&[Datum::Null]).unwrap().is_empty());
     }
+}
+
+/// The rows of `pg_get_keywords()`.
+fn keywords() -> Vec<Vec<Datum>> {
+    super::keywords::KEYWORDS
+        .lines()
+        .filter_map(|line| {
+            let mut it = line.split(' ');
+            let (word, cat, bare) = (it.next()?, it.next()?, it.next()?);
+            let catdesc = match cat {
+                "U" => "unreserved",
+                "C" => "unreserved (cannot be function or type name)",
+                "T" => "reserved (can be function or type name)",
+                _ => "reserved",
+            };
+            let bare = bare == "t";
+            Some(vec![
+                Datum::Text(word.into()),
+                Datum::Text(cat.into()),
+                Datum::Bool(bare),
+                Datum::Text(catdesc.into()),
+                Datum::Text(if bare { "can be bare label" } else { "requires AS" }.into()),
+            ])
+        })
+        .collect()
 }

@@ -1,0 +1,267 @@
+//! Creating and dropping catalog items: the durable record first, then the
+//! item in the catalog with its dataflows (a table's input, an index's
+//! arrangement, a materialized view's dataflow) and the unique keys it
+//! sets up; dropping them in the reverse order. Recovery installs the
+//! stored items through the same path, writing nothing.
+//!
+//! Owns: an item's life from `CREATE` to `DROP`. Must not: bind
+//! statements (plans come bound) or decide what a transaction block does
+//! (`txn_ddl` defers to these at COMMIT).
+
+use super::catalog::{Item, ItemRecord};
+use super::{checkpoint, unique, State, META_NEXT_ID};
+use crate::dataflow::{Command, DataflowDesc, Export};
+use crate::expr::RelationExpr;
+use crate::repr::{Diff, Error, GlobalId, Row};
+use crate::sql::binder_names::USER_SCHEMA;
+use crate::sql::{ItemKind, Plan, QualifiedName};
+use crate::storage::WriteSet;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+impl State {
+    /// Creates a new item: durable catalog record first, then dataflows.
+    /// `contents` holds the rows of the tables a unique index is created on.
+    pub(super) fn create(
+        &mut self,
+        id: GlobalId,
+        name: &str,
+        plan: Plan,
+        deps: Vec<GlobalId>,
+        create_sql: String,
+        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
+    ) -> Result<(), Error> {
+        self.check_unique(id, name, &plan, contents)?;
+        let kind = match &plan {
+            Plan::CreateTable { .. } => ItemKind::Table,
+            Plan::CreateView { materialized: true, .. } => ItemKind::MaterializedView,
+            Plan::CreateView { .. } => ItemKind::View,
+            _ => ItemKind::Index,
+        };
+        let schema = plan.created().map_or(USER_SCHEMA, |(s, _)| s).to_string();
+        let rec = ItemRecord { id, schema, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new() };
+        let ts = self.next_ts();
+        let mut ws = WriteSet::new(ts);
+        ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
+        ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
+        self.commits.submit(ws)?;
+        self.install(id, name, plan, deps, create_sql, contents)?;
+        // Advance time so that the new item is readable at the write time.
+        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
+        Ok(())
+    }
+
+    /// A new unique index must hold on the rows already there: checked
+    /// before anything is made durable.
+    fn check_unique(&self, id: GlobalId, name: &str, plan: &Plan, contents: &HashMap<GlobalId, Vec<(Row, Diff)>>) -> Result<(), Error> {
+        if let Plan::CreateIndex { on, key, unique: true, .. } = plan {
+            let rows = contents.get(on).map(Vec::as_slice).unwrap_or(&[]);
+            unique::UniqueKeys::default().add(*on, id, name, key, self.column_names(*on, key), rows)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn column_names(&self, table: GlobalId, cols: &[usize]) -> Vec<String> {
+        let desc = self.catalog.items.get(&table).map(|i| &i.desc);
+        cols.iter().map(|c| desc.and_then(|d| d.names.get(*c)).cloned().unwrap_or_default()).collect()
+    }
+
+    /// Adds an item to the catalog and builds its dataflows (also used on
+    /// recovery, where nothing is written). `contents` holds the rows of
+    /// tables whose unique keys it sets up (all tables on recovery).
+    pub(super) fn install(
+        &mut self,
+        id: GlobalId,
+        name: &str,
+        plan: Plan,
+        deps: Vec<GlobalId>,
+        create_sql: String,
+        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
+    ) -> Result<(), Error> {
+        let no_rows: &[(Row, Diff)] = &[];
+        let schema = plan.created().map_or(USER_SCHEMA, |(s, _)| s).to_string();
+        match &plan {
+            Plan::CreateTable { unique, desc, .. } => {
+                let rows = contents.get(&id).map(Vec::as_slice).unwrap_or(no_rows);
+                for k in unique {
+                    let names = k.columns.iter().map(|c| desc.names[*c].clone()).collect();
+                    self.unique.add(id, id, &k.name, &k.columns, names, rows)?;
+                }
+            }
+            Plan::CreateIndex { on, key, unique: true, .. } => {
+                let rows = contents.get(on).map(Vec::as_slice).unwrap_or(no_rows);
+                let names = self.column_names(*on, key);
+                self.unique.add(*on, id, name, key, names, rows)?;
+            }
+            _ => {}
+        }
+        let item = match plan {
+            Plan::CreateTable { desc, unique, .. } => {
+                self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
+                if let Some(plan) = self.resume.as_mut() {
+                    plan.table(id);
+                }
+                Item {
+                    id,
+                    schema: schema.clone(),
+                    name: name.into(),
+                    kind: ItemKind::Table,
+                    desc,
+                    create_sql,
+                    depends_on: deps,
+                    plan: None,
+                    index: None,
+                    imports: vec![],
+                    keys: unique,
+                    unique: false,
+                    comments: BTreeMap::new(),
+                }
+            }
+            Plan::CreateView { query, desc, materialized, .. } => {
+                let mut imports = vec![];
+                if materialized {
+                    let optimized = crate::planner::optimize(query.clone(), &self.catalog);
+                    imports = optimized.imported_indexes().into_iter().map(|ix| ix.id).collect();
+                    // On restart: seeded with its own checkpoint if nothing
+                    // it reads holds rows before the load timestamp; a view
+                    // that reads a seeded (or early) view computes from it.
+                    // Resumed instead, if its query is linear and its
+                    // inputs allow it (`recovery::ResumePlan`).
+                    let reads = optimized.depends_on();
+                    let linear = optimized.is_linear() && imports.is_empty();
+                    if linear {
+                        self.checkpoints.linear.insert(id);
+                    }
+                    let checkpoint =
+                        self.checkpoints.lineage.get(&id).map(|l| l.frontier).filter(|f| *f < self.recovery.load_ts);
+                    let resume = self.resume.as_ref().and_then(|p| p.resume_at(&reads, linear, checkpoint));
+                    let reads_early = reads.iter().any(|d| self.early.contains(d));
+                    let seed =
+                        resume.is_none() && !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
+                    if seed || reads_early || resume.is_some() {
+                        self.early.insert(id);
+                    }
+                    if seed {
+                        self.recovery.seeded.insert(id);
+                    }
+                    if let Some(plan) = self.resume.as_mut() {
+                        plan.view(id, &reads, resume, seed);
+                    }
+                    self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
+                        id,
+                        name: name.to_string(),
+                        plan: Arc::new(optimized),
+                        export: Export::MaterializedView,
+                        seed,
+                        resume,
+                    })));
+                }
+                let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
+                Item {
+                    id,
+                    schema: schema.clone(),
+                    name: name.into(),
+                    kind,
+                    desc,
+                    create_sql,
+                    depends_on: deps,
+                    plan: Some(query),
+                    index: None,
+                    imports,
+                    keys: vec![],
+                    unique: false,
+                    comments: BTreeMap::new(),
+                }
+            }
+            Plan::CreateIndex { on, key, unique, .. } => {
+                let desc = self.catalog.items.get(&on).map(|i| i.desc.clone()).unwrap_or_default();
+                self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
+                    id,
+                    name: name.to_string(),
+                    plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
+                    export: Export::Index { on, key: key.clone() },
+                    seed: false,
+                    resume: None,
+                })));
+                if let Some(plan) = self.resume.as_mut() {
+                    plan.index(id, on);
+                }
+                Item {
+                    id,
+                    schema: schema.clone(),
+                    name: name.into(),
+                    kind: ItemKind::Index,
+                    desc,
+                    create_sql,
+                    depends_on: vec![on],
+                    plan: None,
+                    index: Some((on, key)),
+                    imports: vec![],
+                    keys: vec![],
+                    unique,
+                    comments: BTreeMap::new(),
+                }
+            }
+            other => return Err(Error::Internal(format!("cannot install {other:?}"))),
+        };
+        self.catalog.insert(item);
+        Ok(())
+    }
+
+    pub(super) fn drop_items(&mut self, kind: ItemKind, names: &[QualifiedName], if_exists: bool, cascade: bool) -> Result<(), Error> {
+        let to_drop = self.catalog.drop_set(kind, names, if_exists, cascade)?;
+        self.drop_ids(to_drop)
+    }
+
+    /// Drops items (dependents before what they depend on): durable first,
+    /// then out of the catalog and the dataflows.
+    pub(super) fn drop_ids(&mut self, to_drop: Vec<GlobalId>) -> Result<(), Error> {
+        if to_drop.is_empty() {
+            return Ok(());
+        }
+        let ts = self.next_ts();
+        let mut ws = WriteSet::new(ts);
+        for id in &to_drop {
+            ws.catalog_deletes.push(*id);
+            match self.catalog.items.get(id).map(|i| i.kind) {
+                Some(ItemKind::Table) => ws.dropped_tables.push(*id),
+                Some(ItemKind::MaterializedView) => {
+                    // Its checkpoint goes too; the checkpointer must not
+                    // write it again.
+                    if let Ok(mut d) = self.dropped.lock() {
+                        d.insert(*id);
+                    }
+                    ws.dropped_tables.push(*id);
+                    ws.meta_deletes.push(checkpoint::meta_key(*id));
+                }
+                _ => {}
+            }
+        }
+        self.commits.submit(ws)?;
+        for id in &to_drop {
+            self.catalog.items.remove(id);
+            self.unique.drop_owner(*id);
+            self.checkpoints.lineage.remove(id);
+            self.checkpoints.linear.remove(id);
+            self.storage.hold_folds_at(self.checkpoints.fold_hold());
+            self.recovery.forget(*id);
+            self.incremental.remove(id);
+        }
+        for id in to_drop {
+            if self.catalog.items.values().any(|i| i.imports.contains(&id)) {
+                self.orphans.push(id);
+            } else {
+                self.dataflow.broadcast(Command::Drop { id });
+            }
+        }
+        let items = &self.catalog.items;
+        let (keep, release): (Vec<GlobalId>, Vec<GlobalId>) =
+            self.orphans.iter().partition(|o| items.values().any(|i| i.imports.contains(o)));
+        self.orphans = keep;
+        for id in release {
+            self.dataflow.broadcast(Command::Drop { id });
+        }
+        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
+        Ok(())
+    }
+}
