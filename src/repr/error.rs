@@ -577,6 +577,9 @@ impl Error {
             Error::IndeterminateDatatype(m) if m == "cannot determine type of empty array" => {
                 Some("Explicitly cast to the desired type, for example ARRAY[]::integer[].".into())
             }
+            Error::WrongObjectType(m) if m.starts_with("cannot change schema of index") => {
+                Some("Change the schema of the table instead.".into())
+            }
             Error::ObjectNotInPrerequisiteState(m) if m == "cursor can only scan forward" => {
                 Some("Declare it with SCROLL option to enable backward scan.".into())
             }

@@ -35,8 +35,9 @@ pub enum Stmt {
     /// `ALTER VIEW | MATERIALIZED VIEW [IF EXISTS] name RENAME TO new`
     /// (sqlparser parses the `TABLE` and `INDEX` forms itself).
     Rename { kind: ItemKind, if_exists: bool, name: ObjectName, new_name: Ident },
-    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX [IF EXISTS] name SET
-    /// SCHEMA schema` (sqlparser parses none of them).
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] name SET SCHEMA
+    /// schema` (sqlparser parses none of them; PostgreSQL has no `ALTER
+    /// INDEX ... SET SCHEMA`: an index goes with its table).
     SetSchema { kind: ItemKind, if_exists: bool, name: ObjectName, schema: Ident },
     /// `VACUUM [(options)] [FULL] [FREEZE] [VERBOSE] [ANALYZE] [t [(cols)], ...]`
     /// and `ANALYZE [(options)] [VERBOSE] [t [(cols)], ...]` (sqlparser
@@ -231,8 +232,6 @@ fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
         Some((ItemKind::View, 2))
     } else if peek_is(p, 1, Keyword::TABLE) {
         Some((ItemKind::Table, 2))
-    } else if peek_is(p, 1, Keyword::INDEX) {
-        Some((ItemKind::Index, 2))
     } else {
         None
     };
@@ -467,7 +466,7 @@ mod tests {
         assert!(matches!(one("ALTER VIEW v RENAME TO w"), Stmt::Rename { kind: ItemKind::View, .. }));
         assert!(matches!(one("ALTER TABLE IF EXISTS ONLY s.t SET SCHEMA u"), Stmt::SetSchema { kind: ItemKind::Table, if_exists: true, .. }));
         assert!(matches!(one("alter materialized view m set schema u"), Stmt::SetSchema { kind: ItemKind::MaterializedView, .. }));
-        assert!(matches!(one("ALTER INDEX i SET SCHEMA u"), Stmt::SetSchema { kind: ItemKind::Index, .. }));
+        assert!(parse("ALTER INDEX i SET SCHEMA u").is_err());
         assert!(matches!(one("ALTER INDEX i RENAME TO j"), Stmt::Sql(Statement::AlterIndex { .. })));
         assert!(matches!(one("ALTER TABLE t ADD PRIMARY KEY (a)"), Stmt::Sql(Statement::AlterTable(_))));
         // Rewinding after a look at ALTER stays within its statement.

@@ -105,10 +105,9 @@ impl Binder<'_> {
         Ok(Plan::CommentSchema { name, comment: comment.clone() })
     }
 
-    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX [IF EXISTS] name
-    /// SET SCHEMA schema`. As in Postgres, any of the keywords moves any
-    /// relation but an index, which follows its table (`ALTER INDEX ... SET
-    /// SCHEMA` only checks it).
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] name SET SCHEMA
+    /// schema`. As in Postgres, any of the keywords moves any relation but
+    /// an index, which goes with its table.
     pub(super) fn bind_set_schema(&self, kind: ItemKind, if_exists: bool, name: &ObjectName, schema: &Ident) -> Result<Plan, Error> {
         let tag = match kind {
             ItemKind::Table => "ALTER TABLE",
@@ -123,22 +122,15 @@ impl Binder<'_> {
             None => return Err(Error::UndefinedTable(q.to_string())),
         };
         Self::check_writable(&entry)?;
+        if entry.kind == ItemKind::Index {
+            return Err(Error::WrongObjectType(format!("cannot change schema of index \"{}\"", entry.name)));
+        }
         let target = ident(schema);
         if SYSTEM_SCHEMAS.contains(&target.as_str()) {
             return Err(Error::InsufficientPrivilege(format!("permission denied to move \"{}\" to schema {target}", entry.name)));
         }
         if !self.catalog.user_schema_exists(&target) {
             return Err(Error::InvalidSchemaName(format!("schema \"{target}\" does not exist")));
-        }
-        if entry.kind == ItemKind::Index {
-            // Postgres moves an index only with its table.
-            return Err(Error::FeatureNotSupported(format!(
-                "cannot move index \"{}\" on its own: ALTER TABLE ... SET SCHEMA moves a table with its indexes",
-                entry.name
-            )));
-        }
-        if kind == ItemKind::Index {
-            return Err(Error::WrongObjectType(format!("\"{}\" is not an index", entry.name)));
         }
         Ok(Plan::SetSchema { id: entry.id, schema: target, tag })
     }
