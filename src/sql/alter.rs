@@ -108,13 +108,10 @@ impl Binder<'_> {
 
     /// `OWNER TO`: one role owns everything, the session's user.
     fn owner_to(&self, new_owner: &Owner) -> Result<Plan, Error> {
-        let user = &self.catalog.session().user;
-        match new_owner {
-            Owner::Ident(id) if ident(id) != *user => {
-                Err(Error::UndefinedObject(format!("role \"{}\" does not exist", ident(id))))
-            }
-            _ => Ok(Plan::Maintenance { tag: "ALTER TABLE".into() }),
+        if let Owner::Ident(role) = new_owner {
+            self.check_role(role)?;
         }
+        Ok(Plan::Maintenance { tag: "ALTER TABLE".into() })
     }
 
     pub(super) fn bind_comment(

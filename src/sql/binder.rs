@@ -376,6 +376,10 @@ impl Binder<'_> {
             },
             Statement::Set(set) => match set {
                 ast::Set::SingleAssignment { variable, values, .. } => {
+                    let name = variable.to_string().to_lowercase();
+                    // A search path keeps its quoted names quoted (`"App"`
+                    // is not `app`), as PostgreSQL shows it.
+                    let path = name == "search_path";
                     let value = values
                         .iter()
                         .map(|v| match v {
@@ -383,12 +387,15 @@ impl Binder<'_> {
                                 Value::SingleQuotedString(s) => s.clone(),
                                 other => other.to_string(),
                             },
+                            Expr::Identifier(id) if path && id.quote_style.is_some() => {
+                                crate::expr::func::catalog::quote_ident(&id.value)
+                            }
                             Expr::Identifier(id) => id.value.clone(),
                             other => other.to_string(),
                         })
                         .collect::<Vec<_>>()
                         .join(", ");
-                    Ok(Plan::SetVariable { name: variable.to_string().to_lowercase(), value })
+                    Ok(Plan::SetVariable { name, value })
                 }
                 ast::Set::SetTimeZone { value, .. } => {
                     Ok(Plan::SetVariable { name: "timezone".into(), value: value.to_string().trim_matches('\'').to_string() })

@@ -32,7 +32,7 @@ fn schema_name(name: &ObjectName) -> Result<String, Error> {
 
 impl Binder<'_> {
     /// Checks that the session's user is the role named (ripple has one).
-    fn check_role(&self, role: &Ident) -> Result<(), Error> {
+    pub(super) fn check_role(&self, role: &Ident) -> Result<(), Error> {
         let role = ident(role);
         if role != self.catalog.session().user {
             return Err(Error::UndefinedObject(format!("role \"{role}\" does not exist")));
