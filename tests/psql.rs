@@ -79,8 +79,9 @@ fn psql_meta_commands() {
     let server = TestServer::start(1);
     psql(
         &server,
-        "CREATE TABLE orders (id integer PRIMARY KEY, product varchar(20) NOT NULL, qty integer);\
+        "CREATE TABLE orders (id integer PRIMARY KEY, product varchar(20) NOT NULL, qty integer DEFAULT 1);\
          CREATE INDEX orders_product_idx ON orders (product);\
+         INSERT INTO orders (id, product) SELECT g, 'p' || g FROM generate_series(1, 1000) AS g;\
          CREATE VIEW big AS SELECT id, qty FROM orders WHERE qty > 10;\
          CREATE MATERIALIZED VIEW sold AS SELECT product, sum(qty) AS total FROM orders GROUP BY product;",
     );
@@ -115,6 +116,18 @@ fn psql_meta_commands() {
     assert!(has_row(&table, &["product", "character varying(20)", "", "not null"]), "\\d orders:\n{table}");
     assert!(table.contains("\"orders_pkey\" PRIMARY KEY, btree (id)"), "\\d orders:\n{table}");
     assert!(table.contains("\"orders_product_idx\" btree (product)"), "\\d orders:\n{table}");
+    assert!(has_row(&table, &["qty", "integer", "", "", "1"]), "\\d orders shows the default:\n{table}");
+    // Sizes are the bytes the relations' arrangements hold.
+    let sized = psql(&server, "\\dt+ orders");
+    let size = |out: &str, name: &str| -> String {
+        let line = out.lines().find(|l| l.split('|').nth(1).map(str::trim) == Some(name)).unwrap_or_default();
+        line.split('|').map(str::trim).find(|c| c.ends_with(" kB") || c.ends_with(" bytes")).unwrap_or_default().to_string()
+    };
+    assert!(size(&sized, "orders").ends_with(" kB"), "\\dt+ shows the table's size:\n{sized}");
+    let sized = psql(&server, "\\di+ orders_product_idx");
+    assert!(size(&sized, "orders_product_idx").ends_with(" kB"), "\\di+ shows the index's size:\n{sized}");
+    let sized = psql(&server, "\\dm+");
+    assert!(!size(&sized, "sold").is_empty(), "\\dm+ shows the view's size:\n{sized}");
     let plus = psql(&server, "\\d+ orders");
     assert!(plus.contains("Table \"public.orders\""), "\\d+ orders:\n{plus}");
     let view = psql(&server, "\\d+ big");

@@ -634,3 +634,47 @@ async fn schemas_survive_restart() {
     server.restart();
     check(&server, "after the restart", Some(&oids)).await;
 }
+
+/// A table whose columns changed (ADD / DROP / ALTER COLUMN), with a
+/// default, an index and the materialized view built again over it,
+/// reads the same after a restart, and the view is still maintained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn altered_columns_survive_restart() {
+    async fn check(server: &TestServer, when: &str, total: &str) {
+        let client = server.connect().await;
+        assert_eq!(
+            query_text(&client, "SELECT * FROM acct ORDER BY id").await,
+            rows(&[&["1", "10", "eu", "x"], &["2", "20", "eu", "x"], &["3", "30", "us", "y"]]),
+            "rows {when}"
+        );
+        assert_eq!(query_text(&client, "SELECT * FROM total").await, rows(&[&[total]]), "view {when}");
+        assert_eq!(
+            query_text(&client, "SELECT indexname FROM pg_indexes WHERE tablename = 'acct' ORDER BY 1").await,
+            rows(&[&["acct_pkey"], &["acct_region"]]),
+            "indexes {when}"
+        );
+    }
+    let mut server = TestServer::start(1);
+    {
+        let client = server.connect().await;
+        exec(
+            &client,
+            "CREATE TABLE acct (id int PRIMARY KEY, owner text, balance int);
+             INSERT INTO acct VALUES (1, 'ann', 10), (2, 'bob', 20);
+             CREATE MATERIALIZED VIEW total AS SELECT sum(balance) AS s FROM acct;
+             ALTER TABLE acct ADD COLUMN region text DEFAULT 'eu';
+             CREATE INDEX acct_region ON acct (region);
+             ALTER TABLE acct DROP COLUMN owner;
+             ALTER TABLE acct ADD COLUMN tag text DEFAULT 'x';
+             INSERT INTO acct VALUES (3, 30, 'us', 'y');",
+        )
+        .await;
+    }
+    check(&server, "before the restart", "60").await;
+    server.restart();
+    check(&server, "after the restart", "60").await;
+    let client = server.connect().await;
+    exec(&client, "INSERT INTO acct (id, balance) VALUES (4, 40)").await;
+    assert_eq!(query_text(&client, "SELECT region, tag FROM acct WHERE id = 4").await, rows(&[&["eu", "x"]]));
+    assert_eq!(query_text(&client, "SELECT * FROM total").await, rows(&[&["100"]]));
+}

@@ -74,6 +74,9 @@ pub struct Item {
     pub keys: Vec<crate::sql::UniqueKey>,
     /// For an index: whether it is a unique index.
     pub unique: bool,
+    /// A table's column `DEFAULT` expressions as SQL text (empty for other
+    /// kinds).
+    pub defaults: Vec<Option<String>>,
     /// `COMMENT ON` texts: 0 for the item, a column's number (from 1) for
     /// a column.
     pub comments: BTreeMap<usize, String>,
@@ -115,6 +118,7 @@ impl Item {
             imports: vec![],
             keys: vec![],
             unique: false,
+            defaults: vec![],
             comments: BTreeMap::new(),
         }
     }
@@ -126,6 +130,8 @@ pub struct Catalog {
     pub next_id: GlobalId,
     /// The user schemas by name (stored as one record, `META_SCHEMAS`).
     pub schemas: BTreeMap<String, Schema>,
+    /// Tables' activity counters (`pg_stat_user_tables`); not stored.
+    pub stats: super::stats::Stats,
 }
 
 impl Default for Catalog {
@@ -134,6 +140,7 @@ impl Default for Catalog {
             items: BTreeMap::new(),
             next_id: 0,
             schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
+            stats: Default::default(),
         }
     }
 }
@@ -279,6 +286,8 @@ pub struct BindCatalog<'a> {
     snapshot: RefCell<Option<Arc<CatalogSnapshot>>>,
     /// Whether the statement read a system relation or catalog function.
     pub read_system: Cell<bool>,
+    /// Whether it calls a size function (`pg_relation_size`...).
+    pub wants_sizes: Cell<bool>,
 }
 
 impl<'a> BindCatalog<'a> {
@@ -289,7 +298,14 @@ impl<'a> BindCatalog<'a> {
             resolved: RefCell::new(Vec::new()),
             snapshot: RefCell::new(None),
             read_system: Cell::new(false),
+            wants_sizes: Cell::new(false),
         }
+    }
+
+    /// The snapshot the statement's catalog functions read, if they need
+    /// relation sizes measured into it.
+    pub fn sizes_snapshot(&self) -> Option<Arc<CatalogSnapshot>> {
+        self.wants_sizes.get().then(|| self.snapshot.borrow().clone()).flatten()
     }
 
     pub fn dependencies(&self) -> Vec<GlobalId> {
@@ -310,6 +326,7 @@ impl<'a> BindCatalog<'a> {
             kind: item.kind,
             desc: item.desc.clone(),
             view_plan: if item.kind == ItemKind::View { item.plan.clone() } else { None },
+            defaults: item.defaults.clone(),
             system: false,
         })
     }
@@ -368,6 +385,10 @@ impl SqlCatalog for BindCatalog<'_> {
 
     fn note_catalog_read(&self) {
         self.read_system.set(true);
+    }
+
+    fn note_sizes(&self) {
+        self.wants_sizes.set(true);
     }
 }
 

@@ -17,6 +17,7 @@
 //! path's rewrite, behind the same calls).
 
 use super::{assign, Coordinator, Session};
+use crate::expr::ScalarExpr;
 use crate::repr::{Datum, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
 use crate::sql::{CopyOptions, ItemKind};
 
@@ -30,6 +31,8 @@ pub struct CopyTarget {
     /// The table columns the data holds, in the data's order.
     columns: Vec<usize>,
     options: CopyOptions,
+    /// The value of each table column the data omits: its default.
+    defaults: Vec<(usize, ScalarExpr)>,
     /// Rows received so far, as packed table rows (checked): a fraction of
     /// the memory of their datums (a text value is a byte run, not a
     /// `String`), which is what a large COPY holds until its commit.
@@ -55,8 +58,9 @@ pub(super) fn copy_in_start(
     desc: RelationDesc,
     columns: Vec<usize>,
     options: CopyOptions,
+    defaults: Vec<(usize, ScalarExpr)>,
 ) -> CopyTarget {
-    CopyTarget { table, table_name, desc, columns, options, rows: Vec::new() }
+    CopyTarget { table, table_name, desc, columns, options, defaults, rows: Vec::new() }
 }
 
 impl CopyTarget {
@@ -97,7 +101,7 @@ impl CopyTarget {
     }
 
     /// The table row for one row of data (values in data column order,
-    /// already assigned): omitted columns get their default, NULL; then
+    /// already assigned): omitted columns get their default (or NULL); then
     /// NOT NULL is checked as for INSERT.
     pub fn table_row(&self, values: Vec<Datum>) -> Result<Vec<Datum>, Error> {
         if values.len() != self.columns.len() {
@@ -113,6 +117,9 @@ impl CopyTarget {
             let mut row = vec![Datum::Null; self.desc.arity()];
             for (v, c) in values.into_iter().zip(&self.columns) {
                 row[*c] = v;
+            }
+            for (c, e) in &self.defaults {
+                row[*c] = e.eval(&[])?;
             }
             row
         };
@@ -160,6 +167,7 @@ impl Coordinator {
             let n = target.rows.len() as u64;
             let updates = target.rows.into_iter().map(|r| (r, 1)).collect();
             state.write_rows(session, vec![(target.table, updates)])?;
+            state.catalog.stats.dml(target.table, super::stats::Dml::Insert, n);
             Ok(n)
         }
         .await;
@@ -193,7 +201,7 @@ mod tests {
             ],
         );
         let n = columns.len();
-        copy_in_start(GlobalId::default(), "t".into(), desc, columns, CopyOptions::new(CopyFormat::Text, n))
+        copy_in_start(GlobalId::default(), "t".into(), desc, columns, CopyOptions::new(CopyFormat::Text, n), Vec::new())
     }
 
     #[test]
@@ -210,6 +218,14 @@ mod tests {
         let err = t.table_row(vec![Datum::Null, Datum::Null, Datum::Null]).unwrap_err();
         assert_eq!(err.sqlstate().code(), "23502");
         assert!(t.table_row(vec![]).is_err());
+    }
+
+    #[test]
+    fn omitted_columns_get_their_defaults() {
+        let mut t = target(vec![1]);
+        t.defaults = vec![(0, ScalarExpr::Literal(Datum::Int32(7), ScalarType::Int32))];
+        let row = t.table_row(vec![Datum::Text("x".into())]).unwrap();
+        assert_eq!(row, vec![Datum::Int32(7), Datum::Text("x".into()), Datum::Null]);
     }
 
     #[test]

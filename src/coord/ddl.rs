@@ -96,7 +96,7 @@ impl State {
             _ => {}
         }
         let item = match plan {
-            Plan::CreateTable { desc, unique, .. } => {
+            Plan::CreateTable { desc, unique, defaults, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
                 if let Some(plan) = self.resume.as_mut() {
                     plan.table(id);
@@ -114,6 +114,7 @@ impl State {
                     imports: vec![],
                     keys: unique,
                     unique: false,
+                    defaults,
                     comments: BTreeMap::new(),
                 }
             }
@@ -170,6 +171,7 @@ impl State {
                     imports,
                     keys: vec![],
                     unique: false,
+                    defaults: vec![],
                     comments: BTreeMap::new(),
                 }
             }
@@ -199,6 +201,7 @@ impl State {
                     imports: vec![],
                     keys: vec![],
                     unique,
+                    defaults: vec![],
                     comments: BTreeMap::new(),
                 }
             }
@@ -221,7 +224,16 @@ impl State {
         }
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
-        for id in &to_drop {
+        self.drop_records(&to_drop, &mut ws);
+        self.commits.submit(ws)?;
+        self.forget_items(to_drop);
+        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
+        Ok(())
+    }
+
+    /// What dropping `to_drop` deletes from storage, added to `ws`.
+    pub(super) fn drop_records(&self, to_drop: &[GlobalId], ws: &mut WriteSet) {
+        for id in to_drop {
             ws.catalog_deletes.push(*id);
             match self.catalog.items.get(id).map(|i| i.kind) {
                 Some(ItemKind::Table) => ws.dropped_tables.push(*id),
@@ -237,9 +249,14 @@ impl State {
                 _ => {}
             }
         }
-        self.commits.submit(ws)?;
+    }
+
+    /// Takes dropped items (already deleted from storage) out of the
+    /// catalog, the key sets and the dataflows.
+    pub(super) fn forget_items(&mut self, to_drop: Vec<GlobalId>) {
         for id in &to_drop {
             self.catalog.items.remove(id);
+            self.catalog.stats.forget(*id);
             self.unique.drop_owner(*id);
             self.checkpoints.lineage.remove(id);
             self.checkpoints.linear.remove(id);
@@ -261,7 +278,5 @@ impl State {
         for id in release {
             self.dataflow.broadcast(Command::Drop { id });
         }
-        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
-        Ok(())
     }
 }

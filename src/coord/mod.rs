@@ -22,7 +22,10 @@ mod copy;
 mod cursor;
 mod ddl;
 mod recovery;
+mod reshape;
+mod returning;
 mod schema;
+mod stats;
 pub(crate) mod settings;
 mod system;
 pub(crate) mod txn;
@@ -35,6 +38,7 @@ pub use recovery::Readiness;
 use recovery::{CheckpointRead, Isolation, Recovery};
 
 use crate::dataflow::{Command, DataflowClient, PeekResult};
+use stats::Dml;
 use crate::expr::relation::compare_rows;
 use crate::expr::RelationExpr;
 use crate::repr::{ColumnType, Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType, Timestamp};
@@ -111,6 +115,9 @@ struct State {
     /// Views with a worker-side checkpoint handle in this process: their
     /// next checkpoint is a delta (others get a whole one).
     incremental: std::collections::HashSet<GlobalId>,
+    /// Tables whose columns changed since start, with when (`reshape`): a
+    /// read at an earlier timestamp would see rows of the old shape.
+    reshaped: HashMap<GlobalId, Timestamp>,
     /// Materialized views dropped since start, shared with the
     /// checkpointer's storage write (see `Storage::write_checkpoint`).
     dropped: Dropped,
@@ -212,6 +219,7 @@ impl Coordinator {
             holds: ReadHolds::default(),
             checkpoints: checkpoint::Checkpoints::default(),
             incremental: Default::default(),
+            reshaped: Default::default(),
             dropped: Default::default(),
             catalog: Catalog::default(),
             write_ts,
@@ -490,6 +498,15 @@ impl Coordinator {
         out
     }
 
+    /// Waits until every arrangement is complete through `ts`, or `limit`
+    /// has passed.
+    async fn settle(&self, ts: Timestamp, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.frontiers().await.values().any(|upper| *upper <= ts) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     /// One round of the checkpointer (`coord/checkpoint.rs`): every
     /// materialized view with changes not yet checkpointed, in Edge order.
     pub async fn checkpoint_round(&self) -> Result<(), Error> {
@@ -679,6 +696,9 @@ impl Coordinator {
         };
         let columns = match &plan {
             Plan::Select { desc, .. } => Some(desc.clone()),
+            Plan::Insert { returning: Some(r), .. }
+            | Plan::Update { returning: Some(r), .. }
+            | Plan::Delete { returning: Some(r), .. } => Some(r.desc.clone()),
             Plan::Fetch { .. } => cursor.map(|c| c.desc.clone()),
             Plan::Explain { .. } => Some(text_desc(&["QUERY PLAN"])),
             Plan::Show(kind) => Some(show_desc(kind)),
@@ -837,7 +857,7 @@ impl Coordinator {
         for (i, d) in params.iter().enumerate() {
             p.types[i] = datum_type(d);
         }
-        let (plan, deps, create_sql) = {
+        let (plan, deps, create_sql, sizes) = {
             let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
             let plan = sql::bind_statement(&bc, stmt, &mut p)?;
             // A view would keep the catalog as of its creation.
@@ -853,8 +873,16 @@ impl Coordinator {
                 (Stmt::Sql(s), Some((schema, _))) => sql::ddl_text::stored(s, schema, &|n| bc.schema_of(n)),
                 _ => stmt.to_string(),
             };
-            (plan, bc.dependencies(), create_sql)
+            (plan, bc.dependencies(), create_sql, bc.sizes_snapshot())
         };
+        if let Some(snapshot) = sizes {
+            // What was committed before the statement is counted once the
+            // arrangements have taken it in (waiting a bounded time: a
+            // view still being built counts what it holds so far).
+            self.settle(state.write_ts, std::time::Duration::from_secs(1)).await;
+            let measured = self.relation_sizes(state.catalog_of(session.txn.as_ref())).await;
+            let _ = snapshot.sizes.set(measured);
+        }
         if p.types.len() > params.len() && params.is_empty() {
             return Err(Error::UndefinedParameter(format!("there is no parameter ${}", p.types.len())));
         }
@@ -880,15 +908,15 @@ impl Coordinator {
                 let rows = self.read_finished(state, session, writing, query, &finishing).await?;
                 Ok(ExecuteResponse::CopyOut { desc, rows, options })
             }
-            Plan::CopyFrom { table, table_name, desc, columns, options } => {
-                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options)))
+            Plan::CopyFrom { table, table_name, desc, columns, options, defaults } => {
+                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options, defaults)))
             }
             Plan::Explain { query } => {
                 let query = crate::planner::optimize(query, &state.catalog);
                 let rows = query.explain().lines().map(|l| vec![Datum::Text(l.to_string())]).collect();
                 Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
             }
-            Plan::Insert { table, table_name, desc, source } => {
+            Plan::Insert { table, table_name, desc, source, returning } => {
                 let source = Self::with_own_writes(&state, session, source);
                 let source = crate::planner::optimize(source, &state.catalog);
                 // VALUES need no dataflow: a write then does not wait for
@@ -906,10 +934,18 @@ impl Coordinator {
                     updates.push((check_row(row, &desc, &table_name)?, 1));
                 }
                 let n = updates.len() as u64;
+                let returned = match &returning {
+                    Some(r) => {
+                        let rows: Vec<Vec<Datum>> = updates.iter().map(|(row, _)| row.clone()).collect();
+                        Some(self.returned(&mut state, session, writing, table, r, &rows).await?)
+                    }
+                    None => None,
+                };
                 state.write(session, vec![(table, updates)])?;
-                Ok(ExecuteResponse::Command { tag: "INSERT".into(), rows: Some(n) })
+                state.catalog.stats.dml(table, Dml::Insert, n);
+                Ok(written("INSERT", n, returning, returned))
             }
-            Plan::Update { table, table_name, desc, selection, assignments } => {
+            Plan::Update { table, table_name, desc, selection, assignments, returning } => {
                 // The rows to change and their new values are a query read at
                 // the write timestamp under the lock, so subqueries work and
                 // no write comes between the read and the write.
@@ -921,6 +957,7 @@ impl Coordinator {
                 let width = desc.arity();
                 let mut updates = Vec::new();
                 let mut n = 0;
+                let mut new_rows = Vec::new();
                 for datums in rows {
                     let old: Vec<Datum> = datums[..width].to_vec();
                     let mut new = old.clone();
@@ -929,24 +966,37 @@ impl Coordinator {
                     }
                     let new = check_row(new, &desc, &table_name)?;
                     n += 1;
+                    if returning.is_some() {
+                        new_rows.push(new.clone());
+                    }
                     if new != old {
                         updates.push((old, -1));
                         updates.push((new, 1));
                     }
                 }
+                let returned = match &returning {
+                    Some(r) => Some(self.returned(&mut state, session, writing, table, r, &new_rows).await?),
+                    None => None,
+                };
                 state.write(session, vec![(table, updates)])?;
-                Ok(ExecuteResponse::Command { tag: "UPDATE".into(), rows: Some(n) })
+                state.catalog.stats.dml(table, Dml::Update, n);
+                Ok(written("UPDATE", n, returning, returned))
             }
-            Plan::Delete { table, selection, .. } => {
+            Plan::Delete { table, selection, returning, .. } => {
                 let selection = Self::with_own_writes(&state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
                 let ts = self.read_ts(&state, session, writing);
                 let rx = state.read(selection, ts);
                 let rows = self.collect(rx).await?;
                 let n = rows.len() as u64;
+                let returned = match &returning {
+                    Some(r) => Some(self.returned(&mut state, session, writing, table, r, &rows).await?),
+                    None => None,
+                };
                 let updates = rows.into_iter().map(|r| (r, -1)).collect();
                 state.write(session, vec![(table, updates)])?;
-                Ok(ExecuteResponse::Command { tag: "DELETE".into(), rows: Some(n) })
+                state.catalog.stats.dml(table, Dml::Delete, n);
+                Ok(written("DELETE", n, returning, returned))
             }
             Plan::Truncate { tables } => {
                 let ts = self.read_ts(&state, session, writing);
@@ -1011,6 +1061,25 @@ impl Coordinator {
                 let rx = state.read(RelationExpr::Get { id: table, name, types }, ts);
                 let rows: Vec<(Row, Diff)> = self.collect(rx).await?.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
                 state.add_constraint(table, &constraint, &rows)?;
+                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+            }
+            Plan::AlterColumns { table, edit, rows: map, cascade } => {
+                immediate_ddl(session, "ALTER TABLE ... COLUMN")?;
+                // The rows change, or SET NOT NULL checks them: read them
+                // at the write timestamp (the statement holds the write
+                // token).
+                let needs_rows = map.is_some() || matches!(edit, crate::sql::ddl_text::ColumnEdit::NotNull(_, true));
+                let rows = match needs_rows {
+                    true => {
+                        let ts = state.write_ts;
+                        let (name, types) =
+                            state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
+                        let rx = state.read(RelationExpr::Get { id: table, name, types }, ts);
+                        self.collect(rx).await?.into_iter().map(Row::from_datums).collect()
+                    }
+                    false => Vec::new(),
+                };
+                state.reshape(table, &edit, rows, map.as_deref(), cascade)?;
                 Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
             }
             Plan::Comment { id, column, comment } => {
@@ -1399,6 +1468,7 @@ impl Coordinator {
             }
         }
         let ts = self.read_ts(&state, session, writing);
+        state.check_shape(deps, ts)?;
         let rx = state.read(query, ts);
         drop(state);
         Ok(finish(self.collect(rx).await?, finishing))
@@ -1492,6 +1562,31 @@ impl Coordinator {
         rows
     }
 
+    /// The bytes of every relation's arrangement and of its indexes'
+    /// (exact: exported arrangements hold packed rows), by OID, summed over
+    /// the workers; for the size functions.
+    async fn relation_sizes(&self, catalog: &catalog::Catalog) -> BTreeMap<i64, crate::expr::func::catalog::RelationSize> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
+        let mut bytes: BTreeMap<GlobalId, i64> = BTreeMap::new();
+        for _ in 0..self.dataflow.workers() {
+            if let Some(list) = rx.recv().await {
+                for d in list.dataflows {
+                    *bytes.entry(d.owner).or_default() += d.exported_bytes as i64;
+                }
+            }
+        }
+        let mut out: BTreeMap<i64, crate::expr::func::catalog::RelationSize> = BTreeMap::new();
+        for item in catalog.items.values() {
+            let own = bytes.get(&item.id).copied().unwrap_or(0);
+            out.entry(system::item_oid(item.id)).or_default().own += own;
+            if let Some((on, _)) = &item.index {
+                out.entry(system::item_oid(*on)).or_default().indexes += own;
+            }
+        }
+        out
+    }
+
     /// `SHOW ARRANGEMENTS` (one row per arrangement description, with
     /// records and exact bytes of exported arrangements) or, with `sizes`,
     /// `SHOW ARRANGEMENT_SIZES` (one row per item: every arrangement its
@@ -1564,6 +1659,12 @@ impl State {
         for id in query.depends_on() {
             *self.checkpoints.reads.entry(id).or_insert(0) += 1;
         }
+        let indexed: Vec<GlobalId> = query
+            .imported_indexes()
+            .iter()
+            .filter_map(|ix| self.catalog.items.get(&ix.id).and_then(|i| i.index.as_ref()).map(|(on, _)| *on))
+            .collect();
+        self.catalog.stats.scanned(query.depends_on(), indexed);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         match &query {
             RelationExpr::Get { id, .. } => {
@@ -1636,6 +1737,7 @@ impl State {
             return Ok(());
         }
         let ts = self.next_ts();
+        self.catalog.stats.applied(&updates);
         let updates = Arc::new(updates);
         let mut ws = WriteSet::new(ts);
         ws.table_updates = Arc::clone(&updates);
@@ -1674,6 +1776,9 @@ impl State {
             }
         }
         by_time.entry(ts).or_default().extend(tables.into_iter().filter(|(id, _)| is_table(id)));
+        for updates in by_time.values() {
+            self.catalog.stats.applied(updates);
+        }
         for (time, updates) in by_time {
             self.dataflow.broadcast(Command::Advance { time, updates: Arc::new(updates) });
         }
@@ -1887,6 +1992,18 @@ fn txn_block<'a>(session: &'a mut Session, verb: &str) -> Result<&'a mut Txn, Er
 /// The DDL that takes effect at once even in a transaction block (it is
 /// not part of the block's DDL, `txn_ddl`): only before the block has
 /// written or run other DDL, whose rollback could not undo it.
+/// The response of a write: its tag and count, or with RETURNING the rows
+/// (whose count the tag then carries; INSERT's tag is `INSERT 0 n`).
+fn written(tag: &'static str, n: u64, returning: Option<crate::sql::Returning>, rows: Option<Vec<Vec<Datum>>>) -> ExecuteResponse {
+    match (returning, rows) {
+        (Some(r), Some(rows)) => {
+            let tag = if tag == "INSERT" { "INSERT 0" } else { tag };
+            ExecuteResponse::Rows { desc: r.desc, origins: Default::default(), rows, tag }
+        }
+        _ => ExecuteResponse::Command { tag: tag.into(), rows: Some(n) },
+    }
+}
+
 fn immediate_ddl(session: &Session, what: &str) -> Result<(), Error> {
     match &session.txn {
         Some(txn) if txn.has_writes() || txn.ddl.is_some() => Err(Error::ActiveTransaction(format!(

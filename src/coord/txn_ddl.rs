@@ -165,7 +165,7 @@ impl State {
 
 /// The catalog item a `CREATE` plan makes, as the block's catalog holds it
 /// (no dataflow: nothing is imported).
-fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<Item, Error> {
+pub(super) fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<Item, Error> {
     let schema = plan.created().map_or(crate::sql::binder_names::USER_SCHEMA, |(s, _)| s).to_string();
     let base = |kind, desc, depends_on, plan| Item {
         id,
@@ -180,12 +180,14 @@ fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: 
         imports: Vec::new(),
         keys: Vec::new(),
         unique: false,
+        defaults: Vec::new(),
         comments: BTreeMap::new(),
     };
     Ok(match plan {
-        Plan::CreateTable { desc, unique, .. } => {
+        Plan::CreateTable { desc, unique, defaults, .. } => {
             let mut item = base(ItemKind::Table, desc.clone(), deps, None);
             item.keys = unique.clone();
+            item.defaults = defaults.clone();
             item
         }
         Plan::CreateView { query, desc, materialized, .. } => {

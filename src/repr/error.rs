@@ -554,6 +554,11 @@ impl Error {
             Error::DependentObjects { .. } => {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
             }
+            Error::DatatypeMismatch(m) if m.contains("\" cannot be cast automatically to type ") => {
+                // column "c" cannot be cast automatically to type t
+                let (column, ty) = m.strip_prefix("column \"")?.split_once("\" cannot be cast automatically to type ")?;
+                Some(format!("You might need to specify \"USING {column}::{ty}\"."))
+            }
             Error::UndefinedFunction(m) if m.starts_with("function ") && m.ends_with("does not exist") => Some(
                 "No function matches the given name and argument types. You might need to add explicit type casts."
                     .into(),

@@ -64,7 +64,7 @@ impl Binder<'_> {
         self.bind_rename(ItemKind::Index, false, name, &Ident::with_quote('"', new))
     }
 
-    pub(super) fn bind_alter_table(&self, at: &AlterTable) -> Result<Plan, Error> {
+    pub(super) fn bind_alter_table(&mut self, at: &AlterTable) -> Result<Plan, Error> {
         let [op] = at.operations.as_slice() else {
             return Err(Error::FeatureNotSupported("ALTER TABLE with several actions is not supported yet".into()));
         };
@@ -102,6 +102,9 @@ impl Binder<'_> {
                 other => Err(Error::FeatureNotSupported(format!("constraint {other} is not supported yet"))),
             },
             AlterTableOperation::OwnerTo { new_owner } => self.owner_to(new_owner),
+            AlterTableOperation::AddColumn { .. }
+            | AlterTableOperation::DropColumn { .. }
+            | AlterTableOperation::AlterColumn { .. } => self.bind_alter_columns(&entry, op),
             other => Err(Error::FeatureNotSupported(format!("ALTER TABLE ... {other} is not supported yet"))),
         }
     }

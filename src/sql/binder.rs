@@ -161,7 +161,7 @@ impl Binder<'_> {
             t.nullable = true;
         }
         let create_sql = crate::sql::ddl_text::create_table(&schema, &name, &desc);
-        let create = Plan::CreateTable { schema, name, desc, if_not_exists: ct.if_not_exists, unique: Vec::new() };
+        let create = Plan::CreateTable { schema, name, desc, if_not_exists: ct.if_not_exists, unique: Vec::new(), defaults: Vec::new() };
         Ok(Plan::CreateTableAs {
             create: Box::new(create),
             create_sql,
@@ -186,6 +186,7 @@ impl Binder<'_> {
                 }
                 let mut names = Vec::new();
                 let mut types = Vec::new();
+                let mut defaults = Vec::new();
                 // (constraint name, column names, primary)
                 let mut keys: Vec<(Option<String>, Vec<String>, bool)> = Vec::new();
                 for col in &ct.columns {
@@ -195,9 +196,18 @@ impl Binder<'_> {
                     }
                     let scalar = scalar_type_from_sql(&col.data_type)?;
                     let mut nullable = true;
+                    let mut default = None;
                     for opt in &col.options {
                         let cons = opt.name.as_ref().map(ident);
                         match &opt.option {
+                            ColumnOption::Default(e) => {
+                                if default.is_some() {
+                                    return Err(Error::Syntax(format!(
+                                        "multiple default values specified for column \"{cname}\" of table \"{name}\""
+                                    )));
+                                }
+                                default = Some(self.check_default(e, &cname, &scalar)?);
+                            }
                             ColumnOption::NotNull => nullable = false,
                             ColumnOption::Null => nullable = true,
                             ColumnOption::PrimaryKey(_) => keys.push((cons, vec![cname.clone()], true)),
@@ -211,6 +221,7 @@ impl Binder<'_> {
                     }
                     names.push(cname);
                     types.push(ColumnType::new(scalar, nullable));
+                    defaults.push(default);
                 }
                 for c in &ct.constraints {
                     let (cons, cols, primary) = match c {
@@ -243,6 +254,7 @@ impl Binder<'_> {
                     desc: RelationDesc::new(names, types),
                     if_not_exists: ct.if_not_exists,
                     unique,
+                    defaults,
                 })
             }
             Statement::CreateView(cv) => {
@@ -636,10 +648,18 @@ impl Binder<'_> {
         let TableObject::TableName(tname) = &ins.table else {
             return Err(Error::FeatureNotSupported("INSERT into a table function is not supported".into()));
         };
-        if ins.returning.is_some() || ins.on.is_some() {
-            return Err(Error::FeatureNotSupported("INSERT ... RETURNING / ON CONFLICT is not supported yet".into()));
+        if ins.on.is_some() {
+            return Err(Error::FeatureNotSupported("INSERT ... ON CONFLICT is not supported yet".into()));
         }
         let entry = self.resolve_table(tname)?;
+        let returning = match &ins.returning {
+            Some(items) => {
+                let alias = ins.table_alias.as_ref().map(|a| format!(" AS {}", a.alias)).unwrap_or_default();
+                let relation = table_factor(&format!("{tname}{alias}"))?;
+                Some(self.bind_returning(items, &relation)?)
+            }
+            None => None,
+        };
         let desc = entry.desc.clone();
         let scope = scope_of(&entry, &entry.name);
         let targets: Vec<usize> = if ins.columns.is_empty() {
@@ -659,7 +679,17 @@ impl Binder<'_> {
             t
         };
         let Some(source) = &ins.source else {
-            return Err(Error::FeatureNotSupported("INSERT ... DEFAULT VALUES is not supported yet".into()));
+            // DEFAULT VALUES: one row of defaults.
+            if !ins.columns.is_empty() {
+                return Err(Error::Syntax("syntax error at or near \"DEFAULT\"".into()));
+            }
+            let one = RelationExpr::Constant { rows: vec![(Row::empty(), 1)], types: vec![] };
+            let mut scalars = Vec::new();
+            for col in 0..desc.arity() {
+                scalars.push(self.column_default(&entry, col)?);
+            }
+            let source = RelationExpr::Map { input: Box::new(one), scalars };
+            return Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning });
         };
         // Without a column list, the values fill the leading columns (the
         // rest get their defaults), as in Postgres.
@@ -692,6 +722,10 @@ impl Binder<'_> {
                     }
                     let mut datums = Vec::new();
                     for (e, &col) in row.iter().zip(&targets) {
+                        if crate::sql::defaults::is_default_keyword(e) {
+                            datums.push(self.column_default(&entry, col)?.eval(&[])?);
+                            continue;
+                        }
                         let empty = Scope::default();
                         let mut ctx = ExprCtx::new(&empty, "VALUES");
                         let b = self.bind_expr(e, &mut ctx)?;
@@ -752,17 +786,17 @@ impl Binder<'_> {
                         e.call_unary(crate::expr::UnaryFunc::Cast { to: ct.scalar.clone(), explicit: false })
                     });
                 }
-                None => scalars.push(ScalarExpr::null(ct.scalar.clone())),
+                None => scalars.push(self.column_default(&entry, col)?),
             }
         }
         let outputs = (n..n + scalars.len()).collect();
         let source = RelationExpr::Project { input: Box::new(RelationExpr::Map { input: Box::new(src), scalars }), outputs };
-        Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source })
+        Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning })
     }
 
     fn bind_update(&mut self, up: &ast::Update) -> Result<Plan, Error> {
-        if up.from.is_some() || up.returning.is_some() || !up.table.joins.is_empty() {
-            return Err(Error::FeatureNotSupported("UPDATE ... FROM / RETURNING is not supported yet".into()));
+        if up.from.is_some() || !up.table.joins.is_empty() {
+            return Err(Error::FeatureNotSupported("UPDATE ... FROM is not supported yet".into()));
         }
         let (entry, alias) = match &up.table.relation {
             TableFactor::Table { name, alias, .. } => (self.resolve_table(name)?, alias.as_ref().map(|a| ident(&a.name))),
@@ -784,17 +818,21 @@ impl Binder<'_> {
             targets.push((col, &a.value));
         }
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
-        let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry.desc)?;
+        let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry)?;
         let assignments = targets.iter().map(|(c, _)| *c).collect();
-        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, selection, assignments })
+        let returning = match &up.returning {
+            Some(items) => Some(self.bind_returning(items, &up.table.relation)?),
+            None => None,
+        };
+        Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, selection, assignments, returning })
     }
 
     fn bind_delete(&mut self, del: &ast::Delete) -> Result<Plan, Error> {
         let tables = match &del.from {
             FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
         };
-        if tables.len() != 1 || del.using.is_some() || del.returning.is_some() || !tables[0].joins.is_empty() {
-            return Err(Error::FeatureNotSupported("DELETE with USING / RETURNING / several tables is not supported yet".into()));
+        if tables.len() != 1 || del.using.is_some() || !tables[0].joins.is_empty() {
+            return Err(Error::FeatureNotSupported("DELETE with USING / several tables is not supported yet".into()));
         }
         let (entry, alias) = match &tables[0].relation {
             TableFactor::Table { name, alias, .. } => (self.resolve_table(name)?, alias.as_ref().map(|a| ident(&a.name))),
@@ -802,10 +840,24 @@ impl Binder<'_> {
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
-        let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry.desc)?;
-        Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection })
+        let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry)?;
+        let returning = match &del.returning {
+            Some(items) => Some(self.bind_returning(items, &tables[0].relation)?),
+            None => None,
+        };
+        Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection, returning })
     }
 
+}
+
+/// The table factor of `name [AS alias]` (an INSERT's target, read by its
+/// RETURNING list).
+fn table_factor(text: &str) -> Result<TableFactor, Error> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    let mut parser = sqlparser::parser::Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)
+        .map_err(|e| Error::Syntax(e.to_string()))?;
+    parser.parse_table_factor().map_err(|e| Error::Syntax(e.to_string()))
 }
 
 fn scope_of(entry: &CatalogEntry, label: &str) -> Scope {

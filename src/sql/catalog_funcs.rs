@@ -12,7 +12,7 @@
 //! Owns: which of these functions exist and how they bind. Must not: build
 //! the snapshot (the coordinator does) or evaluate anything but constants.
 
-use crate::expr::func::catalog::{CatalogFunc, SnapshotRef};
+use crate::expr::func::catalog::{CatalogFunc, SizeKind, SnapshotRef};
 use crate::expr::{ScalarExpr, UnaryFunc, VariadicFunc};
 use crate::repr::{Datum, Error, RegKind, ScalarType};
 use crate::sql::binder::Binder;
@@ -226,10 +226,21 @@ impl Binder<'_> {
                 let x = self.coerce(b, &ScalarType::Int64)?;
                 Ok(Bound::typed_pub(x.call_unary(UnaryFunc::SizePretty), ScalarType::Text, nullable))
             })(),
+            ("pg_relation_size" | "pg_table_size", 1 | 2) => self.size_call(SizeKind::Relation, args),
+            ("pg_indexes_size", 1) => self.size_call(SizeKind::Indexes, args),
+            ("pg_total_relation_size", 1) => self.size_call(SizeKind::Total, args),
             ("quote_literal", 1) => self.unary_text(args, UnaryFunc::QuoteLiteral),
             ("quote_nullable", 1) => self.unary_text(args, UnaryFunc::QuoteNullable),
             _ => return Err(args),
         })
+    }
+
+    /// A size function: the bytes are measured for the statement once it
+    /// is bound (`SqlCatalog::note_sizes`).
+    fn size_call(&mut self, kind: SizeKind, args: Vec<Bound>) -> Result<Bound, Error> {
+        self.catalog.note_sizes();
+        let types = [ScalarType::Reg(RegKind::Class), ScalarType::Text];
+        self.catalog_call(CatalogFunc::Size(kind), args, &types[..2])
     }
 
     fn unary_text(&mut self, args: Vec<Bound>, f: UnaryFunc) -> Result<Bound, Error> {

@@ -370,7 +370,13 @@ impl Binder<'_> {
                 let columns = Columns { copied: &names, all: &desc.names, relation: Some(&name) };
                 let options = resolve_options(given, !to, &columns)?;
                 if !to {
-                    return Ok(Plan::CopyFrom { table: entry.id, table_name: name, desc, columns: cols, options });
+                    // The omitted columns' defaults, bound once: a volatile
+                    // one (random()) is still evaluated for each row.
+                    let mut defaults = Vec::new();
+                    for c in (0..desc.arity()).filter(|c| !cols.contains(c)) {
+                        defaults.push((c, self.column_default(&entry, c)?));
+                    }
+                    return Ok(Plan::CopyFrom { table: entry.id, table_name: name, desc, columns: cols, options, defaults });
                 }
                 let types = desc.types.clone();
                 let get = RelationExpr::Get { id: entry.id, name: name.clone(), types: types.clone() };

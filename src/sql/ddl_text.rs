@@ -271,9 +271,97 @@ pub fn with_constraint(create_sql: &str, constraint: &TableConstraint, name: &st
     Ok(stmt.to_string())
 }
 
+/// One change to a table's columns (`ALTER TABLE ... ADD COLUMN | DROP
+/// COLUMN | ALTER COLUMN`).
+#[derive(Clone, Debug)]
+pub enum ColumnEdit {
+    Add(sqlparser::ast::ColumnDef),
+    /// The column goes, with the constraints that name it.
+    Drop(String),
+    /// `SET DEFAULT expr` (`Some`) or `DROP DEFAULT`.
+    Default(String, Option<Expr>),
+    /// `SET NOT NULL` (true) or `DROP NOT NULL`.
+    NotNull(String, bool),
+    /// `[SET DATA] TYPE`.
+    Type(String, sqlparser::ast::DataType),
+}
+
+/// A table's stored statement after `edit`.
+pub fn columns_changed(create_sql: &str, edit: &ColumnEdit) -> Result<String, Error> {
+    use sqlparser::ast::{ColumnOption, ColumnOptionDef};
+    let mut stmt = parse_one(create_sql)?;
+    let Statement::CreateTable(ct) = &mut stmt else {
+        return Err(Error::Internal(format!("not a table: {create_sql}")));
+    };
+    let column = |ct: &mut sqlparser::ast::CreateTable, name: &str| {
+        ct.columns
+            .iter_mut()
+            .position(|c| ident(&c.name) == name)
+            .ok_or_else(|| Error::UndefinedColumn(format!("column \"{name}\" does not exist")))
+    };
+    match edit {
+        ColumnEdit::Add(def) => ct.columns.push(def.clone()),
+        ColumnEdit::Drop(name) => {
+            let i = column(ct, name)?;
+            ct.columns.remove(i);
+            ct.constraints.retain(|cons| {
+                let cols = match cons {
+                    TableConstraint::PrimaryKey(pk) => &pk.columns,
+                    TableConstraint::Unique(u) => &u.columns,
+                    _ => return true,
+                };
+                !cols.iter().any(|ic| matches!(&ic.column.expr, Expr::Identifier(id) if ident(id) == *name))
+            });
+        }
+        ColumnEdit::Default(name, expr) => {
+            let i = column(ct, name)?;
+            let options = &mut ct.columns[i].options;
+            options.retain(|o| !matches!(o.option, ColumnOption::Default(_)));
+            if let Some(e) = expr {
+                options.push(ColumnOptionDef { name: None, option: ColumnOption::Default(e.clone()) });
+            }
+        }
+        ColumnEdit::Type(name, ty) => {
+            let i = column(ct, name)?;
+            ct.columns[i].data_type = ty.clone();
+        }
+        ColumnEdit::NotNull(name, on) => {
+            let i = column(ct, name)?;
+            let options = &mut ct.columns[i].options;
+            options.retain(|o| !matches!(o.option, ColumnOption::NotNull | ColumnOption::Null));
+            if *on {
+                options.push(ColumnOptionDef { name: None, option: ColumnOption::NotNull });
+            }
+        }
+    }
+    Ok(stmt.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn column_edits() {
+        let t = "CREATE TABLE public.t (a INT PRIMARY KEY, b TEXT NOT NULL, c INT, UNIQUE (b, c))";
+        let parse_def = |s: &str| match parse_one(&format!("CREATE TABLE x ({s})")).unwrap() {
+            Statement::CreateTable(ct) => ct.columns[0].clone(),
+            _ => unreachable!(),
+        };
+        let added = columns_changed(t, &ColumnEdit::Add(parse_def("d INT DEFAULT 7"))).unwrap();
+        assert_eq!(added, "CREATE TABLE public.t (a INT PRIMARY KEY, b TEXT NOT NULL, c INT, d INT DEFAULT 7, UNIQUE (b, c))");
+        let dropped = columns_changed(t, &ColumnEdit::Drop("c".into())).unwrap();
+        assert_eq!(dropped, "CREATE TABLE public.t (a INT PRIMARY KEY, b TEXT NOT NULL)");
+        let dropped = columns_changed(t, &ColumnEdit::Drop("a".into())).unwrap();
+        assert_eq!(dropped, "CREATE TABLE public.t (b TEXT NOT NULL, c INT, UNIQUE (b, c))");
+        let e = super::super::parse::parse_expr("now()").unwrap();
+        let d = columns_changed(t, &ColumnEdit::Default("c".into(), Some(e))).unwrap();
+        assert_eq!(d, "CREATE TABLE public.t (a INT PRIMARY KEY, b TEXT NOT NULL, c INT DEFAULT now(), UNIQUE (b, c))");
+        assert_eq!(columns_changed(&d, &ColumnEdit::Default("c".into(), None)).unwrap(), t);
+        let nn = columns_changed(t, &ColumnEdit::NotNull("b".into(), false)).unwrap();
+        assert_eq!(nn, "CREATE TABLE public.t (a INT PRIMARY KEY, b TEXT, c INT, UNIQUE (b, c))");
+        assert!(matches!(columns_changed(t, &ColumnEdit::Drop("z".into())), Err(Error::UndefinedColumn(_))));
+    }
 
     #[test]
     fn rename_keeps_meaning() {

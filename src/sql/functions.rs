@@ -569,8 +569,18 @@ pub fn finish_plan(plan: &mut Plan, now: DateTime<Utc>) -> Result<(), Error> {
         Plan::Select { query, .. } | Plan::Explain { query } | Plan::CopyTo { query, .. } => {
             query.visit_scalars_mut(&mut visit)
         }
-        Plan::Insert { source, .. } => source.visit_scalars_mut(&mut visit),
-        Plan::Update { selection, .. } | Plan::Delete { selection, .. } => selection.visit_scalars_mut(&mut visit),
+        Plan::Insert { source, returning, .. } => {
+            source.visit_scalars_mut(&mut visit);
+            if let Some(r) = returning {
+                r.query.visit_scalars_mut(&mut visit);
+            }
+        }
+        Plan::Update { selection, returning, .. } | Plan::Delete { selection, returning, .. } => {
+            selection.visit_scalars_mut(&mut visit);
+            if let Some(r) = returning {
+                r.query.visit_scalars_mut(&mut visit);
+            }
+        }
         Plan::SetVariable { name, value } if name == "timezone" || name == "time zone" => {
             check_time_zone_setting(value)?;
         }

@@ -6,11 +6,13 @@
 //! through the read-only `SqlCatalog` trait, or do I/O.
 
 mod alter;
+mod alter_columns;
 mod arrays;
 mod binder;
 mod catalog_funcs;
 mod composite;
 mod copy;
+pub mod defaults;
 pub mod ddl_text;
 mod expr;
 mod from;
@@ -20,6 +22,7 @@ mod parse;
 mod plan;
 mod query;
 mod recursive;
+mod returning;
 mod schema;
 mod scope;
 mod subquery;
@@ -30,7 +33,7 @@ mod window;
 pub use binder::{bind_statement, Params};
 pub use parse::{parse, FetchDirection, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
-pub use plan::{Finishing, ItemKind, Plan, ShowKind, UniqueKey};
+pub use plan::{Finishing, ItemKind, Plan, Returning, ShowKind, UniqueKey};
 pub use binder::QualifiedName;
 /// The schema names the binder knows.
 pub mod binder_names {
@@ -55,6 +58,8 @@ pub struct CatalogEntry {
     /// For a (non-materialized) view: its bound query, inlined where used.
     /// For a system relation: its rows as of the statement, a constant.
     pub view_plan: Option<crate::expr::RelationExpr>,
+    /// A table's column `DEFAULT` expressions as SQL text (empty: none).
+    pub defaults: Vec<Option<String>>,
     /// A relation of `pg_catalog` or `information_schema`, computed from
     /// the catalog: it can be read, not changed.
     pub system: bool,
@@ -151,5 +156,8 @@ pub trait SqlCatalog {
     /// Records that the statement's result depends on its session or the
     /// catalog (so it cannot define a view).
     fn note_catalog_read(&self);
+    /// Records that the statement calls a size function: the coordinator
+    /// then measures relation sizes into the snapshot before it runs.
+    fn note_sizes(&self) {}
 }
 

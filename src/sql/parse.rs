@@ -140,6 +140,20 @@ impl From<Statement> for Stmt {
     }
 }
 
+/// Parses one expression standing alone (a stored column `DEFAULT`).
+pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr, Error> {
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect)
+        .with_recursion_limit(PARSER_RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
+    let expr = parser.parse_expr().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
+    if parser.peek_token_ref().token != sqlparser::tokenizer::Token::EOF {
+        return Err(Error::Syntax(format!("syntax error in expression \"{sql}\"")));
+    }
+    Ok(expr)
+}
+
 /// Parses a string of zero or more statements.
 pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
     let dialect = PostgreSqlDialect {};

@@ -1,7 +1,7 @@
 //! Bound statements: what the coordinator executes.
 
 use crate::expr::relation::ColumnOrder;
-use crate::expr::RelationExpr;
+use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{GlobalId, RelationDesc};
 use crate::sql::copy::CopyOptions;
 use crate::sql::origin::Origins;
@@ -60,6 +60,14 @@ pub enum ShowKind {
     Variable(String),
 }
 
+/// A statement's `RETURNING` list: `query` reads the statement's table
+/// (`Get` of it), which the coordinator replaces by the rows written.
+#[derive(Clone, Debug)]
+pub struct Returning {
+    pub query: RelationExpr,
+    pub desc: RelationDesc,
+}
+
 /// A PRIMARY KEY or UNIQUE constraint of a table, or a unique index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UniqueKey {
@@ -72,7 +80,16 @@ pub struct UniqueKey {
 
 #[derive(Clone, Debug)]
 pub enum Plan {
-    CreateTable { schema: String, name: String, desc: RelationDesc, if_not_exists: bool, unique: Vec<UniqueKey> },
+    /// `defaults`: each column's `DEFAULT` expression as SQL text (bound
+    /// where a row needs it, so `now()` is the inserting statement's).
+    CreateTable {
+        schema: String,
+        name: String,
+        desc: RelationDesc,
+        if_not_exists: bool,
+        unique: Vec<UniqueKey>,
+        defaults: Vec<Option<String>>,
+    },
     /// `CREATE TABLE name AS query [WITH [NO] DATA]`: `create` is the
     /// `CreateTable` of the query's columns (`create_sql` the statement
     /// stored for it); the query's rows fill it unless `with_data` is false.
@@ -91,7 +108,7 @@ pub enum Plan {
     CreateIndex { schema: String, name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool, unique: bool },
     /// `source` produces rows in the table's column order, already cast to
     /// the column types (typmods and NOT NULL are checked on write).
-    Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr },
+    Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr, returning: Option<Returning> },
     /// `selection` yields each row to change followed by the new values of
     /// the `assignments` columns (in that order).
     Update {
@@ -100,9 +117,10 @@ pub enum Plan {
         desc: RelationDesc,
         selection: RelationExpr,
         assignments: Vec<usize>,
+        returning: Option<Returning>,
     },
     /// `selection` yields the rows to delete.
-    Delete { table: GlobalId, table_name: String, selection: RelationExpr },
+    Delete { table: GlobalId, table_name: String, selection: RelationExpr, returning: Option<Returning> },
     /// `TRUNCATE t, ...`: every row of each table, in one write.
     Truncate { tables: Vec<(GlobalId, RelationExpr)> },
     /// A maintenance statement with nothing to do in ripple (`VACUUM`,
@@ -123,7 +141,15 @@ pub enum Plan {
     /// `COPY table [(columns)] FROM STDIN`: `columns` are the table columns
     /// the data holds, in the data's order; the others get their default
     /// (NULL).
-    CopyFrom { table: GlobalId, table_name: String, desc: RelationDesc, columns: Vec<usize>, options: CopyOptions },
+    /// `defaults`: the value of each column the data omits.
+    CopyFrom {
+        table: GlobalId,
+        table_name: String,
+        desc: RelationDesc,
+        columns: Vec<usize>,
+        options: CopyOptions,
+        defaults: Vec<(usize, ScalarExpr)>,
+    },
     /// `COPY table [(columns)] TO STDOUT` or `COPY (query) TO STDOUT`: the
     /// rows of `query` as for a SELECT.
     CopyTo { query: RelationExpr, desc: RelationDesc, finishing: Finishing, options: CopyOptions },
@@ -164,6 +190,10 @@ pub enum Plan {
     /// as written (the coordinator names it and adds it to the table's
     /// stored statement, which binds it like `CREATE TABLE` would).
     AddConstraint { table: GlobalId, constraint: Box<sqlparser::ast::TableConstraint> },
+    /// `ALTER TABLE ... ADD COLUMN | DROP COLUMN [CASCADE] | ALTER COLUMN
+    /// ...`: the table's stored statement changes by `edit`; `rows`, if
+    /// the rows change, maps a row as it is to the row as it becomes.
+    AlterColumns { table: GlobalId, edit: crate::sql::ddl_text::ColumnEdit, rows: Option<Vec<ScalarExpr>>, cascade: bool },
     /// `COMMENT ON ... IS 'text' | NULL`: a relation's comment (`column`
     /// `None`) or one column's (its index).
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },

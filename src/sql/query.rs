@@ -930,8 +930,9 @@ impl Binder<'_> {
         scope: Scope,
         cond: Option<&Expr>,
         assignments: &[(usize, &Expr)],
-        desc: &RelationDesc,
+        table_entry: &crate::sql::CatalogEntry,
     ) -> Result<RelationExpr, Error> {
+        let desc = &table_entry.desc;
         let w = scope.len();
         let from = From { rel: table, scope, over_left: false };
         let from = match cond {
@@ -941,6 +942,10 @@ impl Binder<'_> {
         let mut host = Host::new(from.scope.clone());
         let mut values = Vec::new();
         for (col, e) in assignments {
+            if crate::sql::defaults::is_default_keyword(e) {
+                values.push(self.column_default(table_entry, *col)?);
+                continue;
+            }
             if contains_aggregate(e) {
                 return Err(Error::Grouping("aggregate functions are not allowed in UPDATE".into()));
             }

@@ -8,15 +8,15 @@ CREATE TABLE customers (
     email varchar(120) NOT NULL UNIQUE,
     name text,
     signed_up date,
-    active boolean NOT NULL
+    active boolean NOT NULL DEFAULT true
 );
 
 CREATE TABLE orders (
     id bigint NOT NULL PRIMARY KEY,
     customer_id integer NOT NULL,
     amount numeric(12,2) NOT NULL,
-    placed_at timestamp,
-    note varchar(200)
+    placed_at timestamp DEFAULT now(),
+    note varchar(200) DEFAULT 'none'
 );
 
 CREATE TABLE products (

@@ -183,7 +183,7 @@ fn columns(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 t(&r.name),
                 t(name),
                 i4(i as i64 + 1),
-                null(),
+                super::column_default(r.item, i).map_or_else(null, t),
                 t(if nullable { "YES" } else { "NO" }),
                 t(data_type(s)),
                 opt(char_len),

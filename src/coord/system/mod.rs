@@ -67,6 +67,17 @@ fn key_constraint_oid(table: GlobalId, k: usize) -> i64 {
     0x6000_0000 + ((table as i64) << 6) + k as i64
 }
 
+/// The OID of the default of column `col` of table `table`
+/// (`pg_attrdef.oid`).
+pub fn attrdef_oid(table: GlobalId, col: usize) -> i64 {
+    0x7000_0000 + ((table as i64) << 11) + col as i64
+}
+
+/// The `DEFAULT` text of column `col` of a user relation, if it has one.
+pub fn column_default(item: Option<&Item>, col: usize) -> Option<&str> {
+    item?.defaults.get(col)?.as_deref()
+}
+
 /// One relation of the system catalog.
 pub struct SystemRelation {
     pub schema: &'static str,
@@ -375,6 +386,7 @@ pub fn entry(rel: &SystemRelation, ctx: &Ctx) -> CatalogEntry {
         kind: ItemKind::View,
         desc: desc.clone(),
         view_plan: Some(RelationExpr::Constant { rows, types: desc.types.clone() }),
+        defaults: vec![],
         system: true,
     }
 }

@@ -43,7 +43,7 @@ pub static RELATIONS: &[SystemRelation] = &[
          attacl text[], attoptions text[], attfdwoptions text[], attmissingval text",
         attributes,
     ),
-    rel("pg_attrdef", 2604, "oid oid, adrelid oid, adnum int2, adbin text", none),
+    rel("pg_attrdef", 2604, "oid oid, adrelid oid, adnum int2, adbin text", attrdefs),
     rel(
         "pg_type",
         1247,
@@ -344,6 +344,17 @@ pub static RELATIONS: &[SystemRelation] = &[
         activity,
     ),
     rel(
+        "pg_stat_user_tables",
+        12103,
+        "relid oid, schemaname name, relname name, seq_scan int8, seq_tup_read int8, idx_scan int8, \
+         idx_tup_fetch int8, n_tup_ins int8, n_tup_upd int8, n_tup_del int8, n_tup_hot_upd int8, \
+         n_live_tup int8, n_dead_tup int8, n_mod_since_analyze int8, n_ins_since_vacuum int8, \
+         last_vacuum timestamptz, last_autovacuum timestamptz, last_analyze timestamptz, \
+         last_autoanalyze timestamptz, vacuum_count int8, autovacuum_count int8, analyze_count int8, \
+         autoanalyze_count int8",
+        user_table_stats,
+    ),
+    rel(
         "pg_cursors",
         12077,
         "name text, statement text, is_holdable bool, is_binary bool, is_scrollable bool, creation_time timestamptz",
@@ -417,6 +428,20 @@ fn classes(ctx: &Ctx) -> Vec<Vec<Datum>> {
         .collect()
 }
 
+/// Column defaults: `adbin` holds the expression's text (what
+/// `pg_get_expr` returns).
+fn attrdefs(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for item in ctx.catalog.items.values() {
+        for (i, d) in item.defaults.iter().enumerate() {
+            if let Some(text) = d {
+                out.push(vec![o(super::attrdef_oid(item.id, i)), o(item_oid(item.id)), i2(i as i64 + 1), t(text)]);
+            }
+        }
+    }
+    out
+}
+
 fn attributes(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for r in ctx.relations() {
@@ -440,7 +465,7 @@ fn attributes(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 // Only a table's columns carry NOT NULL (a view's may be
                 // known not null, but hold no constraint).
                 b(!ty.nullable && r.kind == "r" && r.item.is_some()),
-                b(false),
+                b(super::column_default(r.item, i).is_some()),
                 b(false),
                 t(""),
                 t(""),
@@ -758,6 +783,45 @@ fn tablespaces(_: &Ctx) -> Vec<Vec<Datum>> {
 }
 
 /// The statement's own session (ripple does not list other sessions yet).
+/// Tables' activity since the server started (`coord::stats`). Ripple
+/// keeps no dead rows and needs no VACUUM or ANALYZE: those counts are
+/// zero and their times NULL; index columns are NULL for a table with no
+/// index, as in PostgreSQL.
+fn user_table_stats(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for item in ctx.catalog.items.values().filter(|i| i.kind == ItemKind::Table) {
+        let s = ctx.catalog.stats.get(item.id);
+        let indexed = !item.keys.is_empty() || ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == item.id));
+        let if_indexed = |v: i64| if indexed { i8(v) } else { null() };
+        out.push(vec![
+            o(item_oid(item.id)),
+            t(&item.schema),
+            t(&item.name),
+            i8(s.seq_scan),
+            i8(s.seq_tup_read),
+            if_indexed(s.idx_scan),
+            null(),
+            i8(s.inserted),
+            i8(s.updated),
+            i8(s.deleted),
+            i8(0),
+            i8(s.live),
+            i8(0),
+            i8(s.inserted + s.updated + s.deleted),
+            i8(s.inserted),
+            null(),
+            null(),
+            null(),
+            null(),
+            i8(0),
+            i8(0),
+            i8(0),
+            i8(0),
+        ]);
+    }
+    out
+}
+
 fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let s = ctx.session;
     vec![vec![

@@ -46,6 +46,18 @@ pub struct CatalogSnapshot {
     pub descriptions: BTreeMap<(i64, i64, i32), String>,
     /// Types by OID (every type ripple has, with its array type).
     pub types: BTreeMap<i64, ScalarType>,
+    /// Bytes each relation's arrangements hold, by OID: its own and its
+    /// indexes'. Measured by the coordinator before the statement runs,
+    /// only for a statement that calls a size function.
+    pub sizes: std::sync::OnceLock<BTreeMap<i64, RelationSize>>,
+}
+
+/// The bytes a relation holds in memory (`pg_relation_size` and friends):
+/// its arrangement's and its indexes' arrangements', summed over workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelationSize {
+    pub own: i64,
+    pub indexes: i64,
 }
 
 /// `pg_size_pretty`: PostgreSQL 15's rounding (half away from zero, one
@@ -185,6 +197,20 @@ pub enum CatalogFunc {
     /// `acldefault(kind "char", owner oid)`: the privileges an object of
     /// the kind has when none were granted (`aclitem[]`, shown as text).
     AclDefault,
+    /// `pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
+    /// `pg_total_relation_size` (`regclass [, fork]`): bytes.
+    Size(SizeKind),
+}
+
+/// Which bytes a size function counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SizeKind {
+    /// `pg_relation_size` / `pg_table_size`: the relation's own.
+    Relation,
+    /// `pg_indexes_size`: its indexes'.
+    Indexes,
+    /// `pg_total_relation_size`: both.
+    Total,
 }
 
 /// The OID of `pg_class` (the catalog a relation's comment is filed under).
@@ -230,6 +256,9 @@ impl CatalogFunc {
             CatalogFunc::ShobjDescription => "shobj_description",
             CatalogFunc::FormatType => "format_type",
             CatalogFunc::AclDefault => "acldefault",
+            CatalogFunc::Size(SizeKind::Relation) => "pg_relation_size",
+            CatalogFunc::Size(SizeKind::Indexes) => "pg_indexes_size",
+            CatalogFunc::Size(SizeKind::Total) => "pg_total_relation_size",
         }
     }
 
@@ -239,6 +268,7 @@ impl CatalogFunc {
             CatalogFunc::TableIsVisible => ScalarType::Bool,
             CatalogFunc::UserById => ScalarType::Name,
             CatalogFunc::AclDefault => ScalarType::Text.array_of(),
+            CatalogFunc::Size(_) => ScalarType::Int64,
             _ => ScalarType::Text,
         }
     }
@@ -248,6 +278,7 @@ impl CatalogFunc {
         matches!(
             self,
             CatalogFunc::IndexDef
+                | CatalogFunc::Size(_)
                 | CatalogFunc::ToReg(_)
                 | CatalogFunc::ConstraintDef
                 | CatalogFunc::ViewDef
@@ -355,6 +386,30 @@ impl CatalogFunc {
             }
             // Ripple has no comments on shared objects (databases, roles).
             CatalogFunc::ShobjDescription => Datum::Null,
+            CatalogFunc::Size(kind) => {
+                let o = oid()?;
+                // NULL for an OID that is no relation, as in PostgreSQL.
+                if !snap.relations.contains_key(&o) {
+                    return Ok(Datum::Null);
+                }
+                let sizes = snap.sizes.get().ok_or_else(|| EvalError::Internal("relation sizes were not measured".into()))?;
+                let size = sizes.get(&o).copied().unwrap_or_default();
+                // Only the main fork holds anything.
+                let main = match args.get(1) {
+                    Some(Datum::Text(fork)) => match fork.as_str() {
+                        "main" => true,
+                        "fsm" | "vm" | "init" => false,
+                        _ => return Err(EvalError::InvalidParameter("invalid fork name".into())),
+                    },
+                    _ => true,
+                };
+                Datum::Int64(match (kind, main) {
+                    (_, false) => 0,
+                    (SizeKind::Relation, true) => size.own,
+                    (SizeKind::Indexes, true) => size.indexes,
+                    (SizeKind::Total, true) => size.own + size.indexes,
+                })
+            }
             CatalogFunc::FormatType => {
                 let o = oid()?;
                 let typmod = args.get(1).and_then(|d| d.as_i64()).unwrap_or(-1) as i32;

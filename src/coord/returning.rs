@@ -1,0 +1,64 @@
+//! Evaluating a statement's `RETURNING` list (`sql::returning`) over the
+//! rows it writes, row by row so that they come back in the order the
+//! statement wrote them (a list that reads other relations through a
+//! subquery is read at the statement's timestamp).
+//!
+//! Owns: that evaluation. Must not: write (the caller writes once every
+//! row's list has been computed, so an error writes nothing).
+
+use super::{expand, Coordinator, Session, State};
+use crate::expr::RelationExpr;
+use crate::repr::{Datum, Error, GlobalId, Row};
+use crate::sql::Returning;
+
+impl Coordinator {
+    pub(super) async fn returned(
+        &self,
+        state: &mut State,
+        session: &mut Session,
+        writing: bool,
+        table: GlobalId,
+        returning: &Returning,
+        rows: &[Vec<Datum>],
+    ) -> Result<Vec<Vec<Datum>>, Error> {
+        let types = state.catalog_of(session.txn.as_ref()).items.get(&table).map(|i| i.desc.types.clone()).unwrap_or_default();
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let one = RelationExpr::Constant { rows: vec![(Row::from_datums(row.clone()), 1)], types: types.clone() };
+            let expr = with_rows(returning.query.clone(), table, &one, 0);
+            let expr = Self::with_own_writes(state, session, expr);
+            let expr = crate::planner::optimize(expr, &state.catalog);
+            match expr.eval_constant() {
+                Some(r) => out.extend(expand(r?)?),
+                None => {
+                    let ts = self.read_ts(state, session, writing);
+                    let rx = state.read(expr, ts);
+                    out.extend(self.collect(rx).await?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `expr` with each read of `table` replaced by `rows`. (The list was
+/// bound by the binder, whose depth guard bounds this walk.)
+fn with_rows(mut expr: RelationExpr, table: GlobalId, rows: &RelationExpr, depth: usize) -> RelationExpr {
+    if let RelationExpr::Get { id, .. } = &expr {
+        if *id == table {
+            return rows.clone();
+        }
+        return expr;
+    }
+    if depth > MAX_DEPTH {
+        return expr;
+    }
+    for child in expr.children_mut() {
+        let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
+        *child = with_rows(taken, table, rows, depth + 1);
+    }
+    expr
+}
+
+/// A bound on the walk (plans are as deep as the binder let them be).
+const MAX_DEPTH: usize = 10_000;
