@@ -656,7 +656,7 @@ impl Binder<'_> {
             Some(items) => {
                 let alias = ins.table_alias.as_ref().map(|a| format!(" AS {}", a.alias)).unwrap_or_default();
                 let relation = table_factor(&format!("{tname}{alias}"))?;
-                Some(self.bind_returning(items, &relation)?)
+                Some(self.bind_returning(items, &relation, entry.id)?)
             }
             None => None,
         };
@@ -821,7 +821,7 @@ impl Binder<'_> {
         let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry)?;
         let assignments = targets.iter().map(|(c, _)| *c).collect();
         let returning = match &up.returning {
-            Some(items) => Some(self.bind_returning(items, &up.table.relation)?),
+            Some(items) => Some(self.bind_returning(items, &up.table.relation, entry.id)?),
             None => None,
         };
         Ok(Plan::Update { table: entry.id, table_name: entry.name.clone(), desc: entry.desc, selection, assignments, returning })
@@ -842,7 +842,7 @@ impl Binder<'_> {
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
         let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry)?;
         let returning = match &del.returning {
-            Some(items) => Some(self.bind_returning(items, &tables[0].relation)?),
+            Some(items) => Some(self.bind_returning(items, &tables[0].relation, entry.id)?),
             None => None,
         };
         Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection, returning })
