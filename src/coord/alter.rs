@@ -38,10 +38,7 @@ impl State {
 
     /// Binds a stored statement against the catalog as it is now.
     fn rebind(&self, create_sql: &str) -> Result<Plan, Error> {
-        let stmts = sql::parse(create_sql)?;
-        let stmt = stmts.first().ok_or_else(|| Error::Internal(format!("empty stored statement: {create_sql}")))?;
-        let bc = BindCatalog::new(&self.catalog, Session::default().info());
-        sql::bind_statement(&bc, stmt, &mut Params::default())
+        Ok(rebind_in(&self.catalog, create_sql)?.0)
     }
 
     /// Sets new stored statements (and schemas and names); if one of them
@@ -210,6 +207,16 @@ impl State {
         };
         self.persist(&[id])
     }
+}
+
+/// Binds a stored statement against `catalog`: the plan and the items it
+/// reads.
+pub(super) fn rebind_in(catalog: &Catalog, create_sql: &str) -> Result<(Plan, Vec<GlobalId>), Error> {
+    let stmts = sql::parse(create_sql)?;
+    let stmt = stmts.first().ok_or_else(|| Error::Internal(format!("empty stored statement: {create_sql}")))?;
+    let bc = BindCatalog::new(catalog, Session::default().info());
+    let plan = sql::bind_statement(&bc, stmt, &mut Params::default())?;
+    Ok((plan, bc.dependencies()))
 }
 
 /// A new stored statement for an item, with its schema and name.

@@ -38,7 +38,7 @@ impl Coordinator {
                     Some(rows) => expand(rows?)?,
                     None => {
                         let ts = self.read_ts(state, session, writing);
-                        let rx = state.read(source, ts);
+                        let rx = state.read(source, ts)?;
                         self.collect(rx).await?
                     }
                 };
@@ -65,7 +65,7 @@ impl Coordinator {
                 let selection = Self::with_own_writes(state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
                 let ts = self.read_ts(state, session, writing);
-                let rx = state.read(selection, ts);
+                let rx = state.read(selection, ts)?;
                 let rows = self.collect(rx).await?;
                 let width = desc.arity();
                 let mut updates = Vec::new();
@@ -99,7 +99,7 @@ impl Coordinator {
                 let selection = Self::with_own_writes(state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
                 let ts = self.read_ts(state, session, writing);
-                let rx = state.read(selection, ts);
+                let rx = state.read(selection, ts)?;
                 let rows = self.collect(rx).await?;
                 let n = rows.len() as u64;
                 let returned = match &returning {
@@ -116,7 +116,7 @@ impl Coordinator {
                 let mut updates = Vec::new();
                 for (table, get) in tables {
                     let get = Self::with_own_writes(state, session, get);
-                    let rx = state.read(get, ts);
+                    let rx = state.read(get, ts)?;
                     let rows = self.collect(rx).await?;
                     updates.push((table, rows.into_iter().map(|r| (r, -1)).collect()));
                 }

@@ -877,9 +877,18 @@ impl Coordinator {
         };
         if let Some(snapshot) = sizes {
             // What was committed before the statement is counted once the
-            // arrangements have taken it in (waiting a bounded time: a
-            // view still being built counts what it holds so far).
-            self.settle(state.write_ts, std::time::Duration::from_secs(1)).await;
+            // arrangements have taken it in: waited for without the lock
+            // (other sessions go on) and for a bounded time (a view still
+            // being built counts what it holds so far).
+            let ts = state.write_ts;
+            drop(state);
+            self.settle(ts, std::time::Duration::from_secs(1)).await;
+            state = self.state.lock().await;
+            if let Some(gone) = deps.iter().find(|d| !state.catalog_of(session.txn.as_ref()).items.contains_key(d)) {
+                return Err(Error::SerializationFailure(format!(
+                    "relation {gone} was dropped while this statement measured relation sizes; run it again"
+                )));
+            }
             let measured = self.relation_sizes(state.catalog_of(session.txn.as_ref())).await;
             let _ = snapshot.sizes.set(measured);
         }
@@ -967,7 +976,7 @@ impl Coordinator {
                 let ts = state.write_ts;
                 let (name, types) =
                     state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
-                let rx = state.read(RelationExpr::Get { id: table, name, types }, ts);
+                let rx = state.read(RelationExpr::Get { id: table, name, types }, ts)?;
                 let rows: Vec<(Row, Diff)> = self.collect(rx).await?.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
                 state.add_constraint(table, &constraint, &rows)?;
                 Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
@@ -983,7 +992,7 @@ impl Coordinator {
                         let ts = state.write_ts;
                         let (name, types) =
                             state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
-                        let rx = state.read(RelationExpr::Get { id: table, name, types }, ts);
+                        let rx = state.read(RelationExpr::Get { id: table, name, types }, ts)?;
                         self.collect(rx).await?.into_iter().map(Row::from_datums).collect()
                     }
                     false => Vec::new(),
@@ -1129,7 +1138,7 @@ impl Coordinator {
                     let ts = state.write_ts;
                     let types = catalog.items.get(on).map(|i| i.desc.types.clone()).unwrap_or_default();
                     let get = Self::with_own_writes(&state, session, RelationExpr::Get { id: *on, name: on_name.clone(), types });
-                    let rx = state.read(get, ts);
+                    let rx = state.read(get, ts)?;
                     let rows = self.collect(rx).await?;
                     contents.insert(*on, rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect::<Vec<_>>());
                 }
@@ -1346,7 +1355,7 @@ impl Coordinator {
                         if let Some(rows) = query.eval_constant() {
                             return Ok(finish(expand(rows?)?, finishing));
                         }
-                        let rx = state.read(query, ts);
+                        let rx = state.read(query, ts)?;
                         drop(state);
                         return Ok(finish(self.collect(rx).await?, finishing));
                     }
@@ -1377,8 +1386,7 @@ impl Coordinator {
             }
         }
         let ts = self.read_ts(&state, session, writing);
-        state.check_shape(deps, ts)?;
-        let rx = state.read(query, ts);
+        let rx = state.read(query, ts)?;
         drop(state);
         Ok(finish(self.collect(rx).await?, finishing))
     }
@@ -1432,14 +1440,10 @@ impl Coordinator {
     /// checkpoint's while it serves it).
     async fn hydration_rows(&self) -> Vec<Vec<Datum>> {
         let uppers = self.frontiers().await;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
         let mut records: HashMap<GlobalId, i64> = HashMap::new();
-        for _ in 0..self.dataflow.workers() {
-            if let Some(list) = rx.recv().await {
-                for d in list.dataflows {
-                    *records.entry(d.owner).or_default() += d.exported_records as i64;
-                }
+        for list in self.list_arrangements().await {
+            for d in list.dataflows {
+                *records.entry(d.owner).or_default() += d.exported_records as i64;
             }
         }
         let st = self.state.lock().await;
@@ -1471,18 +1475,28 @@ impl Coordinator {
         rows
     }
 
+    /// Every worker's list of the arrangements it holds.
+    async fn list_arrangements(&self) -> Vec<crate::dataflow::ArrangementList> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
+        let mut out = Vec::new();
+        for _ in 0..self.dataflow.workers() {
+            match rx.recv().await {
+                Some(list) => out.push(list),
+                None => break,
+            }
+        }
+        out
+    }
+
     /// The bytes of every relation's arrangement and of its indexes'
     /// (exact: exported arrangements hold packed rows), by OID, summed over
     /// the workers; for the size functions.
     async fn relation_sizes(&self, catalog: &catalog::Catalog) -> BTreeMap<i64, crate::expr::func::catalog::RelationSize> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
         let mut bytes: BTreeMap<GlobalId, i64> = BTreeMap::new();
-        for _ in 0..self.dataflow.workers() {
-            if let Some(list) = rx.recv().await {
-                for d in list.dataflows {
-                    *bytes.entry(d.owner).or_default() += d.exported_bytes as i64;
-                }
+        for list in self.list_arrangements().await {
+            for d in list.dataflows {
+                *bytes.entry(d.owner).or_default() += d.exported_bytes as i64;
             }
         }
         let mut out: BTreeMap<i64, crate::expr::func::catalog::RelationSize> = BTreeMap::new();
@@ -1506,28 +1520,24 @@ impl Coordinator {
     /// average bytes per record of the table arrangements, which hold the
     /// same kind of packed rows. `exported_bytes` is exact.
     async fn arrangements(&self, names: &BTreeMap<GlobalId, String>, sizes: bool) -> Vec<Vec<Datum>> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
         let mut merged: BTreeMap<(GlobalId, String), (i64, Option<i64>)> = BTreeMap::new();
         // owner -> (is_table, arrangements, records, exported records, exported bytes)
         let mut dataflows: BTreeMap<GlobalId, (bool, i64, i64, i64, i64)> = BTreeMap::new();
-        for _ in 0..self.dataflow.workers() {
-            if let Some(list) = rx.recv().await {
-                for a in list.arrangements {
-                    let entry = merged.entry((a.owner, a.description)).or_default();
-                    entry.0 += a.records as i64;
-                    if let Some(b) = a.bytes {
-                        entry.1 = Some(entry.1.unwrap_or(0) + b as i64);
-                    }
+        for list in self.list_arrangements().await {
+            for a in list.arrangements {
+                let entry = merged.entry((a.owner, a.description)).or_default();
+                entry.0 += a.records as i64;
+                if let Some(b) = a.bytes {
+                    entry.1 = Some(entry.1.unwrap_or(0) + b as i64);
                 }
-                for d in list.dataflows {
-                    let e = dataflows.entry(d.owner).or_default();
-                    e.0 = d.is_table;
-                    e.1 = e.1.max(d.arrangements as i64);
-                    e.2 += d.records;
-                    e.3 += d.exported_records as i64;
-                    e.4 += d.exported_bytes as i64;
-                }
+            }
+            for d in list.dataflows {
+                let e = dataflows.entry(d.owner).or_default();
+                e.0 = d.is_table;
+                e.1 = e.1.max(d.arrangements as i64);
+                e.2 += d.records;
+                e.3 += d.exported_records as i64;
+                e.4 += d.exported_bytes as i64;
             }
         }
         let name = |owner: &GlobalId| Datum::Text(names.get(owner).cloned().unwrap_or_else(|| owner.to_string()));
@@ -1563,8 +1573,10 @@ impl Coordinator {
 impl State {
     /// Starts a read of `query` at `ts`: a peek of an arrangement when the
     /// query is a table or materialized view as is, otherwise a short-lived
-    /// dataflow.
-    fn read(&mut self, query: RelationExpr, ts: Timestamp) -> tokio::sync::mpsc::UnboundedReceiver<PeekResult> {
+    /// dataflow. Fails (40001) if a table it reads changed its columns
+    /// after `ts` (`reshape`).
+    fn read(&mut self, query: RelationExpr, ts: Timestamp) -> Result<tokio::sync::mpsc::UnboundedReceiver<PeekResult>, Error> {
+        self.check_shape(query.depends_on(), ts)?;
         for id in query.depends_on() {
             *self.checkpoints.reads.entry(id).or_insert(0) += 1;
         }
@@ -1581,7 +1593,7 @@ impl State {
             }
             _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply: tx }),
         }
-        rx
+        Ok(rx)
     }
 
     /// The next write timestamp: strictly increasing, close to wall-clock ms.

@@ -243,18 +243,11 @@ impl Recovery {
 
     /// `query` (bound, not yet optimized) with every read of a served view
     /// replaced by its checkpoint's contents.
-    pub fn substitute(&self, mut query: RelationExpr) -> RelationExpr {
-        if let RelationExpr::Get { id, types, .. } = &query {
-            if let Some(rows) = self.contents.get(id) {
-                return RelationExpr::Constant { rows: rows.as_ref().clone(), types: types.clone() };
-            }
-            return query;
-        }
-        for child in query.children_mut() {
-            let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
-            *child = self.substitute(taken);
-        }
-        query
+    pub fn substitute(&self, query: RelationExpr) -> RelationExpr {
+        query.replace_gets(&|id, types| {
+            let rows = self.contents.get(&id)?;
+            Some(RelationExpr::Constant { rows: rows.as_ref().clone(), types: types.to_vec() })
+        })
     }
 }
 

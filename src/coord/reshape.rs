@@ -12,7 +12,8 @@
 //! column position). A dependent that no longer binds, or whose columns
 //! would change (a view that selects `*`), refuses the change — unless it
 //! is `DROP COLUMN` and the dependent is an index on the column (it goes,
-//! as in PostgreSQL) or `CASCADE` was given. The table's record, the
+//! as in PostgreSQL) or `CASCADE` was given. A default or a `SET NOT
+//! NULL` changes no plan, so nothing is rebuilt for it. The table's record, the
 //! rows, the dependents dropped and created, all commit as one durable
 //! write.
 //!
@@ -20,13 +21,14 @@
 //! rows (the coordinator passes the table's contents) or bind the ALTER
 //! itself (`sql::alter_columns`).
 
-use super::catalog::{BindCatalog, Catalog, ItemRecord};
-use super::{schema, Session, State, META_NEXT_ID};
+use super::alter::rebind_in;
+use super::catalog::{Catalog, ItemRecord};
+use super::{schema, State, META_NEXT_ID};
 use crate::dataflow::Command;
 use crate::expr::ScalarExpr;
 use crate::repr::{Datum, Diff, Error, GlobalId, Row, Timestamp};
 use crate::sql::ddl_text::{self, ColumnEdit};
-use crate::sql::{self, ItemKind, Params, Plan};
+use crate::sql::{self, ItemKind, Plan};
 use crate::storage::WriteSet;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -54,15 +56,6 @@ struct Dependents {
     dropped: Vec<GlobalId>,
 }
 
-/// Binds a stored statement against `catalog`: the plan and what it reads.
-fn rebind(catalog: &Catalog, create_sql: &str) -> Result<(Plan, Vec<GlobalId>), Error> {
-    let stmts = sql::parse(create_sql)?;
-    let stmt = stmts.first().ok_or_else(|| Error::Internal(format!("empty stored statement: {create_sql}")))?;
-    let bc = BindCatalog::new(catalog, Session::default().info());
-    let plan = sql::bind_statement(&bc, stmt, &mut Params::default())?;
-    Ok((plan, bc.dependencies()))
-}
-
 impl State {
     /// Applies `edit` to `table`, whose rows are `rows`; `map` turns a row
     /// as it is into the row as it becomes (`None`: rows unchanged).
@@ -76,7 +69,7 @@ impl State {
     ) -> Result<(), Error> {
         let Some(item) = self.catalog.items.get(&table).cloned() else { return Ok(()) };
         let create_sql = ddl_text::columns_changed(&item.create_sql, edit)?;
-        let Plan::CreateTable { desc, unique, defaults, .. } = rebind(&self.catalog, &create_sql)?.0 else {
+        let Plan::CreateTable { desc, unique, defaults, .. } = rebind_in(&self.catalog, &create_sql)?.0 else {
             return Err(Error::Internal(format!("stored statement of {} is not a table", item.name)));
         };
         if let ColumnEdit::NotNull(name, false) = edit {
@@ -95,14 +88,13 @@ impl State {
                 .collect::<Result<_, _>>()?,
             None => rows.clone(),
         };
-        for (c, ty) in desc.types.iter().enumerate().filter(|(_, t)| !t.nullable) {
+        for (c, _) in desc.types.iter().enumerate().filter(|(_, t)| !t.nullable) {
             if new_rows.iter().any(|r| r.unpack().get(c).is_some_and(Datum::is_null)) {
                 return Err(Error::NotNullViolation(format!(
                     "column \"{}\" of relation \"{}\" contains null values",
                     desc.names[c], item.name
                 )));
             }
-            let _ = ty;
         }
         let contents: Vec<(Row, Diff)> = new_rows.iter().map(|r| (r.clone(), 1)).collect();
         let key_names = |k: &sql::UniqueKey| k.columns.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
@@ -117,7 +109,12 @@ impl State {
             t.keys = unique.clone();
             t.defaults = defaults;
         }
-        let deps = self.dependents_after(&mut scratch, table, edit, cascade)?;
+        // A default, or a NOT NULL the rows already meet, changes no plan
+        // that reads the table: nothing is bound again.
+        let deps = match edit {
+            ColumnEdit::Default(..) | ColumnEdit::NotNull(_, true) => Dependents::default(),
+            _ => self.dependents_after(&mut scratch, table, edit, cascade)?,
+        };
         for r in &deps.rebuilt {
             // A unique index must hold on the new rows (a cast may make
             // two values equal).
@@ -185,7 +182,9 @@ impl State {
                 i.comments = r.comments;
             }
         }
-        self.reshaped.insert(table, ts);
+        if map.is_some() {
+            self.reshaped.insert(table, ts);
+        }
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(fresh) });
         self.allow_compaction();
         Ok(())
@@ -201,7 +200,7 @@ impl State {
         let mut out = Dependents::default();
         for id in ids {
             let Some(dep) = scratch.items.get(&id).cloned() else { continue };
-            let bound = rebind(scratch, &dep.create_sql);
+            let bound = rebind_in(scratch, &dep.create_sql);
             // A view keeps its columns (names and types) or the change is
             // refused: what reads the view, and its clients, rely on them.
             let same_columns = |d: &crate::repr::RelationDesc| {

@@ -25,14 +25,14 @@ impl Coordinator {
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let one = RelationExpr::Constant { rows: vec![(Row::from_datums(row.clone()), 1)], types: types.clone() };
-            let expr = with_rows(returning.query.clone(), table, &one, 0);
+            let expr = returning.query.clone().replace_gets(&|id, _| (id == table).then(|| one.clone()));
             let expr = Self::with_own_writes(state, session, expr);
             let expr = crate::planner::optimize(expr, &state.catalog);
             match expr.eval_constant() {
                 Some(r) => out.extend(expand(r?)?),
                 None => {
                     let ts = self.read_ts(state, session, writing);
-                    let rx = state.read(expr, ts);
+                    let rx = state.read(expr, ts)?;
                     out.extend(self.collect(rx).await?);
                 }
             }
@@ -40,25 +40,3 @@ impl Coordinator {
         Ok(out)
     }
 }
-
-/// `expr` with each read of `table` replaced by `rows`. (The list was
-/// bound by the binder, whose depth guard bounds this walk.)
-fn with_rows(mut expr: RelationExpr, table: GlobalId, rows: &RelationExpr, depth: usize) -> RelationExpr {
-    if let RelationExpr::Get { id, .. } = &expr {
-        if *id == table {
-            return rows.clone();
-        }
-        return expr;
-    }
-    if depth > MAX_DEPTH {
-        return expr;
-    }
-    for child in expr.children_mut() {
-        let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
-        *child = with_rows(taken, table, rows, depth + 1);
-    }
-    expr
-}
-
-/// A bound on the walk (plans are as deep as the binder let them be).
-const MAX_DEPTH: usize = 10_000;

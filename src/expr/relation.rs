@@ -374,6 +374,28 @@ impl RelationExpr {
         }
     }
 
+    /// `self` with each read (`Get`) that `with` gives a replacement for
+    /// replaced by it (a checkpoint's contents, the rows a statement
+    /// writes). The walk stops at a depth no bound plan reaches.
+    pub fn replace_gets(mut self, with: &impl Fn(GlobalId, &[ColumnType]) -> Option<RelationExpr>) -> RelationExpr {
+        fn walk(e: &mut RelationExpr, with: &impl Fn(GlobalId, &[ColumnType]) -> Option<RelationExpr>, depth: usize) {
+            if let RelationExpr::Get { id, types, .. } = e {
+                if let Some(r) = with(*id, types) {
+                    *e = r;
+                }
+                return;
+            }
+            if depth > 10_000 {
+                return;
+            }
+            for child in e.children_mut() {
+                walk(child, with, depth + 1);
+            }
+        }
+        walk(&mut self, with, 0);
+        self
+    }
+
     /// Children, for generic traversals.
     pub fn children(&self) -> Vec<&RelationExpr> {
         match self {

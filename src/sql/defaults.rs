@@ -25,14 +25,8 @@ impl Binder<'_> {
     /// references, subqueries, aggregates or window functions, and a type
     /// assignable to the column's. Returns the text to keep.
     pub(super) fn check_default(&mut self, expr: &Expr, column: &str, ty: &ScalarType) -> Result<String, Error> {
-        self.bind_default_expr(expr, column, ty)?;
+        self.bind_default(expr, column, ty)?;
         Ok(expr.to_string())
-    }
-
-    /// A `DEFAULT` bound for column `column` of type `ty` (checked as
-    /// `check_default` does).
-    pub(super) fn bind_default(&mut self, expr: &Expr, column: &str, ty: &ScalarType) -> Result<ScalarExpr, Error> {
-        self.bind_default_expr(expr, column, ty)
     }
 
     /// The value a row gets for column `col` of `table` when none is
@@ -42,13 +36,15 @@ impl Binder<'_> {
         match table.defaults.get(col).and_then(Option::as_ref) {
             Some(text) => {
                 let expr = super::parse::parse_expr(text)?;
-                self.bind_default_expr(&expr, &table.desc.names[col], &ty)
+                self.bind_default(&expr, &table.desc.names[col], &ty)
             }
             None => Ok(ScalarExpr::null(ty)),
         }
     }
 
-    fn bind_default_expr(&mut self, expr: &Expr, column: &str, ty: &ScalarType) -> Result<ScalarExpr, Error> {
+    /// A `DEFAULT` bound for column `column` of type `ty`, with the checks
+    /// `check_default` names.
+    pub(super) fn bind_default(&mut self, expr: &Expr, column: &str, ty: &ScalarType) -> Result<ScalarExpr, Error> {
         let empty = Scope::default();
         let mut ctx = ExprCtx::new(&empty, "DEFAULT expressions");
         let bound = self.bind_expr(expr, &mut ctx).map_err(|e| match e {
