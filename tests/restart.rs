@@ -640,6 +640,7 @@ async fn schemas_survive_restart() {
 /// reads the same after a restart, and the view is still maintained.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn altered_columns_survive_restart() {
+    // (The last changes commit together from a transaction block.)
     async fn check(server: &TestServer, when: &str, total: &str) {
         let client = server.connect().await;
         assert_eq!(
@@ -664,9 +665,11 @@ async fn altered_columns_survive_restart() {
              CREATE MATERIALIZED VIEW total AS SELECT sum(balance) AS s FROM acct;
              ALTER TABLE acct ADD COLUMN region text DEFAULT 'eu';
              CREATE INDEX acct_region ON acct (region);
+             BEGIN;
              ALTER TABLE acct DROP COLUMN owner;
              ALTER TABLE acct ADD COLUMN tag text DEFAULT 'x';
-             INSERT INTO acct VALUES (3, 30, 'us', 'y');",
+             INSERT INTO acct VALUES (3, 30, 'us', 'y');
+             COMMIT;",
         )
         .await;
     }

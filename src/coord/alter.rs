@@ -1,6 +1,7 @@
 //! Changes to existing catalog items: `ALTER ... RENAME`, `ALTER ... SET
-//! SCHEMA`, `ALTER TABLE ... RENAME COLUMN`, `ALTER TABLE ... ADD PRIMARY
-//! KEY | UNIQUE`, `COMMENT ON`.
+//! SCHEMA`, `ALTER TABLE ... RENAME COLUMN`, `COMMENT ON`, and the name of
+//! a new key (`ALTER TABLE ... ADD PRIMARY KEY | UNIQUE` is applied as a
+//! change of the table's shape, `coord/reshape.rs`).
 //!
 //! An item is stored as the statement that creates it as it is now: each
 //! change rewrites the stored statements it affects (`sql::ddl_text`),
@@ -11,8 +12,9 @@
 //! (the caller passes a table's contents) or touch dataflows.
 
 use super::catalog::{BindCatalog, Catalog, Item, ItemRecord};
+use super::txn::{Ddl, Txn};
 use super::{Session, State, META_NEXT_ID};
-use crate::repr::{Datum, Diff, Error, GlobalId, Row};
+use crate::repr::{Error, GlobalId};
 use crate::sql::{self, ddl_text, ItemKind, Params, Plan};
 use crate::storage::WriteSet;
 use std::sync::Arc;
@@ -94,31 +96,10 @@ impl State {
         self.rewrite(changes)
     }
 
-    /// `ALTER TABLE ... RENAME COLUMN`: the table's statement and its
-    /// indexes'; refused while a view reads the table (its stored query
-    /// names the column).
+    /// `ALTER TABLE ... RENAME COLUMN`: the table's statement and those of
+    /// its indexes name the new column.
     pub(super) fn rename_column(&mut self, table: GlobalId, column: usize, new_name: &str) -> Result<(), Error> {
-        let Some(item) = self.catalog.items.get(&table) else { return Ok(()) };
-        let old = item.desc.names[column].clone();
-        if item.desc.names.iter().any(|n| n == new_name) {
-            return Err(Error::DuplicateColumn(format!(
-                "column \"{new_name}\" of relation \"{}\" already exists",
-                item.name
-            )));
-        }
-        let change = |i: &Item, create_sql| Change { id: i.id, schema: i.schema.clone(), name: i.name.clone(), create_sql };
-        let mut changes = vec![change(item, ddl_text::column_renamed(&item.create_sql, &old, new_name)?)];
-        for dep in direct_dependents(&self.catalog, table) {
-            if dep.kind != ItemKind::Index {
-                return Err(Error::FeatureNotSupported(format!(
-                    "cannot rename a column of \"{}\" while {} \"{}\" reads it",
-                    item.name,
-                    dep.kind.name(),
-                    dep.name
-                )));
-            }
-            changes.push(change(dep, ddl_text::column_renamed(&dep.create_sql, &old, new_name)?));
-        }
+        let changes = column_renamed(&self.catalog, table, column, new_name)?;
         self.rewrite(changes)?;
         if let Some(item) = self.catalog.items.get_mut(&table) {
             item.desc.names[column] = new_name.to_string();
@@ -127,74 +108,20 @@ impl State {
         Ok(())
     }
 
-    /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE`, over
-    /// the table's current `rows`: a primary key's columns must hold no
-    /// NULL (23502) and every key value must be unique (23505).
-    pub(super) fn add_constraint(
-        &mut self,
-        table: GlobalId,
-        constraint: &sqlparser::ast::TableConstraint,
-        rows: &[(Row, Diff)],
-    ) -> Result<(), Error> {
-        let Some(item) = self.catalog.items.get(&table) else { return Ok(()) };
-        let name = self.constraint_name(item, constraint);
-        let create_sql = ddl_text::with_constraint(&item.create_sql, constraint, &name)?;
-        let Plan::CreateTable { desc, unique, .. } = self.rebind(&create_sql)? else {
-            return Err(Error::Internal(format!("stored statement of {} is not a table", item.name)));
-        };
-        let added: Vec<sql::UniqueKey> = unique.iter().filter(|k| !item.keys.contains(k)).cloned().collect();
-        for key in added.iter().filter(|k| k.primary) {
-            for c in &key.columns {
-                if rows.iter().any(|(r, d)| *d > 0 && r.unpack().get(*c).is_some_and(Datum::is_null)) {
-                    return Err(Error::NotNullViolation(format!(
-                        "column \"{}\" of relation \"{}\" contains null values",
-                        desc.names[*c], item.name
-                    )));
-                }
+    /// `ALTER TABLE ... RENAME COLUMN` in a transaction block.
+    pub(super) fn defer_rename_column(&self, txn: &mut Txn, table: GlobalId, column: usize, new_name: &str) -> Result<(), Error> {
+        let tc = self.block(txn);
+        for c in column_renamed(&tc.catalog, table, column, new_name)? {
+            if let Some(item) = tc.catalog.items.get_mut(&c.id) {
+                item.create_sql = c.create_sql;
             }
         }
-        // Checked on a scratch set first, so a failure adds nothing.
-        let names = |k: &sql::UniqueKey| k.columns.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
-        for key in &added {
-            super::unique::UniqueKeys::default().add(table, table, &key.name, &key.columns, names(key), rows)?;
+        if let Some(item) = tc.catalog.items.get_mut(&table) {
+            item.desc.names[column] = new_name.to_string();
         }
-        for key in &added {
-            self.unique.add(table, table, &key.name, &key.columns, names(key), rows)?;
-        }
-        if let Some(item) = self.catalog.items.get_mut(&table) {
-            item.create_sql = create_sql;
-            item.desc = desc;
-            item.keys = unique;
-        }
-        self.persist(&[table])
-    }
-
-    /// The name of a new key constraint: as given, or Postgres's
-    /// (`t_pkey`, `t_a_b_key`), numbered past any name taken.
-    fn constraint_name(&self, item: &Item, constraint: &sqlparser::ast::TableConstraint) -> String {
-        use sqlparser::ast::TableConstraint as C;
-        let (given, columns, primary) = match constraint {
-            C::PrimaryKey(pk) => (pk.name.as_ref(), &pk.columns, true),
-            C::Unique(u) => (u.name.as_ref(), &u.columns, false),
-            _ => (None, &Vec::new(), false),
-        };
-        if let Some(n) = given {
-            return crate::sql::binder_names::ident(n);
-        }
-        let base = if primary {
-            format!("{}_pkey", item.name)
-        } else {
-            let cols: Vec<String> = columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect();
-            format!("{}_{}_key", item.name, cols.join("_"))
-        };
-        let taken = |n: &str| self.catalog.by_name(&item.schema, n).is_some() || item.keys.iter().any(|k| k.name == n);
-        let mut candidate = base.clone();
-        let mut k = 1;
-        while taken(&candidate) {
-            candidate = format!("{base}{k}");
-            k += 1;
-        }
-        candidate
+        tc.keys.rename_column(table, column, new_name);
+        tc.ddl.push(Ddl::RenameColumn { table, column, new_name: new_name.to_string() });
+        Ok(())
     }
 
     /// `COMMENT ON`: sets (or with NULL or '', removes) a comment.
@@ -207,6 +134,59 @@ impl State {
         };
         self.persist(&[id])
     }
+}
+
+/// The name of a new key constraint: as given, or Postgres's
+/// (`t_pkey`, `t_a_b_key`), numbered past any name taken.
+pub(super) fn constraint_name(catalog: &Catalog, item: &Item, constraint: &sqlparser::ast::TableConstraint) -> String {
+    use sqlparser::ast::TableConstraint as C;
+    let (given, columns, primary) = match constraint {
+        C::PrimaryKey(pk) => (pk.name.as_ref(), &pk.columns, true),
+        C::Unique(u) => (u.name.as_ref(), &u.columns, false),
+        _ => (None, &Vec::new(), false),
+    };
+    if let Some(n) = given {
+        return crate::sql::binder_names::ident(n);
+    }
+    let base = if primary {
+        format!("{}_pkey", item.name)
+    } else {
+        let cols: Vec<String> = columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect();
+        format!("{}_{}_key", item.name, cols.join("_"))
+    };
+    let taken = |n: &str| catalog.by_name(&item.schema, n).is_some() || item.keys.iter().any(|k| k.name == n);
+    let mut candidate = base.clone();
+    let mut k = 1;
+    while taken(&candidate) {
+        candidate = format!("{base}{k}");
+        k += 1;
+    }
+    candidate
+}
+
+/// What renaming column `column` of `table` changes: the table's
+/// statement and its indexes'. Fails if the name is taken (42701) or a
+/// view or materialized view reads the table (0A000).
+fn column_renamed(catalog: &Catalog, table: GlobalId, column: usize, new_name: &str) -> Result<Vec<Change>, Error> {
+    let Some(item) = catalog.items.get(&table) else { return Ok(Vec::new()) };
+    let old = item.desc.names[column].clone();
+    if item.desc.names.iter().any(|n| n == new_name) {
+        return Err(Error::DuplicateColumn(format!("column \"{new_name}\" of relation \"{}\" already exists", item.name)));
+    }
+    let change = |i: &Item, create_sql| Change { id: i.id, schema: i.schema.clone(), name: i.name.clone(), create_sql };
+    let mut changes = vec![change(item, ddl_text::column_renamed(&item.create_sql, &old, new_name)?)];
+    for dep in direct_dependents(catalog, table) {
+        if dep.kind != ItemKind::Index {
+            return Err(Error::FeatureNotSupported(format!(
+                "cannot rename a column of \"{}\" while {} \"{}\" reads it",
+                item.name,
+                dep.kind.name(),
+                dep.name
+            )));
+        }
+        changes.push(change(dep, ddl_text::column_renamed(&dep.create_sql, &old, new_name)?));
+    }
+    Ok(changes)
 }
 
 /// Binds a stored statement against `catalog`: the plan and the items it

@@ -149,11 +149,14 @@ impl State {
         if let Some(txn) = session.txn.as_mut() {
             // The keys the block itself created (`txn_ddl`), then the
             // shared ones; recorded only once both hold.
+            // (A table whose columns the block changed has all its keys
+            // in the block's.)
             let mut own = unique::PendingKeys::default();
             if let Some(tc) = txn.ddl.as_ref() {
-                tc.keys.check(&mut own, &updates)?;
+                tc.keys.check(&mut own, &updates, |_| false)?;
             }
-            self.unique.check(&mut txn.keys, &updates)?;
+            let reshaped = |t| txn.ddl.as_ref().is_some_and(|tc| tc.reshaped.contains_key(&t));
+            self.unique.check(&mut txn.keys, &updates, reshaped)?;
             if let Some(tc) = txn.ddl.as_mut() {
                 tc.keys.commit(own);
             }

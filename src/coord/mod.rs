@@ -836,10 +836,7 @@ impl Coordinator {
     /// uncommitted writes.
     fn with_own_writes(state: &State, session: &Session, query: RelationExpr) -> RelationExpr {
         match &session.txn {
-            Some(txn) => {
-                let created = txn.ddl.as_ref().map(|tc| tc.created.clone()).unwrap_or_default();
-                txn::overlay(query, &txn.writes, &created, state.catalog_of(Some(txn)))
-            }
+            Some(txn) => txn::overlay(query, &txn.writes, txn.ddl.as_deref(), state.catalog_of(Some(txn))),
             None => query,
         }
     }
@@ -966,39 +963,23 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
             }
             Plan::RenameColumn { table, column, new_name } => {
-                immediate_ddl(session, "ALTER TABLE ... RENAME COLUMN")?;
-                state.rename_column(table, column, &new_name)?;
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename_column(txn, table, column, &new_name)?,
+                    None => state.rename_column(table, column, &new_name)?,
+                }
                 Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
             }
             Plan::AddConstraint { table, constraint } => {
-                immediate_ddl(session, "ALTER TABLE ... ADD CONSTRAINT")?;
-                // The key must hold on the rows already there.
-                let ts = state.write_ts;
-                let (name, types) =
-                    state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
-                let rx = state.read(RelationExpr::Get { id: table, name, types }, ts)?;
-                let rows: Vec<(Row, Diff)> = self.collect(rx).await?.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
-                state.add_constraint(table, &constraint, &rows)?;
-                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+                let name = {
+                    let catalog = state.catalog_of(session.txn.as_ref());
+                    let item = catalog.items.get(&table).ok_or_else(|| Error::Internal(format!("no table {table}")))?;
+                    alter::constraint_name(catalog, item, &constraint)
+                };
+                let edit = crate::sql::ddl_text::ColumnEdit::Constraint(*constraint, name);
+                self.alter_table(&mut state, session, table, edit, None, false).await
             }
             Plan::AlterColumns { table, edit, rows: map, cascade } => {
-                immediate_ddl(session, "ALTER TABLE ... COLUMN")?;
-                // The rows change, or SET NOT NULL checks them: read them
-                // at the write timestamp (the statement holds the write
-                // token).
-                let needs_rows = map.is_some() || matches!(edit, crate::sql::ddl_text::ColumnEdit::NotNull(_, true));
-                let rows = match needs_rows {
-                    true => {
-                        let ts = state.write_ts;
-                        let (name, types) =
-                            state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
-                        let rx = state.read(RelationExpr::Get { id: table, name, types }, ts)?;
-                        self.collect(rx).await?.into_iter().map(Row::from_datums).collect()
-                    }
-                    false => Vec::new(),
-                };
-                state.reshape(table, &edit, rows, map.as_deref(), cascade)?;
-                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+                self.alter_table(&mut state, session, table, edit, map, cascade).await
             }
             Plan::Comment { id, column, comment } => {
                 match session.txn.as_mut() {
@@ -1260,7 +1241,7 @@ impl Coordinator {
                     // then there for its writes), then all of its writes at
                     // one new timestamp.
                     if let Some(tc) = txn.ddl.take() {
-                        state.apply_block_ddl(*tc)?;
+                        state.apply_block_ddl(*tc, &mut txn.keys)?;
                     }
                     let updates = txn.take_writes();
                     state.unique.commit(std::mem::take(&mut txn.keys));
@@ -1828,18 +1809,6 @@ fn txn_block<'a>(session: &'a mut Session, verb: &str) -> Result<&'a mut Txn, Er
 
 /// A failed statement aborts the session's transaction block: its writes
 /// and holds go, and only ROLLBACK or COMMIT are accepted until its end.
-/// The DDL that takes effect at once even in a transaction block (it is
-/// not part of the block's DDL, `txn_ddl`): only before the block has
-/// written or run other DDL, whose rollback could not undo it.
-fn immediate_ddl(session: &Session, what: &str) -> Result<(), Error> {
-    match &session.txn {
-        Some(txn) if txn.has_writes() || txn.ddl.is_some() => Err(Error::ActiveTransaction(format!(
-            "{what} cannot run inside a transaction block that has written or changed the catalog; COMMIT or ROLLBACK first"
-        ))),
-        _ => Ok(()),
-    }
-}
-
 fn abort(session: &mut Session) {
     if let Some(txn) = session.txn.as_mut() {
         if txn.savepoints.is_empty() {

@@ -17,18 +17,33 @@
 //! rows, the dependents dropped and created, all commit as one durable
 //! write.
 //!
-//! Owns: the new shape of a table and of what reads it. Must not: read
-//! rows (the coordinator passes the table's contents) or bind the ALTER
-//! itself (`sql::alter_columns`).
+//! Inside a transaction block the change is worked out at once against
+//! the block's catalog (refusals come from the statement, as in
+//! PostgreSQL) and applied at COMMIT, in statement order with the block's
+//! other DDL: the block reads the table's committed rows through the
+//! change (`txn::overlay`), its earlier writes of the table take the new
+//! shape, and it checks its writes against the table's keys as it now
+//! has them (`TxnCatalog::keys`); the rebuilt dependents get their ids
+//! then, so later DDL in the block can name them.
+//!
+//! `ALTER TABLE ... ADD PRIMARY KEY | UNIQUE` is a change of this kind
+//! that rewrites no row and rebinds nothing.
+//!
+//! Owns: the new shape of a table and of what reads it. Must not: bind
+//! the ALTER itself (`sql::alter_columns`). Reads rows only in
+//! `Coordinator::alter_table`, through the coordinator's read path.
 
 use super::alter::rebind_in;
 use super::catalog::{Catalog, ItemRecord};
-use super::{schema, State, META_NEXT_ID};
+use super::txn::{Ddl, Txn};
+use super::unique::UniqueKeys;
+use super::{schema, Coordinator, ExecuteResponse, Session, State, META_NEXT_ID};
+use crate::expr::RelationExpr;
 use crate::dataflow::Command;
 use crate::expr::ScalarExpr;
 use crate::repr::{Datum, Diff, Error, GlobalId, Row, Timestamp};
 use crate::sql::ddl_text::{self, ColumnEdit};
-use crate::sql::{self, ItemKind, Plan};
+use crate::sql::{ItemKind, Plan};
 use crate::storage::WriteSet;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -56,9 +71,150 @@ struct Dependents {
     dropped: Vec<GlobalId>,
 }
 
+/// A column change worked out against a catalog, before anything is
+/// applied.
+pub(super) struct Prepared {
+    /// The catalog with the change: the table's new record, its
+    /// dependents bound again (or gone).
+    pub scratch: Catalog,
+    /// The table's rows as they become.
+    pub new_rows: Vec<Row>,
+    deps: Dependents,
+    /// Every unique key of the table (its constraints and its unique
+    /// indexes) over the new rows and the `pending` changes.
+    pub keys: UniqueKeys,
+    /// The ids of the dependents built again, in order.
+    pub rebuilt: Vec<GlobalId>,
+    /// Items dropped or replaced.
+    pub gone: Vec<GlobalId>,
+}
+
+/// Works out `edit` of `table` in `base`, whose committed rows are `rows`
+/// and whose uncommitted changes (a transaction block's, already of the
+/// new shape) are `pending`; `map` turns a row as it is into the row as it
+/// becomes (`None`: rows unchanged); `alloc` gives the ids of rebuilt
+/// dependents. Fails, changing nothing, as PostgreSQL refuses the change.
+pub(super) fn prepare(
+    base: &Catalog,
+    table: GlobalId,
+    edit: &ColumnEdit,
+    rows: &[Row],
+    pending: &[(Row, Diff)],
+    map: Option<&[ScalarExpr]>,
+    cascade: bool,
+    alloc: &mut dyn FnMut() -> GlobalId,
+) -> Result<Prepared, Error> {
+    let item = base.items.get(&table).cloned().ok_or_else(|| Error::Internal(format!("no table {table}")))?;
+    let create_sql = ddl_text::columns_changed(&item.create_sql, edit)?;
+    let Plan::CreateTable { desc, unique, defaults, .. } = rebind_in(base, &create_sql)?.0 else {
+        return Err(Error::Internal(format!("stored statement of {} is not a table", item.name)));
+    };
+    if let ColumnEdit::NotNull(name, false) = edit {
+        let col = item.desc.names.iter().position(|n| n == name);
+        if item.keys.iter().any(|k| k.primary && col.is_some_and(|c| k.columns.contains(&c))) {
+            return Err(Error::InvalidTableDefinition(format!("column \"{name}\" is in a primary key")));
+        }
+    }
+    let new_rows: Vec<Row> = match map {
+        Some(map) => rows.iter().map(|r| map_row(map, r)).collect::<Result<_, _>>()?,
+        None => rows.to_vec(),
+    };
+    let inserted = pending.iter().filter(|(_, d)| *d > 0).map(|(r, _)| r);
+    for (c, _) in desc.types.iter().enumerate().filter(|(_, t)| !t.nullable) {
+        if new_rows.iter().chain(inserted.clone()).any(|r| r.unpack().get(c).is_some_and(Datum::is_null)) {
+            return Err(Error::NotNullViolation(format!(
+                "column \"{}\" of relation \"{}\" contains null values",
+                desc.names[c], item.name
+            )));
+        }
+    }
+
+    let mut scratch = base.clone();
+    if let Some(t) = scratch.items.get_mut(&table) {
+        t.create_sql = create_sql;
+        t.desc = desc.clone();
+        t.keys = unique.clone();
+        t.defaults = defaults;
+    }
+    // A default, a NOT NULL the rows already meet or a new key changes no
+    // plan that reads the table: nothing is bound again.
+    let deps = match edit {
+        ColumnEdit::Default(..) | ColumnEdit::NotNull(_, true) | ColumnEdit::Constraint(..) => Dependents::default(),
+        _ => dependents_after(base, &mut scratch, table, edit, cascade, alloc)?,
+    };
+
+    // The keys must hold on the new rows (a cast may make two values
+    // equal), with the block's changes.
+    let mut all: Vec<(Row, Diff)> = new_rows.iter().map(|r| (r.clone(), 1)).collect();
+    all.extend(pending.iter().cloned());
+    let all = super::txn::consolidate(all);
+    let names = |cols: &[usize]| cols.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
+    let mut keys = UniqueKeys::default();
+    for key in &unique {
+        keys.add(table, table, &key.name, &key.columns, names(&key.columns), &all)?;
+    }
+    for ix in scratch.items.values().filter(|i| i.unique) {
+        if let Some((on, cols)) = ix.index.as_ref().filter(|(on, _)| *on == table) {
+            keys.add(*on, ix.id, &ix.name, cols, names(cols), &all)?;
+        }
+    }
+    let rebuilt = deps.rebuilt.iter().map(|r| r.new).collect();
+    let mut gone: Vec<GlobalId> = deps.dropped.iter().chain(&deps.replaced).copied().collect();
+    gone.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(Prepared { scratch, new_rows, deps, keys, rebuilt, gone })
+}
+
+/// A row through a column change's map.
+pub(super) fn map_row(map: &[ScalarExpr], row: &Row) -> Result<Row, Error> {
+    let datums = row.unpack();
+    Ok(Row::from_datums(map.iter().map(|e| e.eval(&datums)).collect::<Result<Vec<Datum>, _>>()?))
+}
+
+impl Coordinator {
+    /// Runs a column change or a new key of `table`: at once, or in the
+    /// session's transaction block until COMMIT. The table's rows are read
+    /// at the write timestamp (the statement or its block holds the write
+    /// token), or taken as the block's earlier changes left them.
+    pub(super) async fn alter_table(
+        &self,
+        state: &mut State,
+        session: &mut Session,
+        table: GlobalId,
+        edit: ColumnEdit,
+        map: Option<Vec<ScalarExpr>>,
+        cascade: bool,
+    ) -> Result<ExecuteResponse, Error> {
+        // In a block the rows are always needed: the block checks its own
+        // writes against the table's keys from then on.
+        let in_block = session.txn.is_some();
+        let needs_rows = in_block || map.is_some() || matches!(edit, ColumnEdit::NotNull(_, true) | ColumnEdit::Constraint(..));
+        let earlier = session.txn.as_ref().and_then(|t| t.ddl.as_deref()).and_then(|tc| match tc.created.contains(&table) {
+            true => Some(Vec::new()),
+            false => tc.reshaped.get(&table).map(|r| r.rows.clone()),
+        });
+        let rows = match (earlier, needs_rows) {
+            (Some(rows), _) => rows,
+            (None, false) => Vec::new(),
+            (None, true) => {
+                let (name, types) =
+                    state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
+                let rx = state.read(RelationExpr::Get { id: table, name, types }, state.write_ts)?;
+                self.collect(rx).await?.into_iter().map(Row::from_datums).collect()
+            }
+        };
+        match session.txn.as_mut() {
+            Some(txn) => state.defer_reshape(txn, table, edit, rows, map, cascade)?,
+            None => state.reshape(table, &edit, rows, map.as_deref(), cascade, Vec::new())?,
+        }
+        Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+    }
+}
+
 impl State {
     /// Applies `edit` to `table`, whose rows are `rows`; `map` turns a row
     /// as it is into the row as it becomes (`None`: rows unchanged).
+    /// Rebuilt dependents take `ids` in order (a transaction block chose
+    /// them), then new ones.
     pub(super) fn reshape(
         &mut self,
         table: GlobalId,
@@ -66,94 +222,51 @@ impl State {
         rows: Vec<Row>,
         map: Option<&[ScalarExpr]>,
         cascade: bool,
+        ids: Vec<GlobalId>,
     ) -> Result<(), Error> {
-        let Some(item) = self.catalog.items.get(&table).cloned() else { return Ok(()) };
-        let create_sql = ddl_text::columns_changed(&item.create_sql, edit)?;
-        let Plan::CreateTable { desc, unique, defaults, .. } = rebind_in(&self.catalog, &create_sql)?.0 else {
-            return Err(Error::Internal(format!("stored statement of {} is not a table", item.name)));
+        let Some(name) = self.catalog.items.get(&table).map(|i| i.name.clone()) else { return Ok(()) };
+        let mut next = self.catalog.next_id.max(1);
+        let mut ids = ids.into_iter();
+        let mut alloc = || {
+            ids.next().unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            })
         };
-        if let ColumnEdit::NotNull(name, false) = edit {
-            let col = item.desc.names.iter().position(|n| n == name);
-            if item.keys.iter().any(|k| k.primary && col.is_some_and(|c| k.columns.contains(&c))) {
-                return Err(Error::InvalidTableDefinition(format!("column \"{name}\" is in a primary key")));
-            }
-        }
-        let new_rows: Vec<Row> = match map {
-            Some(map) => rows
-                .iter()
-                .map(|r| {
-                    let datums = r.unpack();
-                    map.iter().map(|e| e.eval(&datums)).collect::<Result<Vec<Datum>, _>>().map(Row::from_datums)
-                })
-                .collect::<Result<_, _>>()?,
-            None => rows.clone(),
-        };
-        for (c, _) in desc.types.iter().enumerate().filter(|(_, t)| !t.nullable) {
-            if new_rows.iter().any(|r| r.unpack().get(c).is_some_and(Datum::is_null)) {
-                return Err(Error::NotNullViolation(format!(
-                    "column \"{}\" of relation \"{}\" contains null values",
-                    desc.names[c], item.name
-                )));
-            }
-        }
-        let contents: Vec<(Row, Diff)> = new_rows.iter().map(|r| (r.clone(), 1)).collect();
-        let key_names = |k: &sql::UniqueKey| k.columns.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
-        for key in &unique {
-            super::unique::UniqueKeys::default().add(table, table, &key.name, &key.columns, key_names(key), &contents)?;
-        }
-
-        let mut scratch = self.catalog.clone();
-        if let Some(t) = scratch.items.get_mut(&table) {
-            t.create_sql = create_sql;
-            t.desc = desc.clone();
-            t.keys = unique.clone();
-            t.defaults = defaults;
-        }
-        // A default, or a NOT NULL the rows already meet, changes no plan
-        // that reads the table: nothing is bound again.
-        let deps = match edit {
-            ColumnEdit::Default(..) | ColumnEdit::NotNull(_, true) => Dependents::default(),
-            _ => self.dependents_after(&mut scratch, table, edit, cascade)?,
-        };
-        for r in &deps.rebuilt {
-            // A unique index must hold on the new rows (a cast may make
-            // two values equal).
-            if let Plan::CreateIndex { on, key, unique: true, .. } = &r.plan {
-                let names = key.iter().map(|c| desc.names[*c].clone()).collect();
-                super::unique::UniqueKeys::default().add(*on, r.new, &r.name, key, names, &contents)?;
-            }
-        }
+        let p = prepare(&self.catalog, table, edit, &rows, &[], map, cascade, &mut alloc)?;
+        let next_id = next.max(self.catalog.next_id);
 
         // One durable write: the rows, the table's record, the dependents.
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
+        let contents: Vec<(Row, Diff)> = p.new_rows.iter().map(|r| (r.clone(), 1)).collect();
         let updates = match map {
             Some(_) => {
                 let mut changes: Vec<(Row, Diff)> = rows.into_iter().map(|r| (r, -1)).collect();
-                changes.extend(new_rows.iter().map(|r| (r.clone(), 1)));
+                changes.extend(contents.iter().cloned());
                 vec![(table, changes)]
             }
             None => Vec::new(),
         };
         ws.table_updates = Arc::new(updates);
-        let mut gone: Vec<GlobalId> = deps.dropped.iter().chain(&deps.replaced).copied().collect();
-        gone.sort_unstable_by(|a, b| b.cmp(a));
-        self.drop_records(&gone, &mut ws);
+        self.drop_records(&p.gone, &mut ws);
+        let scratch = &p.scratch;
         let record = |id: &GlobalId| -> Result<(GlobalId, Vec<u8>), Error> {
             let rec = ItemRecord::of(&scratch.items[id]);
             Ok((*id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?))
         };
         ws.catalog_puts.push(record(&table)?);
-        for id in deps.views.iter().chain(deps.rebuilt.iter().map(|r| &r.new)) {
+        for id in p.deps.views.iter().chain(&p.rebuilt) {
             ws.catalog_puts.push(record(id)?);
         }
-        ws.meta_puts.push((META_NEXT_ID.into(), scratch.next_id.to_be_bytes().to_vec()));
+        ws.meta_puts.push((META_NEXT_ID.into(), next_id.to_be_bytes().to_vec()));
         ws.meta_puts.push((schema::META_SCHEMAS.into(), schema::encode(&scratch.schemas)?));
         self.commits.submit(ws)?;
 
         // Then the catalog, the key sets and the dataflows.
+        let Prepared { scratch, deps, keys, gone, .. } = p;
         self.forget_items(gone);
-        self.catalog.next_id = scratch.next_id;
+        self.catalog.next_id = next_id;
         if let Some(t) = scratch.items.get(&table) {
             self.catalog.items.insert(table, t.clone());
         }
@@ -162,17 +275,13 @@ impl State {
                 self.catalog.items.insert(*id, v.clone());
             }
         }
-        self.unique.drop_owner(table);
-        for key in &unique {
-            self.unique.add(table, table, &key.name, &key.columns, key_names(key), &contents)?;
-        }
         // The table's arrangement is built again holding only the new
         // rows: a dataflow reading it also reads its history, which must
         // not hold rows of the old shape.
         let mut fresh = Vec::new();
         if map.is_some() {
             self.dataflow.broadcast(Command::Drop { id: table });
-            self.dataflow.broadcast(Command::CreateTable { id: table, name: item.name.clone() });
+            self.dataflow.broadcast(Command::CreateTable { id: table, name });
             fresh.push((table, contents.clone()));
         }
         let contents = HashMap::from([(table, contents)]);
@@ -182,6 +291,8 @@ impl State {
                 i.comments = r.comments;
             }
         }
+        // (`install` added the rebuilt indexes' keys; these are all of them.)
+        self.unique.replace_table(table, keys);
         if map.is_some() {
             self.reshaped.insert(table, ts);
         }
@@ -190,76 +301,53 @@ impl State {
         Ok(())
     }
 
-    /// Binds every item that reads `table` again against `scratch` (which
-    /// holds the table's new shape), in creation order, and records the
-    /// outcome in `scratch`.
-    fn dependents_after(&self, scratch: &mut Catalog, table: GlobalId, edit: &ColumnEdit, cascade: bool) -> Result<Dependents, Error> {
-        let table_name = self.catalog.items.get(&table).map(|i| i.name.clone()).unwrap_or_default();
-        let mut ids = self.catalog.dependents(table);
-        ids.sort_unstable();
-        let mut out = Dependents::default();
-        for id in ids {
-            let Some(dep) = scratch.items.get(&id).cloned() else { continue };
-            let bound = rebind_in(scratch, &dep.create_sql);
-            // A view keeps its columns (names and types) or the change is
-            // refused: what reads the view, and its clients, rely on them.
-            let same_columns = |d: &crate::repr::RelationDesc| {
-                d.names == dep.desc.names && d.types.iter().map(|t| &t.scalar).eq(dep.desc.types.iter().map(|t| &t.scalar))
-            };
-            let fits = match &bound {
-                Ok((Plan::CreateView { desc, .. }, _)) => same_columns(desc),
-                Ok(_) => true,
-                Err(_) => false,
-            };
-            if !fits {
-                if let ColumnEdit::Drop(column) = edit {
-                    if dep.kind == ItemKind::Index || cascade {
-                        let mut gone = scratch.dependents(id);
-                        gone.push(id);
-                        for g in gone {
-                            scratch.items.remove(&g);
-                            out.views.retain(|v| *v != g);
-                            out.dropped.push(g);
-                        }
-                        continue;
-                    }
-                    return Err(Error::DependentObjects {
-                        message: format!("cannot drop column {column} of table {table_name} because other objects depend on it"),
-                        detail: format!("{} {} depends on column {column} of table {table_name}", dep.kind.name(), dep.name),
-                    });
-                }
-                if let ColumnEdit::Type(..) = edit {
-                    return Err(Error::FeatureNotSupported("cannot alter type of a column used by a view or rule".into()));
-                }
-                let why = match bound {
-                    Err(e) => e.to_string(),
-                    Ok(_) => "its columns would change (it selects *); create it again naming its columns".into(),
-                };
-                return Err(Error::FeatureNotSupported(format!(
-                    "cannot alter table \"{table_name}\": {} \"{}\" reads it: {why}",
-                    dep.kind.name(),
-                    dep.name
-                )));
-            }
-            let (plan, deps) = bound?;
-            if dep.kind == ItemKind::View {
-                if let (Some(v), Plan::CreateView { query, desc, .. }) = (scratch.items.get_mut(&id), &plan) {
-                    v.plan = Some(query.clone());
-                    v.desc = desc.clone();
-                    v.depends_on = deps;
-                }
-                out.views.push(id);
-                continue;
-            }
-            let new = scratch.allocate_id();
-            let mut item = super::txn_ddl::pending_item(scratch, new, &dep.name, &plan, deps.clone(), dep.create_sql.clone())?;
-            item.comments = dep.comments.clone();
-            scratch.items.remove(&id);
-            scratch.insert(item);
-            out.replaced.push(id);
-            out.rebuilt.push(Rebuilt { new, name: dep.name, plan, deps, create_sql: dep.create_sql, comments: dep.comments });
+    /// A column change inside a transaction block: worked out against the
+    /// block's catalog over `rows` (the table's committed rows as the
+    /// block's earlier changes left them) and the block's own writes,
+    /// which take the new shape; COMMIT applies it (`txn_ddl`).
+    pub(super) fn defer_reshape(
+        &mut self,
+        txn: &mut Txn,
+        table: GlobalId,
+        edit: ColumnEdit,
+        rows: Vec<Row>,
+        map: Option<Vec<ScalarExpr>>,
+        cascade: bool,
+    ) -> Result<(), Error> {
+        let pending: Vec<(Row, Diff)> = match (&map, txn.writes.get(&table)) {
+            (Some(m), Some(w)) => w.iter().map(|(r, d)| Ok((map_row(m, r)?, *d))).collect::<Result<_, Error>>()?,
+            (None, Some(w)) => w.clone(),
+            (_, None) => Vec::new(),
+        };
+        let committed = self.catalog.items.get(&table).map(|i| i.desc.types.clone()).unwrap_or_default();
+        let mut next = self.catalog.next_id.max(1);
+        let mut alloc = || {
+            next += 1;
+            next - 1
+        };
+        let tc = self.block(txn);
+        let p = prepare(&tc.catalog, table, &edit, &rows, &pending, map.as_deref(), cascade, &mut alloc)?;
+        self.catalog.next_id = next;
+        let tc = txn.ddl.get_or_insert_with(Default::default);
+        for id in &p.gone {
+            tc.created.remove(id);
+            tc.keys.drop_owner(*id);
         }
-        Ok(out)
+        tc.created.extend(p.rebuilt.iter().copied());
+        tc.keys.replace_table(table, p.keys);
+        tc.catalog = p.scratch;
+        let r = tc.reshaped.entry(table).or_insert_with(|| super::txn::Reshaped { committed, steps: Vec::new(), rows: Vec::new() });
+        if let Some(m) = &map {
+            r.steps.push(m.clone());
+        }
+        r.rows = p.new_rows;
+        tc.ddl.push(Ddl::Reshape { table, edit, rows, map, cascade, ids: p.rebuilt });
+        // The block's changes of the table are now checked by its own keys.
+        txn.keys.forget(table);
+        if !pending.is_empty() {
+            txn.writes.insert(table, pending);
+        }
+        Ok(())
     }
 
     /// Fails (40001) if a relation `deps` reads changed shape after `ts`:
@@ -275,4 +363,83 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// Binds every item that reads `table` again against `scratch` (which
+/// holds the table's new shape; `base` the old), in creation order, and
+/// records the outcome in `scratch`.
+fn dependents_after(
+    base: &Catalog,
+    scratch: &mut Catalog,
+    table: GlobalId,
+    edit: &ColumnEdit,
+    cascade: bool,
+    alloc: &mut dyn FnMut() -> GlobalId,
+) -> Result<Dependents, Error> {
+    let table_name = base.items.get(&table).map(|i| i.name.clone()).unwrap_or_default();
+    let mut ids = base.dependents(table);
+    ids.sort_unstable();
+    let mut out = Dependents::default();
+    for id in ids {
+        let Some(dep) = scratch.items.get(&id).cloned() else { continue };
+        let bound = rebind_in(scratch, &dep.create_sql);
+        // A view keeps its columns (names and types) or the change is
+        // refused: what reads the view, and its clients, rely on them.
+        let same_columns = |d: &crate::repr::RelationDesc| {
+            d.names == dep.desc.names && d.types.iter().map(|t| &t.scalar).eq(dep.desc.types.iter().map(|t| &t.scalar))
+        };
+        let fits = match &bound {
+            Ok((Plan::CreateView { desc, .. }, _)) => same_columns(desc),
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if !fits {
+            if let ColumnEdit::Drop(column) = edit {
+                if dep.kind == ItemKind::Index || cascade {
+                    let mut gone = scratch.dependents(id);
+                    gone.push(id);
+                    for g in gone {
+                        scratch.items.remove(&g);
+                        out.views.retain(|v| *v != g);
+                        out.dropped.push(g);
+                    }
+                    continue;
+                }
+                return Err(Error::DependentObjects {
+                    message: format!("cannot drop column {column} of table {table_name} because other objects depend on it"),
+                    detail: format!("{} {} depends on column {column} of table {table_name}", dep.kind.name(), dep.name),
+                });
+            }
+            if let ColumnEdit::Type(..) = edit {
+                return Err(Error::FeatureNotSupported("cannot alter type of a column used by a view or rule".into()));
+            }
+            let why = match bound {
+                Err(e) => e.to_string(),
+                Ok(_) => "its columns would change (it selects *); create it again naming its columns".into(),
+            };
+            return Err(Error::FeatureNotSupported(format!(
+                "cannot alter table \"{table_name}\": {} \"{}\" reads it: {why}",
+                dep.kind.name(),
+                dep.name
+            )));
+        }
+        let (plan, deps) = bound?;
+        if dep.kind == ItemKind::View {
+            if let (Some(v), Plan::CreateView { query, desc, .. }) = (scratch.items.get_mut(&id), &plan) {
+                v.plan = Some(query.clone());
+                v.desc = desc.clone();
+                v.depends_on = deps;
+            }
+            out.views.push(id);
+            continue;
+        }
+        let new = alloc();
+        let mut item = super::txn_ddl::pending_item(scratch, new, &dep.name, &plan, deps.clone(), dep.create_sql.clone())?;
+        item.comments = dep.comments.clone();
+        scratch.items.remove(&id);
+        scratch.insert(item);
+        out.replaced.push(id);
+        out.rebuilt.push(Rebuilt { new, name: dep.name, plan, deps, create_sql: dep.create_sql, comments: dep.comments });
+    }
+    Ok(out)
 }

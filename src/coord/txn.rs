@@ -22,8 +22,9 @@
 
 use super::catalog::Catalog;
 use super::unique::{PendingKeys, UniqueKeys};
-use crate::expr::RelationExpr;
-use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
+use crate::expr::{RelationExpr, ScalarExpr};
+use crate::repr::{ColumnType, Diff, Error, GlobalId, Row, Timestamp};
+use crate::sql::ddl_text::ColumnEdit;
 use crate::sql::{ItemKind, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -75,8 +76,25 @@ pub struct TxnCatalog {
     /// Items the block created: in `catalog`, not yet in any dataflow.
     pub created: BTreeSet<GlobalId>,
     /// The unique keys of the tables the block created (and of unique
-    /// indexes on them), over the block's rows.
+    /// indexes on them), over the block's rows; and every key of a table
+    /// whose columns the block changed (`reshaped`).
     pub keys: UniqueKeys,
+    /// Tables whose columns the block changed (`coord/reshape.rs`).
+    pub reshaped: BTreeMap<GlobalId, Reshaped>,
+}
+
+/// A table whose columns a transaction block changed: its committed rows
+/// are still of the old shape, and the block reads them through `steps`.
+#[derive(Clone, Debug)]
+pub struct Reshaped {
+    /// The committed rows' column types.
+    pub committed: Vec<ColumnType>,
+    /// Each column change of the block that rewrote rows: the new row's
+    /// columns as expressions over the row before it.
+    pub steps: Vec<Vec<ScalarExpr>>,
+    /// The committed rows as the block's changes so far leave them (what
+    /// the next change in the block starts from).
+    pub rows: Vec<Row>,
 }
 
 /// One DDL statement of a transaction block, as COMMIT applies it.
@@ -92,15 +110,17 @@ pub enum Ddl {
     Schema(super::schema::SchemaOp),
     /// `COMMENT ON`.
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
+    /// `ALTER TABLE ... ADD | DROP | ALTER COLUMN`, `ADD CONSTRAINT`: the
+    /// committed `rows` as the block's earlier changes left them, and the
+    /// ids the block gave the rebuilt dependents, in order.
+    Reshape { table: GlobalId, edit: ColumnEdit, rows: Vec<Row>, map: Option<Vec<ScalarExpr>>, cascade: bool, ids: Vec<GlobalId> },
+    /// `ALTER TABLE ... RENAME COLUMN`.
+    RenameColumn { table: GlobalId, column: usize, new_name: String },
 }
 
 impl Txn {
     pub fn read_ts(&self) -> Option<Timestamp> {
         self.read.as_ref().map(|h| h.ts)
-    }
-
-    pub fn has_writes(&self) -> bool {
-        self.writes.values().any(|w| !w.is_empty())
     }
 
     /// `SAVEPOINT name`.
@@ -213,49 +233,68 @@ impl Drop for ReadHold {
 /// Items `created` by the transaction's own DDL exist only in its catalog
 /// (no dataflow has them yet): a created table is read as its buffered
 /// rows alone, a created materialized view as its defining query.
-pub fn overlay(
-    expr: RelationExpr,
-    writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>,
-    created: &BTreeSet<GlobalId>,
-    catalog: &Catalog,
-) -> RelationExpr {
+pub fn overlay(expr: RelationExpr, writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, block: Option<&TxnCatalog>, catalog: &Catalog) -> RelationExpr {
     let mut written: BTreeSet<GlobalId> = writes.iter().filter(|(_, w)| !w.is_empty()).map(|(id, _)| *id).collect();
-    if written.is_empty() && created.is_empty() {
+    let none = (BTreeSet::new(), BTreeMap::new());
+    let (created, reshaped) = block.map_or((&none.0, &none.1), |tc| (&tc.created, &tc.reshaped));
+    if written.is_empty() && created.is_empty() && reshaped.is_empty() {
         return expr;
     }
     // A materialized view over a created item is read as its query too.
     written.extend(created.iter().copied());
-    rewrite(expr, writes, &written, created, catalog, 0)
+    let ctx = Overlay { writes, written: &written, created, reshaped, catalog };
+    ctx.rewrite(expr, 0)
 }
 
-fn rewrite(
-    mut expr: RelationExpr,
-    writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>,
-    written: &BTreeSet<GlobalId>,
-    created: &BTreeSet<GlobalId>,
-    catalog: &Catalog,
-    depth: usize,
-) -> RelationExpr {
+/// What `overlay` rewrites with.
+struct Overlay<'a> {
+    writes: &'a BTreeMap<GlobalId, Vec<(Row, Diff)>>,
+    written: &'a BTreeSet<GlobalId>,
+    created: &'a BTreeSet<GlobalId>,
+    reshaped: &'a BTreeMap<GlobalId, Reshaped>,
+    catalog: &'a Catalog,
+}
+
+impl Overlay<'_> {
+fn rewrite(&self, mut expr: RelationExpr, depth: usize) -> RelationExpr {
+    let Overlay { writes, written, created, reshaped, catalog } = *self;
     // (Plans are as deep as the binder let them be, and views nest only as
     // deep as the catalog holds items; this bounds a cycle all the same.)
     if depth > MAX_OVERLAY_DEPTH {
         return expr;
     }
     if let RelationExpr::Get { id, types, .. } = &expr {
+        let (id, types) = (&id.clone(), types.clone());
         let rows = writes.get(id).filter(|w| !w.is_empty());
         let item = catalog.items.get(id);
         if created.contains(id) && item.is_some_and(|i| i.kind == ItemKind::Table) {
             let rows = rows.cloned().unwrap_or_default();
-            return RelationExpr::Constant { rows, types: types.clone() };
+            return RelationExpr::Constant { rows, types };
         }
+        // A table the block changed the columns of: its committed rows
+        // (of the old shape) through the block's changes.
+        let base = match reshaped.get(id) {
+            Some(r) => {
+                let mut base = RelationExpr::Get { id: *id, name: item.map(|i| i.name.clone()).unwrap_or_default(), types: r.committed.clone() };
+                let mut arity = r.committed.len();
+                for step in &r.steps {
+                    let map = RelationExpr::Map { input: Box::new(base), scalars: step.clone() };
+                    base = RelationExpr::Project { input: Box::new(map), outputs: (arity..arity + step.len()).collect() };
+                    arity = step.len();
+                }
+                base
+            }
+            None => expr,
+        };
         if let Some(rows) = rows {
-            let changes = RelationExpr::Constant { rows: rows.clone(), types: types.clone() };
-            return RelationExpr::Union { inputs: vec![expr, changes] };
+            let changes = RelationExpr::Constant { rows: rows.clone(), types };
+            return RelationExpr::Union { inputs: vec![base, changes] };
         }
+        let expr = base;
         if let Some(item) = item {
             if item.kind == ItemKind::MaterializedView && (created.contains(id) || depends_on_any(*id, written, catalog)) {
                 if let Some(plan) = &item.plan {
-                    return rewrite(plan.clone(), writes, written, created, catalog, depth + 1);
+                    return self.rewrite(plan.clone(), depth + 1);
                 }
             }
         }
@@ -263,9 +302,10 @@ fn rewrite(
     }
     for child in expr.children_mut() {
         let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
-        *child = rewrite(taken, writes, written, created, catalog, depth + 1);
+        *child = self.rewrite(taken, depth + 1);
     }
     expr
+}
 }
 
 /// How deep `overlay` follows a plan.
@@ -324,7 +364,7 @@ mod tests {
         let mut writes = BTreeMap::new();
         writes.insert(1, vec![(Row::pack(&[Datum::Int32(1)]), 1)]);
         let expr = RelationExpr::Union { inputs: vec![get(1), get(2)] };
-        let out = overlay(expr, &writes, &BTreeSet::new(), &catalog);
+        let out = overlay(expr, &writes, None, &catalog);
         let RelationExpr::Union { inputs } = out else { panic!("not a union") };
         assert!(matches!(&inputs[0], RelationExpr::Union { inputs } if inputs.len() == 2));
         assert_eq!(inputs[1], get(2));

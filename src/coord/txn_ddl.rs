@@ -21,6 +21,7 @@
 
 use super::catalog::{Catalog, Item};
 use super::txn::{Ddl, Txn, TxnCatalog};
+use super::unique::{PendingKeys, UniqueKeys};
 use super::State;
 use crate::repr::{Diff, Error, GlobalId, Row};
 use crate::sql::{ItemKind, Plan, QualifiedName};
@@ -97,15 +98,22 @@ impl State {
             tc.catalog.items.remove(id);
             tc.keys.drop_owner(*id);
         }
-        // What the block created and now drops never needs to exist.
-        let (created, existing): (Vec<GlobalId>, Vec<GlobalId>) = ids.iter().partition(|id| tc.created.contains(id));
-        for id in &created {
+        // What the block created and now drops never needs to exist (a
+        // dependent a column change rebuilt is made by that change, at
+        // COMMIT, and dropped after it).
+        let made = |id: &GlobalId| tc.ddl.iter().any(|d| matches!(d, Ddl::Create { id: c, .. } if c == id));
+        let (created, existing): (Vec<GlobalId>, Vec<GlobalId>) = ids.iter().partition(|id| made(id));
+        for id in &ids {
             tc.created.remove(id);
         }
         tc.ddl.retain(|d| match d {
             Ddl::Create { id, .. } | Ddl::Rename { id, .. } | Ddl::Comment { id, .. } => !created.contains(id),
+            Ddl::Reshape { table: id, .. } | Ddl::RenameColumn { table: id, .. } => !created.contains(id),
             Ddl::Drop { .. } | Ddl::Schema(_) => true,
         });
+        for id in &ids {
+            tc.reshaped.remove(id);
+        }
         if !existing.is_empty() {
             tc.ddl.push(Ddl::Drop { ids: existing });
         }
@@ -145,8 +153,10 @@ impl State {
 
     /// At COMMIT, before the block's writes: its DDL, in order. The created
     /// items' unique keys come from the block's key sets, which hold the
-    /// rows the block wrote.
-    pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog) -> Result<(), Error> {
+    /// rows the block wrote; so do all the keys of a table whose columns
+    /// the block changed (whose changes `pending` then forgets).
+    pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog, pending: &mut PendingKeys) -> Result<(), Error> {
+        let owned: Vec<(GlobalId, UniqueKeys)> = tc.reshaped.keys().map(|t| (*t, tc.keys.of_table(*t))).collect();
         for d in std::mem::take(&mut tc.ddl) {
             match d {
                 Ddl::Create { id, name, plan, deps, create_sql } => {
@@ -157,7 +167,17 @@ impl State {
                 Ddl::Rename { id, schema, new_name } => self.rename(id, &schema, &new_name)?,
                 Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
                 Ddl::Schema(op) => self.schema_op(op)?,
+                Ddl::Reshape { table, edit, rows, map, cascade, ids } => {
+                    self.reshape(table, &edit, rows, map.as_deref(), cascade, ids)?
+                }
+                Ddl::RenameColumn { table, column, new_name } => self.rename_column(table, column, &new_name)?,
             }
+        }
+        for (table, keys) in owned {
+            if self.catalog.items.contains_key(&table) {
+                self.unique.replace_table(table, keys);
+            }
+            pending.forget(table);
         }
         Ok(())
     }

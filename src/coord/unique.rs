@@ -112,6 +112,20 @@ impl UniqueKeys {
         }
     }
 
+    /// Replaces every key of `table` with those `from` holds for it (a
+    /// table whose columns changed, or a transaction block's keys of it).
+    pub fn replace_table(&mut self, table: GlobalId, mut from: UniqueKeys) {
+        match from.by_table.remove(&table) {
+            Some(keys) => self.by_table.insert(table, keys),
+            None => self.by_table.remove(&table),
+        };
+    }
+
+    /// The keys of `table` alone.
+    pub fn of_table(&self, table: GlobalId) -> UniqueKeys {
+        UniqueKeys { by_table: self.by_table.get(&table).map(|k| BTreeMap::from([(table, k.clone())])).unwrap_or_default() }
+    }
+
     /// Forgets the keys owned by `owner` (a dropped table or index).
     pub fn drop_owner(&mut self, owner: GlobalId) {
         self.by_table.remove(&owner);
@@ -139,7 +153,7 @@ impl UniqueKeys {
     /// change and, if no key value would repeat, records them.
     pub fn apply(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
         let mut pending = PendingKeys::default();
-        self.check(&mut pending, updates)?;
+        self.check(&mut pending, updates, |_| false)?;
         self.commit(pending);
         Ok(())
     }
@@ -148,11 +162,20 @@ impl UniqueKeys {
     /// statements changed keys by `pending` (not yet recorded here): if no
     /// key value would repeat, adds them to `pending`; otherwise changes
     /// nothing. The caller must keep other writers out until it commits or
-    /// forgets `pending` (the coordinator's write token).
-    pub fn check(&self, pending: &mut PendingKeys, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
+    /// forgets `pending` (the coordinator's write token). Tables for which
+    /// `skip` holds are not checked (their keys are elsewhere).
+    pub fn check(
+        &self,
+        pending: &mut PendingKeys,
+        updates: &[(GlobalId, Vec<(Row, Diff)>)],
+        skip: impl Fn(GlobalId) -> bool,
+    ) -> Result<(), Error> {
         // The net change of each key value, per (table, key).
         let mut deltas: Vec<((GlobalId, usize), HashMap<Row, Diff>)> = Vec::new();
         for (table, rows) in updates {
+            if skip(*table) {
+                continue;
+            }
             let Some(keys) = self.by_table.get(table) else { continue };
             for (i, key) in keys.iter().enumerate() {
                 let mut delta: HashMap<Row, Diff> = HashMap::new();
@@ -211,6 +234,14 @@ pub struct PendingKeys {
     deltas: HashMap<(GlobalId, usize), HashMap<Row, Diff>>,
 }
 
+impl PendingKeys {
+    /// Drops the changes of `table`'s keys (a transaction block took its
+    /// keys over).
+    pub fn forget(&mut self, table: GlobalId) {
+        self.deltas.retain(|(t, _), _| *t != table);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,17 +285,17 @@ mod tests {
         let mut u = UniqueKeys::default();
         u.add(1, 1, "t_pkey", &[0], vec!["a".into()], &[(row(&[Some(1)]), 1)]).unwrap();
         let mut p = PendingKeys::default();
-        u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
+        u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])], |_| false).unwrap();
         // The same key again in a later statement of the transaction.
-        assert!(u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])]).is_err());
+        assert!(u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])], |_| false).is_err());
         // Deleting 1 then inserting it again is fine.
-        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), -1)])]).unwrap();
-        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), 1)])]).unwrap();
+        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), -1)])], |_| false).unwrap();
+        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), 1)])], |_| false).unwrap();
         // Rolled back: nothing recorded, 2 is free for others.
         u.apply(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
         // Committed: 3 is taken.
         let mut p = PendingKeys::default();
-        u.check(&mut p, &[(1, vec![(row(&[Some(3)]), 1)])]).unwrap();
+        u.check(&mut p, &[(1, vec![(row(&[Some(3)]), 1)])], |_| false).unwrap();
         u.commit(p);
         assert!(u.apply(&[(1, vec![(row(&[Some(3)]), 1)])]).is_err());
     }

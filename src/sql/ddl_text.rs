@@ -284,11 +284,16 @@ pub enum ColumnEdit {
     NotNull(String, bool),
     /// `[SET DATA] TYPE`.
     Type(String, sqlparser::ast::DataType),
+    /// `ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE`, with its name.
+    Constraint(TableConstraint, String),
 }
 
 /// A table's stored statement after `edit`.
 pub fn columns_changed(create_sql: &str, edit: &ColumnEdit) -> Result<String, Error> {
     use sqlparser::ast::{ColumnOption, ColumnOptionDef};
+    if let ColumnEdit::Constraint(constraint, name) = edit {
+        return with_constraint(create_sql, constraint, name);
+    }
     let mut stmt = parse_one(create_sql)?;
     let Statement::CreateTable(ct) = &mut stmt else {
         return Err(Error::Internal(format!("not a table: {create_sql}")));
@@ -333,6 +338,7 @@ pub fn columns_changed(create_sql: &str, edit: &ColumnEdit) -> Result<String, Er
                 options.push(ColumnOptionDef { name: None, option: ColumnOption::NotNull });
             }
         }
+        ColumnEdit::Constraint(..) => {}
     }
     Ok(stmt.to_string())
 }
