@@ -120,6 +120,11 @@ pub enum Command {
     /// Reads the contents of a registered collection at `time`, once every
     /// worker's arrangement is complete through `time`.
     Peek { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// A fast-path read (`planner::fast_path`): the rows of arrangement
+    /// `id` at `time` under the keys that start with one of `keys`
+    /// (sorted): the keys themselves (a relation's own arrangement) or,
+    /// with `values`, the rows stored under them (an index).
+    Lookup { id: GlobalId, keys: Arc<Vec<Row>>, values: bool, time: Timestamp, reply: UnboundedSender<PeekResult> },
     /// Reads what a materialized view's checkpoint needs at `time`: its
     /// whole contents the first time, afterwards the changes since the
     /// previous checkpoint's time (the worker keeps a trace handle at that

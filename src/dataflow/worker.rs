@@ -70,8 +70,9 @@ struct PendingPeek {
     reply: UnboundedSender<PeekResult>,
     /// The transient dataflow to drop once answered.
     drop_dataflow: Option<usize>,
-    /// A checkpoint read: of the view `id`, the changes after `since` (all
-    /// of it if `None`); the handle goes back to `checkpoints` afterwards.
+    /// A fast-path read: the key prefixes sought, and whether the rows are
+    /// the values under them (an index) rather than the keys.
+    lookup: Option<(Arc<Vec<Row>>, bool)>,
     /// A checkpoint read: the view, the previous checkpoint's time (`None`:
     /// whole, in chunks of this many bytes).
     checkpoint: Option<(GlobalId, Option<Timestamp>, usize)>,
@@ -115,6 +116,9 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
                 Err(crossbeam_channel::TryRecvError::Empty) => break,
             }
         }
+        // Reads whose arrangements are already complete at their time (a
+        // lookup, most reads) are answered before the worker steps or parks.
+        serve_peeks(worker, &mut state);
         let park = if state.peeks.is_empty() { Duration::from_millis(50) } else { Duration::from_millis(1) };
         worker.step_or_park(Some(park));
         serve_peeks(worker, &mut state);
@@ -125,6 +129,25 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
                 state.trim_after = None;
                 crate::heap::release_free();
             }
+        }
+    }
+}
+
+/// Queues a read of the arrangement of `id` at `time` (whole, or a
+/// lookup's keys), answered once the arrangement is complete there.
+fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult>, lookup: Option<(Arc<Vec<Row>>, bool)>) {
+    match state.traces.get(&id) {
+        Some(bundle) => state.peeks.push(PendingPeek {
+            ok: bundle.ok.clone(),
+            err: bundle.err.clone(),
+            time,
+            reply,
+            drop_dataflow: None,
+            lookup,
+            checkpoint: None,
+        }),
+        None => {
+            let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
         }
     }
 }
@@ -203,19 +226,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 worker.drop_dataflow(df);
             }
         }
-        Command::Peek { id, time, reply } => match state.traces.get(&id) {
-            Some(bundle) => state.peeks.push(PendingPeek {
-                ok: bundle.ok.clone(),
-                err: bundle.err.clone(),
-                time,
-                reply,
-                drop_dataflow: None,
-                checkpoint: None,
-            }),
-            None => {
-                let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
-            }
-        },
+        Command::Peek { id, time, reply } => read_at(state, id, time, reply, None),
+        Command::Lookup { id, keys, values, time, reply } => read_at(state, id, time, reply, Some((keys, values))),
         Command::Checkpoint { id, time, chunk_bytes, reply } => {
             let Some(bundle) = state.traces.get(&id) else {
                 let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
@@ -232,6 +244,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 time,
                 reply,
                 drop_dataflow: None,
+                lookup: None,
                 checkpoint: Some((id, since, chunk_bytes)),
             });
         }
@@ -462,6 +475,7 @@ fn query(
             time,
             reply,
             drop_dataflow: Some(df),
+            lookup: None,
             checkpoint: None,
         }),
         None => {
@@ -526,7 +540,10 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
             }
             continue;
         }
-        let result = read_errors(peek.err.as_mut(), peek.time).and_then(|_| Ok(read_rows(&mut peek.ok, peek.time)));
+        let result = read_errors(peek.err.as_mut(), peek.time).map(|_| match &peek.lookup {
+            Some((keys, values)) => read_prefixes(&mut peek.ok, peek.time, keys, *values),
+            None => read_rows(&mut peek.ok, peek.time),
+        });
         let _ = peek.reply.send(result);
         if let Some(df) = peek.drop_dataflow {
             drop(peek);
@@ -582,6 +599,44 @@ fn finish_checkpoint_read(state: &mut WorkerState, id: GlobalId, mut handle: Row
     state.checkpoints.insert(id, (handle, time));
 }
 
+/// The accumulated count of the cursor's current (key, value) at `time`.
+/// A macro because the cursor types are the spines' own.
+macro_rules! count_at {
+    ($cursor:expr, $storage:expr, $time:expr) => {{
+        let mut count: Diff = 0;
+        $cursor.map_times($storage, |t, r| {
+            if *t <= $time {
+                count += *r;
+            }
+        });
+        count
+    }};
+}
+
+/// The rows of a row arrangement at `time` under the keys that start with
+/// one of `prefixes` (sorted): the keys, or with `values` the values under
+/// them. Keys sort by their bytes, so each prefix's keys are one range,
+/// reached by a seek.
+fn read_prefixes(trace: &mut RowTrace, time: Timestamp, prefixes: &[Row], values: bool) -> Vec<(Row, Diff)> {
+    let (mut cursor, storage) = trace.cursor();
+    let mut out = Vec::new();
+    for prefix in prefixes {
+        cursor.seek_key(&storage, prefix.as_ref());
+        while cursor.key_valid(&storage) && cursor.key(&storage).as_bytes().starts_with(prefix.as_bytes()) {
+            while cursor.val_valid(&storage) {
+                let count = count_at!(cursor, &storage, time);
+                if count != 0 {
+                    let row = if values { cursor.val(&storage).to_row() } else { cursor.key(&storage).to_row() };
+                    out.push((row, count));
+                }
+                cursor.step_val(&storage);
+            }
+            cursor.step_key(&storage);
+        }
+    }
+    out
+}
+
 /// Contents of a row arrangement (rows are keys) at `time`, from the key
 /// `from` on, until about `chunk_bytes` of rows are read; with the key the
 /// next chunk starts at, if any rows are left.
@@ -597,12 +652,7 @@ fn read_rows_from(trace: &mut RowTrace, time: Timestamp, from: Option<&Row>, chu
             return (out, Some(cursor.key(&storage).to_row()));
         }
         while cursor.val_valid(&storage) {
-            let mut count: Diff = 0;
-            cursor.map_times(&storage, |t, r| {
-                if *t <= time {
-                    count += *r;
-                }
-            });
+            let count = count_at!(cursor, &storage, time);
             if count != 0 {
                 let key = cursor.key(&storage);
                 bytes += key.as_bytes().len() + 16;

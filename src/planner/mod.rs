@@ -10,6 +10,7 @@
 //! Must not: do I/O or read the catalog other than through `IndexCatalog`.
 
 mod demand;
+pub mod fast_path;
 
 use crate::expr::relation::IndexRef;
 use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr, VariadicFunc};
