@@ -660,3 +660,31 @@ async fn row_descriptions_name_each_columns_table_and_number() {
     assert_eq!(got, vec![(Some(ot), Some(2)), (None, None)]);
     assert!(client.query(&stmt, &[&0i32]).await.unwrap().is_empty());
 }
+
+/// Bind and Describe of a prepared statement reuse its description while
+/// the catalog stays as it was, and describe it again once it changes:
+/// after `ALTER COLUMN a TYPE bigint`, Bind takes `$1` as bigint, so the
+/// 4-byte int the client still sends is refused (22P03, as PostgreSQL
+/// refuses it) instead of being read with the old type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statement_descriptions_follow_the_catalog() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE described (a int PRIMARY KEY, b text); INSERT INTO described VALUES (1, 'x'), (2, 'y')").await;
+    let stmt = client.prepare("SELECT b FROM described WHERE a = $1").await.unwrap();
+    assert_eq!(stmt.params(), &[Type::INT4]);
+    for (a, b) in [(1, "x"), (2, "y"), (1, "x")] {
+        let got = client.query(&stmt, &[&a]).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].get::<_, String>(0), b);
+    }
+    let other = server.connect().await;
+    exec(&other, "ALTER TABLE described ALTER COLUMN a TYPE bigint").await;
+    let err = client.query(&stmt, &[&1i32]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::INVALID_BINARY_REPRESENTATION), "{err:?}");
+    // Prepared again, it takes the new type.
+    let stmt = client.prepare("SELECT b FROM described WHERE a = $1").await.unwrap();
+    assert_eq!(stmt.params(), &[Type::INT8]);
+    let got = client.query(&stmt, &[&2i64]).await.unwrap();
+    assert_eq!(got[0].get::<_, String>(0), "y");
+}

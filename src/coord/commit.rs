@@ -49,6 +49,9 @@ pub struct GroupCommit {
     wake: Condvar,
     durable: tokio::sync::watch::Sender<Durable>,
     pub stats: CommitStats,
+    /// Counts write sets that changed the catalog: a statement described
+    /// at one count describes the same while the count stays.
+    catalog_changes: std::sync::atomic::AtomicU64,
 }
 
 impl GroupCommit {
@@ -60,6 +63,7 @@ impl GroupCommit {
             wake: Condvar::new(),
             durable,
             stats: CommitStats::default(),
+            catalog_changes: std::sync::atomic::AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&gc);
         std::thread::Builder::new()
@@ -72,10 +76,18 @@ impl GroupCommit {
     /// Queues `ws` for the next batch. Callers submit in timestamp order.
     pub fn submit(&self, ws: WriteSet) -> Result<(), Error> {
         self.check_failed()?;
+        if !(ws.catalog_puts.is_empty() && ws.catalog_deletes.is_empty() && ws.meta_puts.is_empty() && ws.meta_deletes.is_empty()) {
+            self.catalog_changes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         let mut q = self.queue.lock().map_err(|_| Error::Internal("commit queue poisoned".into()))?;
         q.sets.push(ws);
         self.wake.notify_one();
         Ok(())
+    }
+
+    /// How many catalog changes were submitted (`catalog_changes`).
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog_changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits until everything up to `ts` is durable.

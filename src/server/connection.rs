@@ -130,7 +130,25 @@ pub struct Connection {
     /// The named portals bound (Bind), which `MOVE` moves too: PostgreSQL
     /// keeps portals and SQL cursors in one namespace (`portal_cursor.rs`).
     pub(super) portals: Mutex<std::collections::HashMap<String, Arc<Portal<PreparedStatement>>>>,
+    /// Descriptions of prepared statements (Bind and Describe each need
+    /// one; a prepared statement runs Bind, Describe, Execute every time),
+    /// by statement, kept while the catalog and search_path stay as they
+    /// were (`Described`).
+    described: Mutex<std::collections::HashMap<usize, Described>>,
 }
+
+/// A statement's description and what it was made from. The statement is
+/// kept so its address (the key) is not reused while the entry exists.
+struct Described {
+    stmt: Arc<Stmt>,
+    generation: u64,
+    search_path: Option<String>,
+    declared: Vec<Option<ScalarType>>,
+    desc: StatementDesc,
+}
+
+/// At most this many descriptions are kept per connection.
+const MAX_DESCRIBED: usize = 256;
 
 /// Whether a query string holds no statement at all (only whitespace and
 /// semicolons), which Postgres answers with EmptyQueryResponse.
@@ -210,6 +228,7 @@ impl Connection {
             cancel: Mutex::new(None),
             reported: Mutex::new(Vec::new()),
             portals: Mutex::new(std::collections::HashMap::new()),
+            described: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -243,10 +262,36 @@ impl Connection {
         let declared: Vec<Option<ScalarType>> =
             stmt.parameter_types.iter().map(declared_type).collect();
         let session = self.session.lock().await;
-        self.coord
-            .describe(&session, &stmt.statement.stmt, &declared)
+        let parsed = &stmt.statement.stmt;
+        // Kept: queries and writes, outside a block that changed the
+        // catalog (the block binds against its own), described at the
+        // catalog's current generation, read before binding (a change
+        // meanwhile only makes the entry stale early).
+        let cacheable = parsed.described_by_catalog() && session.txn.as_ref().is_none_or(|t| t.ddl.is_none());
+        let key = Arc::as_ptr(parsed) as usize;
+        let generation = self.coord.catalog_generation();
+        let search_path = session.vars.get("search_path").cloned();
+        if cacheable {
+            if let Some(d) = self.described.lock().await.get(&key) {
+                if Arc::ptr_eq(&d.stmt, parsed) && d.generation == generation && d.search_path == search_path && d.declared == declared {
+                    return Ok(d.desc.clone());
+                }
+            }
+        }
+        let desc = self
+            .coord
+            .describe(&session, parsed, &declared)
             .await
-            .map_err(|e| pg_error(&e))
+            .map_err(|e| pg_error(&e))?;
+        if cacheable {
+            let mut described = self.described.lock().await;
+            if described.len() >= MAX_DESCRIBED {
+                described.clear();
+            }
+            let entry = Described { stmt: parsed.clone(), generation, search_path, declared, desc: desc.clone() };
+            described.insert(key, entry);
+        }
+        Ok(desc)
     }
 
     /// Executes a statement in this connection's session; also returns

@@ -125,6 +125,13 @@ impl fmt::Display for Stmt {
 }
 
 impl Stmt {
+    /// Whether the statement's description (parameter and result types)
+    /// depends only on the catalog and the search path: a query or a
+    /// write (not, say, `FETCH`, whose columns are its cursor's).
+    pub fn described_by_catalog(&self) -> bool {
+        matches!(self, Stmt::Sql(Statement::Query(_) | Statement::Insert(_) | Statement::Update { .. } | Statement::Delete(_)))
+    }
+
     /// The sqlparser statement, if this is one.
     pub fn sql(&self) -> Option<&Statement> {
         match self {
