@@ -671,13 +671,13 @@ impl Coordinator {
         sql::parse(sql)
     }
 
-    /// Describes a statement for the extended protocol.
     /// Changes with every catalog change (`GroupCommit::catalog_generation`):
     /// a statement's description can be kept while it stays the same.
     pub fn catalog_generation(&self) -> u64 {
         self.commits.catalog_generation()
     }
 
+    /// Describes a statement for the extended protocol.
     pub async fn describe(
         &self,
         session: &Session,

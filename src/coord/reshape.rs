@@ -81,8 +81,9 @@ pub(super) struct Prepared {
     pub new_rows: Vec<Row>,
     deps: Dependents,
     /// Every unique key of the table (its constraints and its unique
-    /// indexes) over the new rows and the `pending` changes.
-    pub keys: UniqueKeys,
+    /// indexes) over the new rows and the `pending` changes; `None` when
+    /// the rows were not read (the change keeps them and their keys).
+    pub keys: Option<UniqueKeys>,
     /// The ids of the dependents built again, in order.
     pub rebuilt: Vec<GlobalId>,
     /// Items dropped or replaced.
@@ -90,7 +91,7 @@ pub(super) struct Prepared {
 }
 
 /// Works out `edit` of `table` in `base`, whose committed rows are `rows`
-/// and whose uncommitted changes (a transaction block's, already of the
+/// (`None`: not read, for a change that keeps them) and whose uncommitted changes (a transaction block's, already of the
 /// new shape) are `pending`; `map` turns a row as it is into the row as it
 /// becomes (`None`: rows unchanged); `alloc` gives the ids of rebuilt
 /// dependents. Fails, changing nothing, as PostgreSQL refuses the change.
@@ -98,7 +99,7 @@ pub(super) fn prepare(
     base: &Catalog,
     table: GlobalId,
     edit: &ColumnEdit,
-    rows: &[Row],
+    rows: Option<&[Row]>,
     pending: &[(Row, Diff)],
     map: Option<&[ScalarExpr]>,
     cascade: bool,
@@ -115,9 +116,11 @@ pub(super) fn prepare(
             return Err(Error::InvalidTableDefinition(format!("column \"{name}\" is in a primary key")));
         }
     }
-    let new_rows: Vec<Row> = match map {
-        Some(map) => rows.iter().map(|r| map_row(map, r)).collect::<Result<_, _>>()?,
-        None => rows.to_vec(),
+    let new_rows: Vec<Row> = match (map, rows) {
+        (Some(map), Some(rows)) => rows.iter().map(|r| map_row(map, r)).collect::<Result<_, _>>()?,
+        (None, Some(rows)) => rows.to_vec(),
+        (Some(_), None) => return Err(Error::Internal("a column change that rewrites rows was not given them".into())),
+        (None, None) => Vec::new(),
     };
     let inserted = pending.iter().filter(|(_, d)| *d > 0).map(|(r, _)| r);
     for (c, _) in desc.types.iter().enumerate().filter(|(_, t)| !t.nullable) {
@@ -149,15 +152,21 @@ pub(super) fn prepare(
     all.extend(pending.iter().cloned());
     let all = super::txn::consolidate(all);
     let names = |cols: &[usize]| cols.iter().map(|c| desc.names[*c].clone()).collect::<Vec<_>>();
-    let mut keys = UniqueKeys::default();
-    for key in &unique {
-        keys.add(table, table, &key.name, &key.columns, names(&key.columns), &all)?;
-    }
-    for ix in scratch.items.values().filter(|i| i.unique) {
-        if let Some((on, cols)) = ix.index.as_ref().filter(|(on, _)| *on == table) {
-            keys.add(*on, ix.id, &ix.name, cols, names(cols), &all)?;
+    let keys = match rows {
+        Some(_) => {
+            let mut keys = UniqueKeys::default();
+            for key in &unique {
+                keys.add(table, table, &key.name, &key.columns, names(&key.columns), &all)?;
+            }
+            for ix in scratch.items.values().filter(|i| i.unique) {
+                if let Some((on, cols)) = ix.index.as_ref().filter(|(on, _)| *on == table) {
+                    keys.add(*on, ix.id, &ix.name, cols, names(cols), &all)?;
+                }
+            }
+            Some(keys)
         }
-    }
+        None => None,
+    };
     let rebuilt = deps.rebuilt.iter().map(|r| r.new).collect();
     let mut gone: Vec<GlobalId> = deps.dropped.iter().chain(&deps.replaced).copied().collect();
     gone.sort_unstable_by(|a, b| b.cmp(a));
@@ -193,33 +202,35 @@ impl Coordinator {
             false => tc.reshaped.get(&table).map(|r| r.rows.clone()),
         });
         let rows = match (earlier, needs_rows) {
-            (Some(rows), _) => rows,
-            (None, false) => Vec::new(),
+            (Some(rows), _) => Some(rows),
+            (None, false) => None,
             (None, true) => {
                 let (name, types) =
                     state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
                 let rx = state.read(RelationExpr::Get { id: table, name, types }, state.write_ts)?;
-                self.collect(rx).await?.into_iter().map(Row::from_datums).collect()
+                Some(self.collect(rx).await?.into_iter().map(Row::from_datums).collect())
             }
         };
-        match session.txn.as_mut() {
-            Some(txn) => state.defer_reshape(txn, table, edit, rows, map, cascade)?,
-            None => state.reshape(table, &edit, rows, map.as_deref(), cascade, Vec::new())?,
+        match (session.txn.as_mut(), rows) {
+            (Some(txn), Some(rows)) => state.defer_reshape(txn, table, edit, rows, map, cascade)?,
+            (Some(_), None) => return Err(Error::Internal("a column change in a block was not given the rows".into())),
+            (None, rows) => state.reshape(table, &edit, rows, map.as_deref(), cascade, Vec::new())?,
         }
         Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
     }
 }
 
 impl State {
-    /// Applies `edit` to `table`, whose rows are `rows`; `map` turns a row
-    /// as it is into the row as it becomes (`None`: rows unchanged).
+    /// Applies `edit` to `table`, whose rows are `rows` (`None`: not read,
+    /// the change keeps them); `map` turns a row as it is into the row as
+    /// it becomes (`None`: rows unchanged).
     /// Rebuilt dependents take `ids` in order (a transaction block chose
     /// them), then new ones.
     pub(super) fn reshape(
         &mut self,
         table: GlobalId,
         edit: &ColumnEdit,
-        rows: Vec<Row>,
+        rows: Option<Vec<Row>>,
         map: Option<&[ScalarExpr]>,
         cascade: bool,
         ids: Vec<GlobalId>,
@@ -233,20 +244,20 @@ impl State {
                 next - 1
             })
         };
-        let p = prepare(&self.catalog, table, edit, &rows, &[], map, cascade, &mut alloc)?;
+        let p = prepare(&self.catalog, table, edit, rows.as_deref(), &[], map, cascade, &mut alloc)?;
         let next_id = next.max(self.catalog.next_id);
 
         // One durable write: the rows, the table's record, the dependents.
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         let contents: Vec<(Row, Diff)> = p.new_rows.iter().map(|r| (r.clone(), 1)).collect();
-        let updates = match map {
-            Some(_) => {
+        let updates = match (map, rows) {
+            (Some(_), Some(rows)) => {
                 let mut changes: Vec<(Row, Diff)> = rows.into_iter().map(|r| (r, -1)).collect();
                 changes.extend(contents.iter().cloned());
                 vec![(table, changes)]
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         ws.table_updates = Arc::new(updates);
         self.drop_records(&p.gone, &mut ws);
@@ -292,7 +303,9 @@ impl State {
             }
         }
         // (`install` added the rebuilt indexes' keys; these are all of them.)
-        self.unique.replace_table(table, keys);
+        if let Some(keys) = keys {
+            self.unique.replace_table(table, keys);
+        }
         if map.is_some() {
             self.reshaped.insert(table, ts);
         }
@@ -326,7 +339,7 @@ impl State {
             next - 1
         };
         let tc = self.block(txn);
-        let p = prepare(&tc.catalog, table, &edit, &rows, &pending, map.as_deref(), cascade, &mut alloc)?;
+        let p = prepare(&tc.catalog, table, &edit, Some(&rows), &pending, map.as_deref(), cascade, &mut alloc)?;
         self.catalog.next_id = next;
         let tc = txn.ddl.get_or_insert_with(Default::default);
         for id in &p.gone {
@@ -334,7 +347,7 @@ impl State {
             tc.keys.drop_owner(*id);
         }
         tc.created.extend(p.rebuilt.iter().copied());
-        tc.keys.replace_table(table, p.keys);
+        tc.keys.replace_table(table, p.keys.unwrap_or_default());
         tc.catalog = p.scratch;
         let r = tc.reshaped.entry(table).or_insert_with(|| super::txn::Reshaped { committed, steps: Vec::new(), rows: Vec::new() });
         if let Some(m) = &map {

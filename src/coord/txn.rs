@@ -256,56 +256,56 @@ struct Overlay<'a> {
 }
 
 impl Overlay<'_> {
-fn rewrite(&self, mut expr: RelationExpr, depth: usize) -> RelationExpr {
-    let Overlay { writes, written, created, reshaped, catalog } = *self;
-    // (Plans are as deep as the binder let them be, and views nest only as
-    // deep as the catalog holds items; this bounds a cycle all the same.)
-    if depth > MAX_OVERLAY_DEPTH {
-        return expr;
-    }
-    if let RelationExpr::Get { id, types, .. } = &expr {
-        let (id, types) = (&id.clone(), types.clone());
-        let rows = writes.get(id).filter(|w| !w.is_empty());
-        let item = catalog.items.get(id);
-        if created.contains(id) && item.is_some_and(|i| i.kind == ItemKind::Table) {
-            let rows = rows.cloned().unwrap_or_default();
-            return RelationExpr::Constant { rows, types };
+    fn rewrite(&self, mut expr: RelationExpr, depth: usize) -> RelationExpr {
+        let Overlay { writes, written, created, reshaped, catalog } = *self;
+        // (Plans are as deep as the binder let them be, and views nest only as
+        // deep as the catalog holds items; this bounds a cycle all the same.)
+        if depth > MAX_OVERLAY_DEPTH {
+            return expr;
         }
-        // A table the block changed the columns of: its committed rows
-        // (of the old shape) through the block's changes.
-        let base = match reshaped.get(id) {
-            Some(r) => {
-                let mut base = RelationExpr::Get { id: *id, name: item.map(|i| i.name.clone()).unwrap_or_default(), types: r.committed.clone() };
-                let mut arity = r.committed.len();
-                for step in &r.steps {
-                    let map = RelationExpr::Map { input: Box::new(base), scalars: step.clone() };
-                    base = RelationExpr::Project { input: Box::new(map), outputs: (arity..arity + step.len()).collect() };
-                    arity = step.len();
-                }
-                base
+        if let RelationExpr::Get { id, types, .. } = &expr {
+            let (id, types) = (&id.clone(), types.clone());
+            let rows = writes.get(id).filter(|w| !w.is_empty());
+            let item = catalog.items.get(id);
+            if created.contains(id) && item.is_some_and(|i| i.kind == ItemKind::Table) {
+                let rows = rows.cloned().unwrap_or_default();
+                return RelationExpr::Constant { rows, types };
             }
-            None => expr,
-        };
-        if let Some(rows) = rows {
-            let changes = RelationExpr::Constant { rows: rows.clone(), types };
-            return RelationExpr::Union { inputs: vec![base, changes] };
-        }
-        let expr = base;
-        if let Some(item) = item {
-            if item.kind == ItemKind::MaterializedView && (created.contains(id) || depends_on_any(*id, written, catalog)) {
-                if let Some(plan) = &item.plan {
-                    return self.rewrite(plan.clone(), depth + 1);
+            // A table the block changed the columns of: its committed rows
+            // (of the old shape) through the block's changes.
+            let base = match reshaped.get(id) {
+                Some(r) => {
+                    let mut base = RelationExpr::Get { id: *id, name: item.map(|i| i.name.clone()).unwrap_or_default(), types: r.committed.clone() };
+                    let mut arity = r.committed.len();
+                    for step in &r.steps {
+                        let map = RelationExpr::Map { input: Box::new(base), scalars: step.clone() };
+                        base = RelationExpr::Project { input: Box::new(map), outputs: (arity..arity + step.len()).collect() };
+                        arity = step.len();
+                    }
+                    base
+                }
+                None => expr,
+            };
+            if let Some(rows) = rows {
+                let changes = RelationExpr::Constant { rows: rows.clone(), types };
+                return RelationExpr::Union { inputs: vec![base, changes] };
+            }
+            let expr = base;
+            if let Some(item) = item {
+                if item.kind == ItemKind::MaterializedView && (created.contains(id) || depends_on_any(*id, written, catalog)) {
+                    if let Some(plan) = &item.plan {
+                        return self.rewrite(plan.clone(), depth + 1);
+                    }
                 }
             }
+            return expr;
         }
-        return expr;
+        for child in expr.children_mut() {
+            let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
+            *child = self.rewrite(taken, depth + 1);
+        }
+        expr
     }
-    for child in expr.children_mut() {
-        let taken = std::mem::replace(child, RelationExpr::Constant { rows: vec![], types: vec![] });
-        *child = self.rewrite(taken, depth + 1);
-    }
-    expr
-}
 }
 
 /// How deep `overlay` follows a plan.

@@ -168,7 +168,7 @@ impl State {
                 Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
                 Ddl::Schema(op) => self.schema_op(op)?,
                 Ddl::Reshape { table, edit, rows, map, cascade, ids } => {
-                    self.reshape(table, &edit, rows, map.as_deref(), cascade, ids)?
+                    self.reshape(table, &edit, Some(rows), map.as_deref(), cascade, ids)?
                 }
                 Ddl::RenameColumn { table, column, new_name } => self.rename_column(table, column, &new_name)?,
             }
