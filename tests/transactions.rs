@@ -66,7 +66,17 @@ async fn concurrent_transfers_are_atomic() {
                      UPDATE acct SET bal = bal + {amount} WHERE id = {to};
                      COMMIT;"
                 );
-                c.batch_execute(&sql).await.unwrap_or_else(|e| panic!("transfer {n}: {e}"));
+                // Transfers that cross are refused (40001, 40P01) and
+                // tried again, as a client of a serializable database does.
+                loop {
+                    match c.batch_execute(&sql).await {
+                        Ok(()) => break,
+                        Err(e) if e.as_db_error().is_some_and(|d| ["40001", "40P01"].contains(&d.code().code())) => {
+                            c.batch_execute("ROLLBACK").await.unwrap();
+                        }
+                        Err(e) => panic!("transfer {n}: {e:?}"),
+                    }
+                }
                 committed.fetch_add(1, Ordering::SeqCst);
             }
         }));
@@ -121,7 +131,7 @@ async fn a_disconnected_transaction_leaves_nothing_and_blocks_no_one() {
     let a = server.connect().await;
     a.batch_execute("CREATE TABLE t (a int PRIMARY KEY)").await.unwrap();
     a.batch_execute("BEGIN; INSERT INTO t VALUES (1), (2);").await.unwrap();
-    // While `a` holds the write token, another session's write waits...
+    // While `a`'s insert of key 1 is open, another insert of key 1 waits...
     let b = server.connect().await;
     let write = tokio::spawn(async move {
         let started = Instant::now();

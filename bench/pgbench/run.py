@@ -16,6 +16,14 @@ transactions per teller, the latest 100 history rows), to show what keeping
 views costs an OLTP load. Prints TPS, latency p50/p99 (from pgbench's
 per-transaction log) and ripple's ratio to PostgreSQL.
 
+Then the transfers workload: TRANSFER_CLIENTS sessions (16) move money
+between 10 accounts in explicit transactions (two keyed UPDATEs in random
+order) for TRANSFER_DURATION seconds (20), serializable on both (ripple's
+default; PostgreSQL with default_transaction_isolation=serializable), with
+pgbench retrying serialization failures and deadlocks (--max-tries=0):
+commits/s, and how many tries failed, beside PostgreSQL's; the balances
+must still sum to the start.
+
 Owns: setting up both servers and reading pgbench's output. Must not: be
 run by the test suite (it takes minutes); its numbers go in notes and docs.
 """
@@ -129,19 +137,32 @@ def psql(c, sql):
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql] + conn_args(c), check=True)
 
 
-def pgbench(c, args, logdir):
+TRANSFER_SCRIPT = """\\set from random(1, 10)
+\\set to random(1, 10)
+\\set amount random(1, 100)
+BEGIN;
+UPDATE bench_transfer SET bal = bal - :amount WHERE id = :from;
+UPDATE bench_transfer SET bal = bal + :amount WHERE id = :to;
+END;
+"""
+
+
+def pgbench(c, args, logdir, env=None):
     for f in glob.glob(os.path.join(logdir, "pgbench_log.*")):
         os.remove(f)
     r = subprocess.run(["pgbench"] + args + ["--log", "--log-prefix", os.path.join(logdir, "pgbench_log")] + conn_args(c),
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     out = r.stdout + r.stderr
     tps = None
     failed = 0
+    retried = 0
     for line in out.splitlines():
         if line.startswith("tps ="):
             tps = float(line.split()[2])
         if "number of failed transactions" in line:
             failed = int(line.split(":")[1].split()[0])
+        if "total number of retries" in line:
+            retried = int(line.split(":")[1].split()[0])
     latencies = []
     for f in glob.glob(os.path.join(logdir, "pgbench_log.*")):
         with open(f) as fh:
@@ -156,7 +177,34 @@ def pgbench(c, args, logdir):
 
     if tps is None:
         print(out[-2000:], file=sys.stderr)
-    return {"tps": tps or 0.0, "p50": pct(0.50), "p99": pct(0.99), "failed": failed, "exit": r.returncode}
+    return {"tps": tps or 0.0, "p50": pct(0.50), "p99": pct(0.99), "failed": failed, "retries": retried,
+            "exit": r.returncode}
+
+
+def transfers(servers, a, logdir):
+    """The transfers workload on each server; returns {name: result}."""
+    script = os.path.join(logdir, "transfer.sql")
+    with open(script, "w") as f:
+        f.write(TRANSFER_SCRIPT)
+    out = {}
+    for name, c in servers:
+        psql(c, "DROP TABLE IF EXISTS bench_transfer")
+        psql(c, "CREATE TABLE bench_transfer (id int PRIMARY KEY, bal bigint NOT NULL)")
+        psql(c, "INSERT INTO bench_transfer SELECT g, 1000 FROM generate_series(1, 10) g")
+        env = dict(os.environ)
+        if name == "postgres":
+            env["PGOPTIONS"] = "-c default_transaction_isolation=serializable"
+        r = pgbench(c, ["-n", "-f", script, "-M", "prepared", "--max-tries=0", "-c", str(a.transfer_clients),
+                        "-j", str(a.threads), "-T", str(a.transfer_duration)], logdir, env)
+        total = subprocess.run(["psql", "-X", "-A", "-t", "-c", "SELECT sum(bal) FROM bench_transfer"] + conn_args(c),
+                               capture_output=True, text=True).stdout.strip()
+        r["total"] = total
+        tries = r["tps"] * a.transfer_duration + r["retries"]
+        r["abort_rate"] = r["retries"] / tries if tries else float("nan")
+        out[name] = r
+        print(f"# transfers   {name:8} {r['tps']:10.0f} commits/s  {r['retries']} retried "
+              f"({100 * r['abort_rate']:.1f}% of tries)  failed {r['failed']}  sum {total}", flush=True)
+    return out
 
 
 def main():
@@ -167,6 +215,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-views", action="store_true", help="skip the run with three materialized views")
     ap.add_argument("--no-postgres", action="store_true", help="run ripple alone")
+    ap.add_argument("--transfer-clients", type=int, default=16)
+    ap.add_argument("--transfer-duration", type=int, default=20)
+    ap.add_argument("--only-transfers", action="store_true", help="run the transfers workload alone")
     a = ap.parse_args()
     if not need("pgbench", "postgresql-client-15") or not need("psql", "postgresql-client-15"):
         sys.exit("pgbench and psql are needed (Debian: apt-get install postgresql-client-15)")
@@ -186,6 +237,9 @@ def main():
         os.makedirs(logdir)
         if os.geteuid() == 0:
             shutil.chown(logdir, "postgres")
+        if a.only_transfers:
+            transfers(servers, a, logdir)
+            return
         for name, c in servers:
             t = time.time()
             r = subprocess.run(["pgbench", "-i", "-q", "-s", str(a.scale)] + conn_args(c), capture_output=True, text=True)
@@ -211,6 +265,8 @@ def main():
                 print(f"# tpcb+3views {mode:8} ripple   {r['tps']:10.0f} tps  p50 {r['p50']:.3f} ms  "
                       f"p99 {r['p99']:.3f} ms  failed {r['failed']}", flush=True)
 
+        moved = transfers(servers, a, logdir)
+
         print()
         print(f"pgbench, scale {a.scale}, {a.clients} clients, {a.threads} threads, {a.duration} s per run")
         print(f"| workload | protocol | ripple TPS | p50 / p99 ms | PostgreSQL TPS | p50 / p99 ms | ratio |")
@@ -227,6 +283,13 @@ def main():
                     ratio += " of ripple without views"
                 pg_cols = f"{p['tps']:.0f} | {p['p50']:.3f} / {p['p99']:.3f}" if p else "- | -"
                 print(f"| {workload} | {mode} | {r['tps']:.0f} | {r['p50']:.3f} / {r['p99']:.3f} | {pg_cols} | {ratio} |")
+        print()
+        print(f"transfers: {a.transfer_clients} sessions, 10 accounts, serializable, {a.transfer_duration} s, "
+              "retried by pgbench")
+        print("| server | commits/s | retried tries | share of tries retried | failed | sum of balances |")
+        print("|---|---|---|---|---|---|")
+        for name, r in moved.items():
+            print(f"| {name} | {r['tps']:.0f} | {r['retries']} | {100 * r['abort_rate']:.1f}% | {r['failed']} | {r['total']} |")
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

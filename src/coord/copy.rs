@@ -149,7 +149,7 @@ impl Coordinator {
         if session.txn.as_ref().is_some_and(|t| t.failed) {
             return Err(Error::InFailedTransaction);
         }
-        let own_token = match self.take_token(session, "COPY".into()).await {
+        let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
             Err(e) => {
                 super::abort(session);

@@ -1,10 +1,11 @@
 //! Executing the statements that write rows: INSERT (with RETURNING),
-//! UPDATE, DELETE and TRUNCATE read the rows they change at the write
-//! timestamp (under the write token, so no write comes between), check
+//! UPDATE, DELETE and TRUNCATE read the rows they change (keyed ones
+//! after taking their key locks) at their transaction's timestamp, check
 //! them against the table's columns, and write them: checked against the
-//! unique keys, then buffered in the session's transaction block or, in
-//! autocommit, committed at a new timestamp (group commit) and applied to
-//! the dataflows.
+//! unique keys and buffered in the session's transaction (an autocommit
+//! write's is a one-statement one). COMMIT checks what the transaction
+//! read against the commits since (`conflicts`), checks its keys again and
+//! commits at a new timestamp (group commit), applied to the dataflows.
 //!
 //! Owns: these statements' execution and the write path to storage and
 //! dataflows. Must not: bind statements, decide what a transaction block
@@ -17,29 +18,33 @@ use crate::dataflow::Command;
 use crate::repr::{Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row};
 use crate::sql::Plan;
 use crate::storage::WriteSet;
+use super::locks::LockKey;
+use super::txn::Txn;
 use std::sync::Arc;
 
 impl Coordinator {
-    /// Runs an INSERT, UPDATE, DELETE or TRUNCATE plan.
+    /// Runs an INSERT, UPDATE, DELETE or TRUNCATE plan. The coordinator
+    /// lock is let go while key locks are waited for and while the workers
+    /// answer the statement's reads.
     pub(super) async fn execute_write(
         &self,
-        state: &mut State,
+        mut state: tokio::sync::MutexGuard<'_, State>,
         session: &mut Session,
         writing: bool,
         plan: Plan,
     ) -> Result<ExecuteResponse, Error> {
         match plan {
             Plan::Insert { table, table_name, desc, source, returning } => {
-                let source = Self::with_own_writes(state, session, source);
+                let source = Self::with_own_writes(&state, session, source);
                 let source = crate::planner::optimize(source, &state.catalog);
                 // VALUES need no dataflow: a write then does not wait for
                 // the workers to finish the writes before it.
                 let rows = match source.eval_constant() {
                     Some(rows) => expand(rows?)?,
                     None => {
-                        let ts = self.read_ts(state, session, writing);
-                        let rx = state.read(source, ts)?;
-                        self.collect(rx).await?
+                        let (rows, st) = self.read_rows(state, session, writing, source).await?;
+                        state = st;
+                        rows
                     }
                 };
                 let mut updates = Vec::new();
@@ -47,10 +52,17 @@ impl Coordinator {
                     updates.push((check_row(row, &desc, &table_name)?, 1));
                 }
                 let n = updates.len() as u64;
+                // A new key waits for a transaction that wrote it to end
+                // (then it is a duplicate, or free again).
+                if updates.len() <= MAX_LOCKED_ROWS {
+                    let rows: Vec<Vec<Datum>> = updates.iter().map(|(row, _)| row.clone()).collect();
+                    let keys = state.unique.values_of(table, &rows).into_iter().map(|(c, k)| (table, c, k)).collect();
+                    state = self.lock(state, session, keys).await?;
+                }
                 let returned = match &returning {
                     Some(r) => {
                         let rows: Vec<Vec<Datum>> = updates.iter().map(|(row, _)| row.clone()).collect();
-                        Some(self.returned(state, session, writing, table, r, &rows).await?)
+                        Some(self.returned(&mut state, session, writing, table, r, &rows).await?)
                     }
                     None => None,
                 };
@@ -59,14 +71,13 @@ impl Coordinator {
                 Ok(written("INSERT", n, returning, returned))
             }
             Plan::Update { table, table_name, desc, selection, assignments, returning } => {
-                // The rows to change and their new values are a query read at
-                // the write timestamp under the lock, so subqueries work and
-                // no write comes between the read and the write.
-                let selection = Self::with_own_writes(state, session, selection);
+                // The rows to change and their new values are a query, so
+                // subqueries work; a commit that changes what it read
+                // before this one commits fails it (`conflicts`).
+                let selection = Self::with_own_writes(&state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
-                let ts = self.read_ts(state, session, writing);
-                let rx = state.read(selection, ts)?;
-                let rows = self.collect(rx).await?;
+                let state = self.lock_keys(state, session, table, &selection).await?;
+                let (rows, mut state) = self.read_rows(state, session, writing, selection).await?;
                 let width = desc.arity();
                 let mut updates = Vec::new();
                 let mut n = 0;
@@ -88,7 +99,7 @@ impl Coordinator {
                     }
                 }
                 let returned = match &returning {
-                    Some(r) => Some(self.returned(state, session, writing, table, r, &new_rows).await?),
+                    Some(r) => Some(self.returned(&mut state, session, writing, table, r, &new_rows).await?),
                     None => None,
                 };
                 state.write(session, vec![(table, updates)])?;
@@ -96,14 +107,13 @@ impl Coordinator {
                 Ok(written("UPDATE", n, returning, returned))
             }
             Plan::Delete { table, selection, returning, .. } => {
-                let selection = Self::with_own_writes(state, session, selection);
+                let selection = Self::with_own_writes(&state, session, selection);
                 let selection = crate::planner::optimize(selection, &state.catalog);
-                let ts = self.read_ts(state, session, writing);
-                let rx = state.read(selection, ts)?;
-                let rows = self.collect(rx).await?;
+                let state = self.lock_keys(state, session, table, &selection).await?;
+                let (rows, mut state) = self.read_rows(state, session, writing, selection).await?;
                 let n = rows.len() as u64;
                 let returned = match &returning {
-                    Some(r) => Some(self.returned(state, session, writing, table, r, &rows).await?),
+                    Some(r) => Some(self.returned(&mut state, session, writing, table, r, &rows).await?),
                     None => None,
                 };
                 let updates = rows.into_iter().map(|r| (r, -1)).collect();
@@ -112,12 +122,11 @@ impl Coordinator {
                 Ok(written("DELETE", n, returning, returned))
             }
             Plan::Truncate { tables } => {
-                let ts = self.read_ts(state, session, writing);
                 let mut updates = Vec::new();
                 for (table, get) in tables {
-                    let get = Self::with_own_writes(state, session, get);
-                    let rx = state.read(get, ts)?;
-                    let rows = self.collect(rx).await?;
+                    let get = Self::with_own_writes(&state, session, get);
+                    let (rows, st) = self.read_rows(state, session, writing, get).await?;
+                    state = st;
                     updates.push((table, rows.into_iter().map(|r| (r, -1)).collect()));
                 }
                 state.write(session, updates)?;
@@ -125,6 +134,67 @@ impl Coordinator {
             }
             other => Err(Error::Internal(format!("not a write: {other:?}"))),
         }
+    }
+
+    /// Reads a write's rows at the statement's timestamp, recording what it
+    /// read in the session's transaction; the coordinator lock is let go
+    /// while the workers answer and taken again for the write.
+    async fn read_rows<'a>(
+        &'a self,
+        mut state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        writing: bool,
+        query: crate::expr::RelationExpr,
+    ) -> Result<(Vec<Vec<Datum>>, tokio::sync::MutexGuard<'a, State>), Error> {
+        let ts = self.read_ts(&state, session, writing)?;
+        let rx = state.read(query, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
+        drop(state);
+        let rows = self.collect(rx).await?;
+        Ok((rows, self.state.lock().await))
+    }
+
+    /// Before an UPDATE or DELETE that finds its rows of `table` by key
+    /// (`planner::fast_path`), takes the key locks of the values it looks
+    /// up for the session's transaction (`locks`), waiting without the
+    /// coordinator lock for their holders to finish.
+    async fn lock_keys<'a>(
+        &'a self,
+        state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        table: GlobalId,
+        selection: &crate::expr::RelationExpr,
+    ) -> Result<tokio::sync::MutexGuard<'a, State>, Error> {
+        let Some(lookup) = crate::planner::fast_path::find(selection, &state.catalog).filter(|l| l.on == table) else {
+            return Ok(state);
+        };
+        let keys: Vec<LockKey> = lookup.keys.iter().map(|k| (table, lookup.columns.clone(), k.clone())).collect();
+        self.lock(state, session, keys).await
+    }
+
+    /// Takes `keys`' locks for the session's transaction, waiting without
+    /// the coordinator lock.
+    async fn lock<'a>(
+        &'a self,
+        state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        keys: Vec<LockKey>,
+    ) -> Result<tokio::sync::MutexGuard<'a, State>, Error> {
+        let Some(txn) = session.txn.as_mut() else { return Ok(state) };
+        if keys.is_empty() {
+            return Ok(state);
+        }
+        drop(state);
+        // The wait ends with a CancelRequest or the statement timeout too.
+        let cancel = session.cancel.take();
+        let timeout = super::settings::statement_timeout(&session.vars);
+        let id = txn.id;
+        let set = txn.locks.get_or_insert_with(|| self.locks.set(id));
+        tokio::select! {
+            r = self.locks.acquire(set, keys) => r?,
+            _ = super::canceled(cancel) => return Err(Error::Canceled),
+            _ = super::sleep_for(timeout) => return Err(Error::StatementTimeout),
+        }
+        Ok(self.state.lock().await)
     }
 }
 
@@ -163,6 +233,12 @@ impl State {
             txn.buffer(updates);
             return Ok(());
         }
+        self.commit_keyed(updates)
+    }
+
+    /// Checks `updates` against the unique keys, records them and commits
+    /// them (`commit_updates`); a commit that fails takes its keys back.
+    fn commit_keyed(&mut self, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>) -> Result<(), Error> {
         self.unique.apply(&updates)?;
         // What to undo if the commit fails: only tables with unique keys
         // (a bulk load into a table without keys is not copied again).
@@ -179,6 +255,35 @@ impl State {
         Ok(())
     }
 
+    /// Commits a transaction's DDL and writes at a new timestamp, if no
+    /// commit since it read changed what it read (else 40001) and its
+    /// writes keep every unique key (checked again: others committed
+    /// meanwhile). Returns the timestamp to wait for, if it wrote.
+    pub(super) fn commit_txn(&mut self, txn: &mut Txn) -> Result<Option<crate::repr::Timestamp>, Error> {
+        if txn.token.is_none() {
+            return Ok(None);
+        }
+        let read = txn.read_ts().unwrap_or(self.write_ts);
+        self.log.check(&txn.reads, read, self.write_ts, |t| self.name_of(t))?;
+        // The block's DDL first, in order (what it created is then there
+        // for its writes), then all of its writes at one new timestamp.
+        // (A block with DDL held the token alone: its keys were checked
+        // with nothing committed between.)
+        if let Some(tc) = txn.ddl.take() {
+            self.apply_block_ddl(*tc, &mut txn.keys)?;
+            let updates = txn.take_writes();
+            self.unique.commit(std::mem::take(&mut txn.keys));
+            self.commit_updates(updates)?;
+            return Ok(Some(self.write_ts));
+        }
+        let updates = txn.take_writes();
+        if updates.is_empty() {
+            return Ok(None);
+        }
+        self.commit_keyed(updates)?;
+        Ok(Some(self.write_ts))
+    }
+
     /// Commits table updates (already checked against the unique keys) at
     /// a new timestamp: queued for group commit and applied to the
     /// dataflows. The caller acknowledges once `commits` says the timestamp
@@ -193,11 +298,19 @@ impl State {
         let mut ws = WriteSet::new(ts);
         ws.table_updates = Arc::clone(&updates);
         self.commits.submit(ws)?;
+        // Kept while a transaction that read before it may commit.
+        self.log.record(ts, Arc::clone(&updates));
+        let oldest = self.holds.min().map_or(self.commits.durable_ts(), |h| h.min(self.commits.durable_ts()));
+        self.log.forget_through(oldest);
         self.dataflow.broadcast(Command::Advance { time: ts, updates });
         self.allow_compaction();
         Ok(())
     }
 }
+
+/// An INSERT of more rows than this takes no key locks: a concurrent
+/// insert of one of its keys is found at COMMIT instead (23505 there).
+const MAX_LOCKED_ROWS: usize = 4096;
 
 /// Applies column type modifiers and NOT NULL to a row about to be written.
 fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Datum>, Error> {

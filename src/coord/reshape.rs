@@ -207,7 +207,7 @@ impl Coordinator {
             (None, true) => {
                 let (name, types) =
                     state.catalog.items.get(&table).map(|i| (i.name.clone(), i.desc.types.clone())).unwrap_or_default();
-                let rx = state.read(RelationExpr::Get { id: table, name, types }, state.write_ts)?;
+                let rx = state.read(RelationExpr::Get { id: table, name, types }, state.write_ts, None)?;
                 Some(self.collect(rx).await?.into_iter().map(Row::from_datums).collect())
             }
         };

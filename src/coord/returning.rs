@@ -31,8 +31,8 @@ impl Coordinator {
             match expr.eval_constant() {
                 Some(r) => out.extend(expand(r?)?),
                 None => {
-                    let ts = self.read_ts(state, session, writing);
-                    let rx = state.read(expr, ts)?;
+                    let ts = self.read_ts(state, session, writing)?;
+                    let rx = state.read(expr, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
                     out.extend(self.collect(rx).await?);
                 }
             }

@@ -8,11 +8,14 @@
 //! - Its writes are buffered here, per table, and applied at one new
 //!   timestamp by COMMIT; reads inside the transaction see the table plus
 //!   the buffered changes.
-//! - Its first write takes the coordinator's write token and keeps it until
-//!   COMMIT or ROLLBACK, so no other write comes between its reads and its
-//!   commit (writers are serialized; readers never wait for them). A
-//!   transaction that has read at an older timestamp than the latest write
-//!   cannot upgrade to writing: 40001, as a serializable database must.
+//! - Its first write takes the write token shared (DDL takes it exclusive,
+//!   so no column change comes between a transaction's writes and its
+//!   commit) and from then on each statement reads at the latest durable
+//!   timestamp, once the transaction's reads so far are checked unchanged
+//!   up to it (`conflicts`); COMMIT checks them again up to its own
+//!   timestamp. Writers of different rows do not wait for each other;
+//!   writers of the same key wait on its key lock (`locks`).
+//! - An autocommit write runs as a one-statement transaction (`implicit`).
 //!
 //! - DDL in the block works on the block's copy of the catalog
 //!   (`TxnCatalog`, applied at COMMIT by `coord/txn_ddl.rs`).
@@ -21,6 +24,8 @@
 //! storage or the dataflows (the coordinator does).
 
 use super::catalog::Catalog;
+use super::conflicts::ReadSet;
+use super::locks::LockSet;
 use super::unique::{PendingKeys, UniqueKeys};
 use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Diff, Error, GlobalId, Row, Timestamp};
@@ -28,7 +33,7 @@ use crate::sql::ddl_text::ColumnEdit;
 use crate::sql::{ItemKind, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard};
 
 /// An open transaction block.
 #[derive(Debug, Default)]
@@ -42,8 +47,19 @@ pub struct Txn {
     pub failed: bool,
     /// The timestamp every read of the transaction uses, once fixed.
     pub read: Option<ReadHold>,
-    /// The write token, taken by the first write and held until the end.
-    pub token: Option<OwnedMutexGuard<()>>,
+    /// The write token, taken by the first write (shared) or DDL
+    /// (exclusive) and held until the end.
+    pub token: Option<Token>,
+    /// The catalog generation when the token was taken: DDL that came
+    /// between an upgrade's release and its exclusive hold fails it.
+    pub generation: u64,
+    /// Everything the transaction has read (checked at each statement once
+    /// it writes, and at COMMIT).
+    pub reads: ReadSet,
+    /// The key locks its keyed writes took.
+    pub locks: Option<LockSet>,
+    /// The one-statement transaction of an autocommit write.
+    pub implicit: bool,
     /// Buffered writes per table, in statement order.
     pub writes: BTreeMap<GlobalId, Vec<(Row, Diff)>>,
     /// Unique-key changes of the buffered writes, checked per statement.
@@ -53,6 +69,15 @@ pub struct Txn {
     pub savepoints: Vec<Savepoint>,
     /// The block's DDL, once it has run any (`coord/txn_ddl.rs`).
     pub ddl: Option<Box<TxnCatalog>>,
+}
+
+/// The coordinator's write token as a transaction holds it.
+#[derive(Debug)]
+pub enum Token {
+    /// Writers of rows: any number at once.
+    Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
+    /// DDL: alone.
+    Exclusive(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
 }
 
 /// What `ROLLBACK TO SAVEPOINT` restores.

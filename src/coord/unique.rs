@@ -96,6 +96,17 @@ impl UniqueKeys {
         }
     }
 
+    /// The values `rows` of `table` give its unique keys, each with the
+    /// key's columns (what an INSERT locks, `coord/locks.rs`); rows with
+    /// a NULL in a key give none for it.
+    pub fn values_of(&self, table: GlobalId, rows: &[Vec<Datum>]) -> Vec<(Vec<usize>, Row)> {
+        let mut out = Vec::new();
+        for key in self.by_table.get(&table).into_iter().flatten() {
+            out.extend(rows.iter().filter_map(|r| key.of(r)).map(|k| (key.columns.clone(), k)));
+        }
+        out
+    }
+
     /// Whether `table` has any unique key.
     pub fn has_keys(&self, table: GlobalId) -> bool {
         self.by_table.get(&table).is_some_and(|keys| !keys.is_empty())

@@ -62,6 +62,7 @@ pub enum SqlState {
     InFailedSqlTransaction,
     ReadOnlySqlTransaction,
     SerializationFailure,
+    DeadlockDetected,
     BadCopyFileFormat,
     InvalidBinaryRepresentation,
     CharacterNotInRepertoire,
@@ -136,6 +137,7 @@ impl SqlState {
             SqlState::InFailedSqlTransaction => "25P02",
             SqlState::ReadOnlySqlTransaction => "25006",
             SqlState::SerializationFailure => "40001",
+            SqlState::DeadlockDetected => "40P01",
             SqlState::BadCopyFileFormat => "22P04",
             SqlState::InvalidBinaryRepresentation => "22P03",
             SqlState::CharacterNotInRepertoire => "22021",
@@ -386,6 +388,10 @@ pub enum Error {
     /// retrying it succeeds.
     #[error("{0}")]
     SerializationFailure(String),
+    /// Transactions waiting for each other's key locks (40P01); the one
+    /// that closed the cycle is refused, retrying it succeeds.
+    #[error("deadlock detected")]
+    DeadlockDetected { detail: String },
     #[error("{0}")]
     InvalidParameter(String),
     #[error("{0}")]
@@ -493,6 +499,7 @@ impl Error {
             Error::ReadOnlyTransaction(_) => SqlState::ReadOnlySqlTransaction,
             Error::ActiveTransaction(_) => SqlState::ActiveSqlTransaction,
             Error::SerializationFailure(_) => SqlState::SerializationFailure,
+            Error::DeadlockDetected { .. } => SqlState::DeadlockDetected,
             Error::InvalidParameter(_) => SqlState::InvalidParameterValue,
             Error::UndefinedParameter(_) => SqlState::UndefinedParameter,
             Error::IndeterminateDatatype(_) => SqlState::IndeterminateDatatype,
@@ -541,6 +548,7 @@ impl Error {
         match self {
             Error::DependentObjects { detail, .. }
             | Error::UniqueViolation { detail, .. }
+            | Error::DeadlockDetected { detail }
             | Error::ReservedName { detail, .. } => Some(detail.clone()),
             Error::Eval(e) => e.detail(),
             Error::WithContext { error, .. } => error.detail(),

@@ -218,12 +218,23 @@ impl Binder<'_> {
                     types.push(ColumnType::new(t, a.nullable || b.nullable));
                 }
                 let desc = RelationDesc::new(l.desc.names.clone(), types.clone());
-                let le = coerce_columns(l.into_relation(), prefix, &types);
-                let re = coerce_columns(r.into_relation(), prefix, &types);
+                // (The blocks' descriptions give their columns' types: asking
+                // a chain of N set operations for its type again at each step
+                // would take N² steps.)
+                let (l_types, r_types) = (l.desc.types.clone(), r.desc.types.clone());
+                let le = coerce_known(l.into_relation(), prefix, &l_types, &types);
+                let re = coerce_known(r.into_relation(), prefix, &r_types, &types);
                 let all = matches!(set_quantifier, SetQuantifier::All);
                 let threshold = |e| RelationExpr::Threshold { input: Box::new(e) };
                 let expr = match (op, all) {
-                    (SetOperator::Union, true) => union(vec![le, re]),
+                    // A chain of UNION ALLs is one flat union.
+                    (SetOperator::Union, true) => match le {
+                        RelationExpr::Union { mut inputs } => {
+                            inputs.push(re);
+                            union(inputs)
+                        }
+                        le => union(vec![le, re]),
+                    },
                     (SetOperator::Union, false) => distinct(union(vec![le, re])),
                     (SetOperator::Except | SetOperator::Minus, true) => threshold(union(vec![le, negate(re)])),
                     (SetOperator::Except | SetOperator::Minus, false) => {
@@ -1025,14 +1036,21 @@ fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
 /// Casts the non-prefix columns of `e` to `types` where they differ.
 pub(crate) fn coerce_columns(e: RelationExpr, prefix: usize, types: &[ColumnType]) -> RelationExpr {
     let have = e.typ();
-    if have.iter().skip(prefix).zip(types).all(|(h, t)| h.scalar == t.scalar) {
+    coerce_known(e, prefix, &have[prefix.min(have.len())..], types)
+}
+
+/// `coerce_columns` of a relation whose columns after `prefix` are known
+/// to be of types `have`.
+fn coerce_known(e: RelationExpr, prefix: usize, have: &[ColumnType], types: &[ColumnType]) -> RelationExpr {
+    debug_assert_eq!(e.typ().len(), prefix + have.len());
+    if have.iter().zip(types).all(|(h, t)| h.scalar == t.scalar) {
         return e;
     }
-    let w = have.len();
+    let w = prefix + have.len();
     let mut scalars: Vec<ScalarExpr> = (0..prefix).map(ScalarExpr::Column).collect();
     for (i, t) in types.iter().enumerate() {
         let c = ScalarExpr::Column(prefix + i);
-        scalars.push(if have[prefix + i].scalar == t.scalar {
+        scalars.push(if have.get(i).is_some_and(|h| h.scalar == t.scalar) {
             c
         } else {
             c.call_unary(crate::expr::UnaryFunc::Cast { to: t.scalar.clone(), explicit: false })

@@ -1,0 +1,253 @@
+//! Reads: a bound query read at a timestamp — constant-folded in the
+//! coordinator, a fast-path lookup (`planner::fast_path`), a peek of an
+//! arrangement or a short-lived dataflow — what it read recorded for the
+//! reader's transaction (`conflicts`), and the workers' parts collected
+//! without the coordinator lock.
+//!
+//! Owns: `read_finished`, `collect`, `State::read`. Must not: write or
+//! decide timestamps (`session` picks them).
+
+use super::*;
+
+impl Coordinator {
+    /// Reads a query's rows at the latest write (a constant needs no
+    /// dataflow), finished for the client; the lock is released while the
+    /// workers answer.
+    pub(super) async fn read_finished(
+        &self,
+        mut state: tokio::sync::MutexGuard<'_, State>,
+        session: &mut Session,
+        writing: bool,
+        query: RelationExpr,
+        finishing: &Finishing,
+    ) -> Result<Vec<Vec<Datum>>, Error> {
+        let bound = Self::with_own_writes(&state, session, query);
+        let query = crate::planner::optimize(bound.clone(), &state.catalog);
+        if let Some(rows) = query.eval_constant() {
+            return Ok(finish(expand(rows?)?, finishing));
+        }
+        // After a restart, a session that accepts a past timestamp reads
+        // views still being rebuilt from their checkpoints' contents, in
+        // the coordinator when the plan folds over them, else in a
+        // dataflow over those contents (never waiting for a rebuild).
+        let deps: std::collections::BTreeSet<GlobalId> = query.depends_on().into_iter().collect();
+        if session.txn.is_none() && Self::isolation(session) == Isolation::Serializable {
+            loop {
+                match state.recovery.checkpoint_read(&deps) {
+                    CheckpointRead::At(ts) => {
+                        let query = crate::planner::optimize(state.recovery.substitute(bound), &state.catalog);
+                        if let Some(rows) = query.eval_constant() {
+                            return Ok(finish(expand(rows?)?, finishing));
+                        }
+                        let rx = state.read(query, ts, None)?;
+                        drop(state);
+                        return Ok(finish(self.collect(rx).await?, finishing));
+                    }
+                    CheckpointRead::Load(ids) => {
+                        let ids = state.recovery.start_loading(&ids);
+                        self.load_checkpoints(state.storage.clone(), ids);
+                    }
+                    CheckpointRead::Wait => {
+                        if let Readiness::Failed(e) = &*self.ready.borrow() {
+                            return Err(Error::Storage(format!("recovery failed: {e}")));
+                        }
+                        drop(state);
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                        state = self.state.lock().await;
+                    }
+                    CheckpointRead::Live => break,
+                }
+            }
+        }
+        if *self.ready.borrow() != Readiness::Ready {
+            drop(state);
+            self.wait_ready().await?;
+            state = self.state.lock().await;
+            if let Some(gone) = deps.iter().find(|d| !state.catalog_of(session.txn.as_ref()).items.contains_key(d)) {
+                return Err(Error::SerializationFailure(format!(
+                    "relation {gone} was dropped while this query waited for recovery; run it again"
+                )));
+            }
+        }
+        let ts = self.read_ts(&state, session, writing)?;
+        let rx = state.read(query, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
+        drop(state);
+        Ok(finish(self.collect(rx).await?, finishing))
+    }
+
+    /// Waits for every worker's part of a read.
+    pub(super) async fn collect(&self, mut rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<Vec<Datum>>, Error> {
+        let mut rows = Vec::new();
+        let mut first_err: Option<EvalError> = None;
+        for _ in 0..self.dataflow.workers() {
+            let reply = loop {
+                match tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await {
+                    Ok(reply) => break reply,
+                    Err(_) if self.dataflow.failed() => {
+                        return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
+                    }
+                    Err(_) => continue,
+                }
+            };
+            match reply {
+                Some(Ok(part)) => {
+                    for (row, diff) in part {
+                        if diff < 0 {
+                            first_err.get_or_insert(EvalError::Internal("negative multiplicity in result".into()));
+                            continue;
+                        }
+                        let datums = row.unpack();
+                        for _ in 0..diff {
+                            rows.push(datums.clone());
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    if first_err.as_ref().map(|f| e < *f).unwrap_or(true) {
+                        first_err = Some(e);
+                    }
+                }
+                None => return Err(Error::Internal("dataflow workers stopped".into())),
+            }
+        }
+        match first_err {
+            Some(e) => Err(e.into()),
+            None => Ok(rows),
+        }
+    }
+
+}
+
+impl State {
+    /// Starts a read of `query` at `ts`: a peek of an arrangement when the
+    /// query is a table or materialized view as is, otherwise a short-lived
+    /// dataflow. Fails (40001) if a table it reads changed its columns
+    /// after `ts` (`reshape`).
+    ///
+    /// What it reads is added to `reads` (a transaction's, `conflicts`).
+    pub(super) fn read(
+        &mut self,
+        query: RelationExpr,
+        ts: Timestamp,
+        reads: Option<&mut conflicts::ReadSet>,
+    ) -> Result<tokio::sync::mpsc::UnboundedReceiver<PeekResult>, Error> {
+        self.check_shape(query.depends_on(), ts)?;
+        for id in query.depends_on() {
+            *self.checkpoints.reads.entry(id).or_insert(0) += 1;
+        }
+        let lookup = crate::planner::fast_path::find(&query, &self.catalog);
+        if let Some(reads) = reads {
+            self.note_reads(&query, lookup.as_ref(), reads);
+        }
+        if let Some(lookup) = lookup {
+            self.catalog.stats.scanned([], [lookup.on]);
+            return Ok(self.lookup(query, lookup, ts));
+        }
+        let indexed: Vec<GlobalId> = query
+            .imported_indexes()
+            .iter()
+            .filter_map(|ix| self.catalog.items.get(&ix.id).and_then(|i| i.index.as_ref()).map(|(on, _)| *on))
+            .collect();
+        self.catalog.stats.scanned(query.depends_on(), indexed);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        match &query {
+            RelationExpr::Get { id, .. } => {
+                self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply: tx })
+            }
+            _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply: tx }),
+        }
+        Ok(rx)
+    }
+
+    /// Adds what `query` reads to `reads`: the keys a fast-path `lookup`
+    /// seeks in a table, else whole tables (those under a view too).
+    pub(super) fn note_reads(&self, query: &RelationExpr, lookup: Option<&crate::planner::fast_path::Lookup>, reads: &mut conflicts::ReadSet) {
+        for id in query.depends_on() {
+            let Some(item) = self.catalog.items.get(&id) else { continue };
+            match lookup {
+                Some(l) if l.on == id && item.kind == ItemKind::Table => reads.keys(id, &l.columns, &l.keys),
+                _ if item.kind == ItemKind::Table => reads.whole(id),
+                _ => {
+                    for table in self.catalog.tables_read_by(id) {
+                        reads.whole(table);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An item's name, for messages (its id if it is gone).
+    pub(super) fn name_of(&self, id: GlobalId) -> String {
+        self.catalog.items.get(&id).map(|i| i.name.clone()).unwrap_or_else(|| id.to_string())
+    }
+
+    /// A fast-path read (`planner::fast_path`): the workers seek the keys
+    /// in the arrangement; the rest of `query` is evaluated over the rows
+    /// they find. Answers as a dataflow read does: one reply per worker.
+    pub(super) fn lookup(&mut self, query: RelationExpr, lookup: crate::planner::fast_path::Lookup, ts: Timestamp) -> tokio::sync::mpsc::UnboundedReceiver<PeekResult> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
+        let workers = self.dataflow.workers();
+        let values = lookup.index.is_some();
+        let keys = Arc::new(lookup.keys);
+        self.dataflow.broadcast(Command::Lookup { id: lookup.arrangement, keys, values, time: ts, reply: found_tx });
+        let on = lookup.on;
+        tokio::spawn(async move {
+            let mut rows = Vec::new();
+            let mut answer = Ok(());
+            for _ in 0..workers {
+                match found.recv().await {
+                    Some(Ok(part)) => rows.extend(part),
+                    Some(Err(e)) => answer = Err(e),
+                    // A worker stopped: the reader sees the channel close.
+                    None => return,
+                }
+            }
+            let result = answer.and_then(|_| {
+                crate::planner::fast_path::substitute(query, on, rows)
+                    .eval_constant()
+                    .unwrap_or_else(|| Err(EvalError::Internal("a fast-path plan could not be evaluated".into())))
+            });
+            let _ = tx.send(result);
+            for _ in 1..workers {
+                let _ = tx.send(Ok(Vec::new()));
+            }
+        });
+        rx
+    }
+
+}
+
+/// Rows with multiplicities as a list of rows (a result never holds a
+/// negative multiplicity).
+pub(super) fn expand(rows: Vec<(Row, Diff)>) -> Result<Vec<Vec<Datum>>, Error> {
+    let mut out = Vec::new();
+    for (row, diff) in rows {
+        if diff < 0 {
+            return Err(Error::Internal("negative multiplicity in result".into()));
+        }
+        let datums = row.unpack();
+        for _ in 0..diff {
+            out.push(datums.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Sorts, offsets, limits and projects rows for the client.
+pub(super) fn finish(mut rows: Vec<Vec<Datum>>, f: &Finishing) -> Vec<Vec<Datum>> {
+    if !f.order.is_empty() {
+        rows.sort_by(|a, b| compare_rows(a, b, &f.order));
+    }
+    let rows = rows.into_iter().skip(f.offset);
+    let rows: Vec<Vec<Datum>> = match f.limit {
+        Some(l) => rows.take(l).collect(),
+        None => rows.collect(),
+    };
+    rows.into_iter()
+        .map(|mut r| {
+            r.truncate(f.arity);
+            r
+        })
+        .collect()
+}

@@ -1,0 +1,470 @@
+//! The sequencer: binds one statement against the catalog its session
+//! sees and carries out its plan — reads (`read`), writes (`dml`), DDL
+//! (`ddl`, `alter`, `reshape`, `schema`, `txn_ddl`), transaction control,
+//! cursors, prepared statements, SHOW and settings.
+//!
+//! Owns: `Coordinator::execute_inner`, the dispatch on `Plan`. Must not:
+//! take the write token or decide transactions (`session` does).
+
+use super::*;
+
+impl Coordinator {
+    pub(super) async fn execute_inner(
+        &self,
+        session: &mut Session,
+        stmt: &Stmt,
+        params: &[Datum],
+        writing: bool,
+    ) -> Result<ExecuteResponse, Error> {
+        let mut state = self.state.lock().await;
+        let mut p = Params { types: vec![None; params.len()], values: Some(params.to_vec()) };
+        // Parameter values arrive typed as described; bind with those types.
+        for (i, d) in params.iter().enumerate() {
+            p.types[i] = datum_type(d);
+        }
+        let (plan, deps, create_sql, sizes) = {
+            let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
+            let plan = sql::bind_statement(&bc, stmt, &mut p)?;
+            // A view would keep the catalog as of its creation.
+            if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
+                return Err(Error::FeatureNotSupported(
+                    "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported"
+                        .into(),
+                ));
+            }
+            // What is created is stored with every name it reads resolved
+            // to its schema now, so that it binds the same on restart.
+            let create_sql = match (stmt, plan.created()) {
+                (Stmt::Sql(s), Some((schema, _))) => sql::ddl_text::stored(s, schema, &|n| bc.schema_of(n)),
+                _ => stmt.to_string(),
+            };
+            (plan, bc.dependencies(), create_sql, bc.sizes_snapshot())
+        };
+        if let Some(snapshot) = sizes {
+            // What was committed before the statement is counted once the
+            // arrangements have taken it in: waited for without the lock
+            // (other sessions go on) and for a bounded time (a view still
+            // being built counts what it holds so far).
+            let ts = state.write_ts;
+            drop(state);
+            self.settle(ts, std::time::Duration::from_secs(1)).await;
+            state = self.state.lock().await;
+            if let Some(gone) = deps.iter().find(|d| !state.catalog_of(session.txn.as_ref()).items.contains_key(d)) {
+                return Err(Error::SerializationFailure(format!(
+                    "relation {gone} was dropped while this statement measured relation sizes; run it again"
+                )));
+            }
+            let measured = self.relation_sizes(state.catalog_of(session.txn.as_ref())).await;
+            let _ = snapshot.sizes.set(measured);
+        }
+        if p.types.len() > params.len() && params.is_empty() {
+            return Err(Error::UndefinedParameter(format!("there is no parameter ${}", p.types.len())));
+        }
+        if p.types.len() > params.len() {
+            return Err(Error::ProtocolViolation(format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                p.types.len()
+            )));
+        }
+        match plan {
+            Plan::Select { query, desc, origins, finishing, settings } => {
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                for (name, value, local) in settings {
+                    // SET LOCAL outside a transaction block has no effect.
+                    if !local || session.in_transaction {
+                        settings::set(&mut session.vars, &name, value)?;
+                    }
+                }
+                Ok(ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" })
+            }
+            Plan::CopyTo { query, desc, finishing, options } => {
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                Ok(ExecuteResponse::CopyOut { desc, rows, options })
+            }
+            Plan::CopyFrom { table, table_name, desc, columns, options, defaults } => {
+                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options, defaults)))
+            }
+            Plan::Explain { query } => {
+                let query = crate::planner::optimize(query, &state.catalog);
+                let mut text = query.explain();
+                if let Some(lookup) = crate::planner::fast_path::find(&query, &state.catalog) {
+                    let (name, names) =
+                        state.catalog.items.get(&lookup.on).map(|i| (i.name.clone(), i.desc.names.clone())).unwrap_or_default();
+                    text = format!("{}\n{text}", lookup.describe(&name, &names));
+                }
+                let rows = text.lines().map(|l| vec![Datum::Text(l.to_string())]).collect();
+                Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
+            }
+            plan @ (Plan::Insert { .. } | Plan::Update { .. } | Plan::Delete { .. } | Plan::Truncate { .. }) => {
+                self.execute_write(state, session, writing, plan).await
+            }
+            Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
+            Plan::Rename { id, new_name, tag, .. } => {
+                let schema = state.catalog_of(session.txn.as_ref()).items.get(&id).map(|i| i.schema.clone()).unwrap_or_default();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename(txn, id, &schema, &new_name)?,
+                    None => state.rename(id, &schema, &new_name)?,
+                }
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::SetSchema { id, schema, tag } => {
+                let name = state.catalog_of(session.txn.as_ref()).items.get(&id).map(|i| i.name.clone()).unwrap_or_default();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename(txn, id, &schema, &name)?,
+                    None => state.rename(id, &schema, &name)?,
+                }
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::CreateSchema { name, if_not_exists } => {
+                if state.catalog_of(session.txn.as_ref()).schemas.contains_key(&name) && if_not_exists {
+                    return Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None });
+                }
+                let oid = system::item_oid(state.catalog.allocate_id());
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Create { name, oid })?;
+                Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None })
+            }
+            Plan::DropSchema { names, if_exists, cascade } => {
+                state.drop_schemas(session.txn.as_mut(), &names, if_exists, cascade)?;
+                Ok(ExecuteResponse::Command { tag: "DROP SCHEMA".into(), rows: None })
+            }
+            Plan::RenameSchema { name, new_name } => {
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Rename { name, new_name })?;
+                Ok(ExecuteResponse::Command { tag: "ALTER SCHEMA".into(), rows: None })
+            }
+            Plan::CommentSchema { name, comment } => {
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Comment { name, comment })?;
+                Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
+            }
+            Plan::RenameColumn { table, column, new_name } => {
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_rename_column(txn, table, column, &new_name)?,
+                    None => state.rename_column(table, column, &new_name)?,
+                }
+                Ok(ExecuteResponse::Command { tag: "ALTER TABLE".into(), rows: None })
+            }
+            Plan::AddConstraint { table, constraint } => {
+                let name = {
+                    let catalog = state.catalog_of(session.txn.as_ref());
+                    let item = catalog.items.get(&table).ok_or_else(|| Error::Internal(format!("no table {table}")))?;
+                    alter::constraint_name(catalog, item, &constraint)
+                };
+                let edit = crate::sql::ddl_text::ColumnEdit::Constraint(*constraint, name);
+                self.alter_table(&mut state, session, table, edit, None, false).await
+            }
+            Plan::AlterColumns { table, edit, rows: map, cascade } => {
+                self.alter_table(&mut state, session, table, edit, map, cascade).await
+            }
+            Plan::Comment { id, column, comment } => {
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_comment(txn, id, column, comment),
+                    None => state.comment(id, column, comment)?,
+                }
+                Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })
+            }
+            Plan::Lock => {
+                txn_block(session, "LOCK TABLE")?;
+                Ok(ExecuteResponse::Command { tag: "LOCK TABLE".into(), rows: None })
+            }
+            Plan::Prepare { name, stmt, types } => {
+                if session.prepared.contains_key(&name) {
+                    return Err(Error::DuplicatePreparedStatement(format!("prepared statement \"{name}\" already exists")));
+                }
+                session.prepared.insert(name, (*stmt, types));
+                Ok(ExecuteResponse::Command { tag: "PREPARE".into(), rows: None })
+            }
+            Plan::ExecutePrepared { name, params } => {
+                let Some((stmt, _)) = session.prepared.get(&name).cloned() else {
+                    return Err(Error::UndefinedPreparedStatement(format!("prepared statement \"{name}\" does not exist")));
+                };
+                drop(state);
+                Box::pin(self.execute_inner(session, &stmt, &params, writing)).await
+            }
+            Plan::Deallocate { name } => {
+                let tag = match name {
+                    Some(n) => {
+                        // A name that is not a SQL-level statement may be a
+                        // protocol-level one, which the server's own store
+                        // keeps: nothing to do here.
+                        session.prepared.remove(&n);
+                        "DEALLOCATE"
+                    }
+                    None => {
+                        session.prepared.clear();
+                        "DEALLOCATE ALL"
+                    }
+                };
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::Checkpoint => {
+                drop(state);
+                self.checkpoint_round().await?;
+                Ok(ExecuteResponse::Command { tag: "CHECKPOINT".into(), rows: None })
+            }
+            Plan::CreateTable { ref schema, ref name, if_not_exists, .. }
+            | Plan::CreateView { ref schema, ref name, if_not_exists, .. } => {
+                let (schema, name) = (schema.clone(), name.clone());
+                let kind_tag = match &plan {
+                    Plan::CreateTable { .. } => "CREATE TABLE",
+                    Plan::CreateView { materialized: true, .. } => "CREATE MATERIALIZED VIEW",
+                    _ => "CREATE VIEW",
+                };
+                if let Some(existing) = state.catalog_of(session.txn.as_ref()).by_name(&schema, &name) {
+                    let or_replace = matches!(plan, Plan::CreateView { or_replace: true, .. });
+                    if if_not_exists {
+                        return Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None });
+                    }
+                    if or_replace {
+                        return Err(Error::FeatureNotSupported(format!(
+                            "CREATE OR REPLACE of existing {} \"{name}\" is not supported yet",
+                            existing.kind.name()
+                        )));
+                    }
+                    return Err(Error::DuplicateTable(name));
+                }
+                let id = state.catalog.allocate_id();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_create(txn, id, &name, plan, deps, create_sql, &[])?,
+                    None => state.create(id, &name, plan, deps, create_sql, &HashMap::new())?,
+                }
+                Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None })
+            }
+            Plan::CreateTableAs { create, create_sql, query, finishing, with_data } => {
+                let Plan::CreateTable { schema, name, if_not_exists, .. } = &*create else {
+                    return Err(Error::Internal("CREATE TABLE AS without its table".into()));
+                };
+                let name = name.clone();
+                if state.catalog_of(session.txn.as_ref()).by_name(schema, &name).is_some() {
+                    if *if_not_exists {
+                        return Ok(ExecuteResponse::Command { tag: "CREATE TABLE AS".into(), rows: None });
+                    }
+                    return Err(Error::DuplicateTable(name));
+                }
+                // The rows first (the statement holds the write token: no
+                // other DDL comes between), then the table and its rows
+                // under one hold of the coordinator's lock.
+                let rows = if with_data {
+                    self.read_finished(state, session, writing, query, &finishing).await?
+                } else {
+                    drop(state);
+                    Vec::new()
+                };
+                let mut state = self.state.lock().await;
+                let id = state.catalog.allocate_id();
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_create(txn, id, &name, *create, deps, create_sql, &[])?,
+                    None => state.create(id, &name, *create, deps, create_sql, &HashMap::new())?,
+                }
+                let n = rows.len() as u64;
+                state.write(session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())])?;
+                Ok(ExecuteResponse::Command { tag: "SELECT".into(), rows: Some(n) })
+            }
+            Plan::CreateIndex { ref schema, ref name, on, ref on_name, ref key, if_not_exists, .. } => {
+                let catalog = state.catalog_of(session.txn.as_ref());
+                let name = match name {
+                    Some(n) => n.clone(),
+                    None => {
+                        let on = catalog.items.get(&on);
+                        let cols: Vec<String> = on
+                            .map(|i| key.iter().map(|k| i.desc.names[*k].clone()).collect())
+                            .unwrap_or_default();
+                        let base = format!("{on_name}_{}_idx", cols.join("_"));
+                        let mut candidate = base.clone();
+                        let mut k = 1;
+                        while catalog.by_name(schema, &candidate).is_some() {
+                            candidate = format!("{base}{k}");
+                            k += 1;
+                        }
+                        candidate
+                    }
+                };
+                if catalog.by_name(schema, &name).is_some() {
+                    if if_not_exists {
+                        return Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None });
+                    }
+                    return Err(Error::DuplicateTable(name));
+                }
+                // Store the statement with its (possibly generated) name.
+                let create_sql = sql::ddl_text::with_index_name(&create_sql, &name)?;
+                // A unique index checks the rows already there.
+                // (As a transaction block sees them: with its own writes.)
+                let mut contents = HashMap::new();
+                if let Plan::CreateIndex { on, unique: true, .. } = &plan {
+                    let ts = state.write_ts;
+                    let types = catalog.items.get(on).map(|i| i.desc.types.clone()).unwrap_or_default();
+                    let get = Self::with_own_writes(&state, session, RelationExpr::Get { id: *on, name: on_name.clone(), types });
+                    let rx = state.read(get, ts, None)?;
+                    let rows = self.collect(rx).await?;
+                    contents.insert(*on, rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect::<Vec<_>>());
+                }
+                let id = state.catalog.allocate_id();
+                match session.txn.as_mut() {
+                    Some(txn) => {
+                        let on = if let Plan::CreateIndex { on, .. } = &plan { *on } else { id };
+                        let rows = contents.remove(&on).unwrap_or_default();
+                        state.defer_create(txn, id, &name, plan, deps, create_sql, &rows)?;
+                    }
+                    None => state.create(id, &name, plan, deps, create_sql, &contents)?,
+                }
+                Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None })
+            }
+            Plan::Drop { kind, names, if_exists, cascade } => {
+                match session.txn.as_mut() {
+                    Some(txn) => state.defer_drop(txn, kind, &names, if_exists, cascade)?,
+                    None => state.drop_items(kind, &names, if_exists, cascade)?,
+                }
+                let tag = match kind {
+                    ItemKind::Table => "DROP TABLE",
+                    ItemKind::View => "DROP VIEW",
+                    ItemKind::MaterializedView => "DROP MATERIALIZED VIEW",
+                    ItemKind::Index => "DROP INDEX",
+                };
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::Show(kind) => {
+                let rows = match &kind {
+                    ShowKind::Tables => state.names_of(ItemKind::Table),
+                    ShowKind::Views => state.names_of(ItemKind::View),
+                    ShowKind::MaterializedViews => state.names_of(ItemKind::MaterializedView),
+                    ShowKind::Indexes => {
+                        let mut rows: Vec<Vec<Datum>> = state
+                            .catalog
+                            .indexes()
+                            .map(|ix| {
+                                let (on, key) = ix.index.clone().unwrap_or_default();
+                                let on_item = state.catalog.items.get(&on);
+                                let on_name = on_item.map(|i| i.name.clone()).unwrap_or_default();
+                                let cols: Vec<String> = on_item
+                                    .map(|i| key.iter().map(|k| i.desc.names[*k].clone()).collect())
+                                    .unwrap_or_default();
+                                vec![Datum::Text(ix.name.clone()), Datum::Text(on_name), Datum::Text(cols.join(", "))]
+                            })
+                            .collect();
+                        rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
+                        rows
+                    }
+                    ShowKind::Arrangements | ShowKind::ArrangementSizes => {
+                        let names: BTreeMap<GlobalId, String> =
+                            state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
+                        drop(state);
+                        self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes)).await
+                    }
+                    ShowKind::Hydration => {
+                        drop(state);
+                        self.hydration_rows().await
+                    }
+                    ShowKind::Checkpoints => {
+                        let mut rows = Vec::new();
+                        for (id, l) in &state.checkpoints.lineage {
+                            let name = |i: &GlobalId| state.catalog.items.get(i).map(|x| x.name.clone()).unwrap_or_else(|| i.to_string());
+                            let inputs: Vec<String> = l.inputs.iter().map(name).collect();
+                            rows.push(vec![
+                                Datum::Text(name(id)),
+                                Datum::Int64(l.frontier as i64),
+                                Datum::Int64(l.rows),
+                                Datum::Int64(l.bytes as i64),
+                                Datum::Text(inputs.join(", ")),
+                            ]);
+                        }
+                        rows.sort_by(|a, b| a[0].sql_cmp(&b[0]));
+                        rows
+                    }
+                    ShowKind::Variable(name) => settings::show(&session.info(), name)?,
+                };
+                Ok(ExecuteResponse::Rows { desc: show_desc(&kind), origins: Vec::new(), rows, tag: "SHOW" })
+            }
+            Plan::ResetVariable { name } => {
+                settings::reset(&mut session.vars, &session.defaults, name.as_deref())?;
+                Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
+            }
+            Plan::SetVariable { name, value } => {
+                settings::set(&mut session.vars, &name, value)?;
+                Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
+            }
+            Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
+            Plan::DiscardAll => {
+                if session.txn.is_some() {
+                    return Err(Error::ActiveTransaction("DISCARD ALL cannot run inside a transaction block".into()));
+                }
+                session.cursors.clear();
+                session.prepared.clear();
+                settings::reset(&mut session.vars, &session.defaults, None)?;
+                Ok(ExecuteResponse::Command { tag: "DISCARD ALL".into(), rows: None })
+            }
+            Plan::StartTransaction { read_only } => {
+                // BEGIN inside a block is a no-op (Postgres warns).
+                if session.txn.is_none() {
+                    let id = session.next_txid();
+                    session.txn = Some(Txn { id, read_only, ..Default::default() });
+                }
+                session.in_transaction = true;
+                Ok(ExecuteResponse::Command { tag: "BEGIN".into(), rows: None })
+            }
+            Plan::Commit => {
+                let failed = session.txn.as_ref().is_some_and(|t| t.failed);
+                cursor::end_transaction(&mut session.cursors, !failed);
+                session.in_transaction = false;
+                let Some(txn) = session.txn.take() else {
+                    return Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None });
+                };
+                if txn.failed {
+                    return Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None });
+                }
+                drop(state);
+                self.commit_txn(txn).await?;
+                Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None })
+            }
+            Plan::Savepoint { name } => {
+                txn_block(session, "SAVEPOINT")?.savepoint(name);
+                Ok(ExecuteResponse::Command { tag: "SAVEPOINT".into(), rows: None })
+            }
+            Plan::ReleaseSavepoint { name } => {
+                txn_block(session, "RELEASE SAVEPOINT")?.release(&name)?;
+                Ok(ExecuteResponse::Command { tag: "RELEASE".into(), rows: None })
+            }
+            Plan::RollbackTo { name } => {
+                txn_block(session, "ROLLBACK TO SAVEPOINT")?.rollback_to(&name)?;
+                Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
+            }
+            Plan::Rollback => {
+                cursor::end_transaction(&mut session.cursors, false);
+                session.in_transaction = false;
+                session.txn = None;
+                Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None })
+            }
+            Plan::DeclareCursor { name, select, scroll, hold, sql } => {
+                if !session.in_transaction && !hold {
+                    return Err(Error::NoActiveTransaction("DECLARE CURSOR can only be used in transaction blocks".into()));
+                }
+                if session.cursors.contains_key(&name) {
+                    return Err(Error::DuplicateCursor(format!("cursor \"{name}\" already exists")));
+                }
+                let Plan::Select { query, desc, origins, finishing, .. } = *select else {
+                    return Err(Error::Internal("DECLARE CURSOR over a statement that is not a query".into()));
+                };
+                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                let mut c = cursor::Cursor::new(desc, origins, rows, scroll, hold, sql);
+                c.in_txn = session.in_transaction;
+                session.cursors.insert(name, c);
+                Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None })
+            }
+            Plan::Fetch { name, direction, move_only } => {
+                let c = cursor::get(&mut session.cursors, &name)?;
+                let rows = c.fetch(direction)?;
+                if move_only {
+                    return Ok(ExecuteResponse::Command { tag: "MOVE".into(), rows: Some(rows.len() as u64) });
+                }
+                Ok(ExecuteResponse::Rows { desc: c.desc.clone(), origins: c.origins.clone(), rows, tag: "FETCH" })
+            }
+            Plan::CloseCursor { name: None } => {
+                session.cursors.clear();
+                Ok(ExecuteResponse::Command { tag: "CLOSE CURSOR ALL".into(), rows: None })
+            }
+            Plan::CloseCursor { name: Some(name) } => {
+                cursor::get(&mut session.cursors, &name)?;
+                session.cursors.remove(&name);
+                Ok(ExecuteResponse::Command { tag: "CLOSE CURSOR".into(), rows: None })
+            }
+        }
+    }
+}
