@@ -171,17 +171,7 @@ impl Coordinator {
             Ok(n)
         }
         .await;
-        if let Some(token) = own_token {
-            let ts = self.state.lock().await.write_ts;
-            drop(token);
-            if result.is_ok() {
-                self.commits.wait(ts).await?;
-            }
-        }
-        if result.is_err() {
-            super::abort(session);
-        }
-        result
+        self.end_write(session, own_token, result).await
     }
 }
 

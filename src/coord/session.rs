@@ -94,11 +94,17 @@ impl Coordinator {
             }
             return Ok(response);
         }
+        self.end_write(session, own_token, result).await
+    }
+
+    /// Ends a statement that held the write token on its own: releases it
+    /// and acknowledges a success only once durable (with everything
+    /// before it); a failure aborts the session's transaction block.
+    pub(super) async fn end_write<T>(&self, session: &mut Session, own_token: Option<Token>, result: Result<T, Error>) -> Result<T, Error> {
         if let Some(token) = own_token {
             let ts = self.state.lock().await.write_ts;
             drop(token);
             if result.is_ok() {
-                // Acknowledged only once durable (with everything before it).
                 self.commits.wait(ts).await?;
             }
         }
