@@ -69,6 +69,10 @@ pub struct Session {
     pub(crate) txids: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// When the server started.
     pub(crate) server_started: Option<chrono::DateTime<chrono::Utc>>,
+    /// The length of the SQL text the statement about to run came from
+    /// (set by the server before each statement): a big one is bound and
+    /// planned off the async runtime's worker (`run_heavy`).
+    pub statement_len: usize,
 }
 
 impl Session {

@@ -130,8 +130,49 @@ pub struct Catalog {
     pub next_id: GlobalId,
     /// The user schemas by name (stored as one record, `META_SCHEMAS`).
     pub schemas: BTreeMap<String, Schema>,
-    /// Tables' activity counters (`pg_stat_user_tables`); not stored.
+    /// Tables' activity counters (`pg_stat_user_tables`); not stored, and
+    /// shared by every copy of the catalog (counting is not a change).
     pub stats: super::stats::Stats,
+}
+
+/// The shared catalog, copied on write: a statement binds and plans
+/// against a snapshot (`snapshot`) without holding the coordinator lock,
+/// and a change made while a snapshot is out goes to a fresh copy, so
+/// `is` tells whether a snapshot is still the current catalog.
+#[derive(Clone, Debug, Default)]
+pub struct SharedCatalog(Arc<Catalog>);
+
+impl SharedCatalog {
+    /// The catalog as it is now, to read without the coordinator lock.
+    pub fn snapshot(&self) -> Arc<Catalog> {
+        self.0.clone()
+    }
+
+    /// Whether `snapshot` is the catalog as it is now (nothing changed
+    /// since it was taken).
+    pub fn is(&self, snapshot: &Arc<Catalog>) -> bool {
+        Arc::ptr_eq(&self.0, snapshot)
+    }
+}
+
+impl std::ops::Deref for SharedCatalog {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        &self.0
+    }
+}
+
+impl IndexCatalog for SharedCatalog {
+    fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef> {
+        self.0.indexes_on(id)
+    }
+}
+
+impl std::ops::DerefMut for SharedCatalog {
+    /// A change: copies the catalog first if a snapshot of it is out.
+    fn deref_mut(&mut self) -> &mut Catalog {
+        Arc::make_mut(&mut self.0)
+    }
 }
 
 impl Default for Catalog {
@@ -163,6 +204,21 @@ impl Catalog {
             }
         }
         tables
+    }
+
+    /// The unique keys of table `id`: its constraints, then its unique
+    /// indexes (named as the index).
+    pub fn unique_keys_of(&self, id: GlobalId) -> Vec<crate::sql::UniqueKey> {
+        let Some(table) = self.items.get(&id) else { return Vec::new() };
+        let mut keys = table.keys.clone();
+        for ix in self.items.values().filter(|i| i.unique) {
+            if let Some((on, columns)) = &ix.index {
+                if *on == id {
+                    keys.push(crate::sql::UniqueKey { name: ix.name.clone(), columns: columns.clone(), primary: false });
+                }
+            }
+        }
+        keys
     }
 
     /// The item `name` in `schema` (relation and index names are unique
@@ -389,6 +445,10 @@ impl SqlCatalog for BindCatalog<'_> {
 
     fn note_sizes(&self) {
         self.wants_sizes.set(true);
+    }
+
+    fn unique_keys(&self, id: GlobalId) -> Vec<crate::sql::UniqueKey> {
+        self.catalog.unique_keys_of(id)
     }
 }
 

@@ -34,41 +34,44 @@ impl Coordinator {
         plan: Plan,
     ) -> Result<ExecuteResponse, Error> {
         match plan {
-            Plan::Insert { table, table_name, desc, source, returning } => {
+            Plan::Insert { table, table_name, desc, source, returning, on_conflict } => {
                 let source = Self::with_own_writes(&state, session, source);
                 let source = crate::planner::optimize(source, &state.catalog);
-                // VALUES need no dataflow: a write then does not wait for
-                // the workers to finish the writes before it.
-                let rows = match source.eval_constant() {
-                    Some(rows) => expand(rows?)?,
-                    None => {
-                        let (rows, st) = self.read_rows(state, session, writing, source).await?;
-                        state = st;
-                        rows
-                    }
-                };
-                let mut updates = Vec::new();
+                let (rows, st) = self.rows_of(state, session, writing, source).await?;
+                state = st;
+                let mut proposed = Vec::with_capacity(rows.len());
                 for row in rows {
-                    updates.push((check_row(row, &desc, &table_name)?, 1));
+                    proposed.push(check_row(row, &desc, &table_name)?);
                 }
-                let n = updates.len() as u64;
                 // A new key waits for a transaction that wrote it to end
-                // (then it is a duplicate, or free again).
-                if updates.len() <= MAX_LOCKED_ROWS {
-                    let rows: Vec<Vec<Datum>> = updates.iter().map(|(row, _)| row.clone()).collect();
-                    let keys = state.unique.values_of(table, &rows).into_iter().map(|(c, k)| (table, c, k)).collect();
+                // (then it is a duplicate, or free again; an upsert then
+                // reads the row it wrote).
+                if proposed.len() <= MAX_LOCKED_ROWS {
+                    let keys = state.unique.values_of(table, &proposed).into_iter().map(|(c, k)| (table, c, k)).collect();
                     state = self.lock(state, session, keys).await?;
                 }
-                let returned = match &returning {
-                    Some(r) => {
-                        let rows: Vec<Vec<Datum>> = updates.iter().map(|(row, _)| row.clone()).collect();
-                        Some(self.returned(&mut state, session, writing, table, r, &rows).await?)
+                let (updates, written_rows, inserted, updated) = match &on_conflict {
+                    None => {
+                        let n = proposed.len() as u64;
+                        let updates = proposed.iter().map(|r| (r.clone(), 1)).collect();
+                        (updates, proposed, n, 0)
                     }
+                    Some(oc) => {
+                        let (u, st) = self.upsert(state, session, writing, table, &table_name, &desc, proposed, oc).await?;
+                        state = st;
+                        (u.updates, u.rows, u.inserted, u.updated)
+                    }
+                };
+                let returned = match &returning {
+                    Some(r) => Some(self.returned(&mut state, session, writing, table, r, &written_rows).await?),
                     None => None,
                 };
                 state.write(session, vec![(table, updates)])?;
-                state.catalog.stats.dml(table, Dml::Insert, n);
-                Ok(written("INSERT", n, returning, returned))
+                state.catalog.stats.dml(table, Dml::Insert, inserted);
+                if updated > 0 {
+                    state.catalog.stats.dml(table, Dml::Update, updated);
+                }
+                Ok(written("INSERT", inserted + updated, returning, returned))
             }
             Plan::Update { table, table_name, desc, selection, assignments, returning } => {
                 // The rows to change and their new values are a query, so
@@ -136,10 +139,26 @@ impl Coordinator {
         }
     }
 
+    /// The rows of a write's query: computed here when it needs no
+    /// dataflow (VALUES: a write then does not wait for the workers to
+    /// finish the writes before it), else read (`read_rows`).
+    pub(super) async fn rows_of<'a>(
+        &'a self,
+        state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        writing: bool,
+        query: crate::expr::RelationExpr,
+    ) -> Result<(Vec<Vec<Datum>>, tokio::sync::MutexGuard<'a, State>), Error> {
+        match query.eval_constant() {
+            Some(rows) => Ok((expand(rows?)?, state)),
+            None => self.read_rows(state, session, writing, query).await,
+        }
+    }
+
     /// Reads a write's rows at the statement's timestamp, recording what it
     /// read in the session's transaction; the coordinator lock is let go
     /// while the workers answer and taken again for the write.
-    async fn read_rows<'a>(
+    pub(super) async fn read_rows<'a>(
         &'a self,
         mut state: tokio::sync::MutexGuard<'a, State>,
         session: &mut Session,
@@ -313,7 +332,7 @@ impl State {
 const MAX_LOCKED_ROWS: usize = 4096;
 
 /// Applies column type modifiers and NOT NULL to a row about to be written.
-fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Datum>, Error> {
+pub(super) fn check_row(row: Vec<Datum>, desc: &RelationDesc, table: &str) -> Result<Vec<Datum>, Error> {
     let mut out = Vec::with_capacity(row.len());
     for ((d, name), ty) in row.into_iter().zip(&desc.names).zip(&desc.types) {
         if d.is_null() {

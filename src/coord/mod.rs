@@ -17,8 +17,10 @@
 //!
 //! Its jobs, one module each: `session` runs a statement for a session
 //! (write token, transactions, retries, read timestamps); `sequence`
-//! binds it and carries out its plan; `read` reads at a timestamp; `dml`
-//! writes rows and commits; `conflicts` and `locks` keep writers
+//! binds it (against a snapshot of the catalog, without the coordinator
+//! lock) and carries out its plan; `read` reads at a timestamp; `dml`
+//! writes rows and commits, `upsert` resolves `INSERT ... ON CONFLICT`;
+//! `conflicts` and `locks` keep writers
 //! serializable without serializing them; `ddl`, `alter`, `reshape`,
 //! `schema`, `txn_ddl` change the catalog; `commit` makes writes durable;
 //! `recovery` and `checkpoint` restart; `introspect` answers SHOW and the
@@ -52,6 +54,7 @@ mod system;
 pub(crate) mod txn;
 mod txn_ddl;
 mod unique;
+mod upsert;
 
 pub use api::{ColumnOrigin, CopyFormat, CopyOptions, ExecuteResponse, Origins, Session, StatementDesc};
 pub use copy::CopyTarget;
@@ -64,7 +67,7 @@ use crate::expr::RelationExpr;
 use crate::repr::{ColumnType, Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType, Timestamp};
 use crate::sql::{self, Finishing, ItemKind, Params, Plan, ShowKind};
 use crate::storage::{Storage, WriteSet};
-use catalog::{BindCatalog, Catalog, ItemRecord};
+use catalog::{BindCatalog, Catalog, ItemRecord, SharedCatalog};
 use sqlparser::ast::Statement;
 use sql::Stmt;
 use std::collections::{BTreeMap, HashMap};
@@ -75,7 +78,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 use txn::{ReadHolds, Token, Txn};
 use session::{abort, canceled, sleep_for, txn_block, Want};
-use read::expand;
+use read::{expand, ReadPlan};
 use introspect::{show_desc, text_desc};
 
 /// Start-up configuration.
@@ -146,7 +149,7 @@ struct State {
     /// Materialized views dropped since start, shared with the
     /// checkpointer's storage write (see `Storage::write_checkpoint`).
     dropped: Dropped,
-    catalog: Catalog,
+    catalog: SharedCatalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
     /// Dropped indexes whose arrangements live on because a maintained
@@ -203,6 +206,25 @@ async fn read_checkpoint(storage: &Arc<Storage>, id: GlobalId, through: Timestam
     }
 }
 
+/// SQL text longer than this is parsed, bound and planned with
+/// `run_heavy`.
+pub const BIG_STATEMENT: usize = 64 * 1024;
+
+/// Runs CPU-heavy work — parsing, binding and planning a statement of
+/// `len` bytes of SQL — so that the async runtime's other tasks go on
+/// meanwhile: for a big statement the worker thread hands its tasks, and
+/// the polling of every connection's socket, to another thread while `f`
+/// runs (`tokio::task::block_in_place`). A small statement runs in place
+/// (the hand-off costs more than it saves).
+pub fn run_heavy<R>(len: usize, f: impl FnOnce() -> R) -> R {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if len > BIG_STATEMENT && multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
 
 fn now_ms() -> Timestamp {
     std::time::SystemTime::now()
@@ -233,7 +255,7 @@ impl Coordinator {
             incremental: Default::default(),
             reshaped: Default::default(),
             dropped: Default::default(),
-            catalog: Catalog::default(),
+            catalog: SharedCatalog::default(),
             write_ts,
             orphans: Vec::new(),
             dataflow: dataflow.clone(),
@@ -698,10 +720,12 @@ impl Coordinator {
         stmt: &Stmt,
         param_types: &[Option<ScalarType>],
     ) -> Result<StatementDesc, Error> {
-        let state = self.state.lock().await;
+        // Bound without the coordinator lock: against a snapshot of the
+        // shared catalog, or the transaction block's own.
+        let catalog = self.seen(session).await;
         let mut params = Params { types: param_types.to_vec(), values: None };
         let plan = {
-            let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
+            let bc = BindCatalog::new(&catalog, session.info());
             sql::bind_statement(&bc, stmt, &mut params)?
         };
         // A FETCH returns its cursor's columns (none if the cursor is not
@@ -728,26 +752,9 @@ impl Coordinator {
         Ok(StatementDesc { params, columns, origins })
     }
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 }
 
 impl State {
-
-
-
 
     /// The next write timestamp: strictly increasing, close to wall-clock ms.
     fn next_ts(&mut self) -> Timestamp {
@@ -814,17 +821,4 @@ fn assign(d: Datum, ty: &ScalarType) -> Result<Datum, Error> {
 fn datum_type(d: &Datum) -> Option<ScalarType> {
     d.scalar_type()
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
 

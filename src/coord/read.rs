@@ -18,12 +18,12 @@ impl Coordinator {
         mut state: tokio::sync::MutexGuard<'_, State>,
         session: &mut Session,
         writing: bool,
-        query: RelationExpr,
+        read: ReadPlan,
         finishing: &Finishing,
     ) -> Result<Vec<Vec<Datum>>, Error> {
-        let bound = Self::with_own_writes(&state, session, query);
-        let query = crate::planner::optimize(bound.clone(), &state.catalog);
-        if let Some(rows) = query.eval_constant() {
+        let ReadPlan { bound, optimized: query, constant } = read;
+        if let Some(rows) = constant {
+            drop(state);
             return Ok(finish(expand(rows?)?, finishing));
         }
         // After a restart, a session that accepts a past timestamp reads
@@ -118,7 +118,35 @@ impl Coordinator {
 
 }
 
+/// A query to read, planned: as bound, with the session's own uncommitted
+/// writes (what a read of checkpoint contents after a restart plans
+/// again), optimized, and its rows if it needs no dataflow (a constant).
+/// Planned where the statement is bound, without the coordinator lock when
+/// the session sees the shared catalog.
+pub(super) struct ReadPlan {
+    bound: RelationExpr,
+    optimized: RelationExpr,
+    constant: Option<Result<Vec<(Row, Diff)>, EvalError>>,
+}
+
+impl ReadPlan {
+    /// `seen`: the catalog the session sees (its transaction block's own,
+    /// once it ran DDL); `indexes`: the shared catalog, whose indexes a
+    /// plan may import (an index created in an open block is not built).
+    pub(super) fn new(seen: &Catalog, indexes: &dyn crate::planner::IndexCatalog, session: &Session, query: RelationExpr) -> ReadPlan {
+        let bound = session::own_writes(seen, session, query);
+        let optimized = crate::planner::optimize(bound.clone(), indexes);
+        let constant = optimized.eval_constant();
+        ReadPlan { bound, optimized, constant }
+    }
+}
+
 impl State {
+    /// `query` planned under the coordinator lock, as the session sees it.
+    pub(super) fn read_plan(&self, session: &Session, query: RelationExpr) -> ReadPlan {
+        ReadPlan::new(self.catalog_of(session.txn.as_ref()), &self.catalog, session, query)
+    }
+
     /// Starts a read of `query` at `ts`: a peek of an arrangement when the
     /// query is a table or materialized view as is, otherwise a short-lived
     /// dataflow. Fails (40001) if a table it reads changed its columns

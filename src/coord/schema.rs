@@ -142,10 +142,7 @@ impl State {
         // On a copy: nothing changes unless all of it applies.
         let mut catalog = self.catalog.clone();
         let changed = catalog.apply_schema_op(&op)?;
-        self.catalog.schemas = catalog.schemas;
-        if !changed.is_empty() {
-            self.catalog.items = catalog.items;
-        }
+        self.catalog = catalog;
         self.persist(&changed)
     }
 

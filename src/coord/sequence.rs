@@ -16,30 +16,23 @@ impl Coordinator {
         params: &[Datum],
         writing: bool,
     ) -> Result<ExecuteResponse, Error> {
+        // Bound, and a read planned, against a snapshot of the shared
+        // catalog without the coordinator lock (a huge statement holds up
+        // no one), or against the transaction block's own catalog; bound
+        // again under the lock in the rare case the catalog changed
+        // meanwhile.
+        let seen = self.seen(session).await;
+        let mut p = params_for(params);
+        let first = run_heavy(session.statement_len, || bind(&seen, seen.shared().is_some(), session, stmt, &mut p))?;
         let mut state = self.state.lock().await;
-        let mut p = Params { types: vec![None; params.len()], values: Some(params.to_vec()) };
-        // Parameter values arrive typed as described; bind with those types.
-        for (i, d) in params.iter().enumerate() {
-            p.types[i] = datum_type(d);
-        }
-        let (plan, deps, create_sql, sizes) = {
-            let bc = BindCatalog::new(state.catalog_of(session.txn.as_ref()), session.info());
-            let plan = sql::bind_statement(&bc, stmt, &mut p)?;
-            // A view would keep the catalog as of its creation.
-            if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
-                return Err(Error::FeatureNotSupported(
-                    "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported"
-                        .into(),
-                ));
+        let Bound { plan, read, deps, create_sql, sizes } = match seen.shared() {
+            Some(s) if !state.catalog.is(s) => {
+                p = params_for(params);
+                bind(state.catalog_of(session.txn.as_ref()), false, session, stmt, &mut p)?
             }
-            // What is created is stored with every name it reads resolved
-            // to its schema now, so that it binds the same on restart.
-            let create_sql = match (stmt, plan.created()) {
-                (Stmt::Sql(s), Some((schema, _))) => sql::ddl_text::stored(s, schema, &|n| bc.schema_of(n)),
-                _ => stmt.to_string(),
-            };
-            (plan, bc.dependencies(), create_sql, bc.sizes_snapshot())
+            _ => first,
         };
+        drop(seen);
         if let Some(snapshot) = sizes {
             // What was committed before the statement is counted once the
             // arrangements have taken it in: waited for without the lock
@@ -69,7 +62,8 @@ impl Coordinator {
         }
         match plan {
             Plan::Select { query, desc, origins, finishing, settings } => {
-                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                let read = read.unwrap_or_else(|| state.read_plan(session, query));
+                let rows = self.read_finished(state, session, writing, read, &finishing).await?;
                 for (name, value, local) in settings {
                     // SET LOCAL outside a transaction block has no effect.
                     if !local || session.in_transaction {
@@ -79,7 +73,8 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" })
             }
             Plan::CopyTo { query, desc, finishing, options } => {
-                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                let read = read.unwrap_or_else(|| state.read_plan(session, query));
+                let rows = self.read_finished(state, session, writing, read, &finishing).await?;
                 Ok(ExecuteResponse::CopyOut { desc, rows, options })
             }
             Plan::CopyFrom { table, table_name, desc, columns, options, defaults } => {
@@ -244,7 +239,8 @@ impl Coordinator {
                 // other DDL comes between), then the table and its rows
                 // under one hold of the coordinator's lock.
                 let rows = if with_data {
-                    self.read_finished(state, session, writing, query, &finishing).await?
+                    let read = state.read_plan(session, query);
+                    self.read_finished(state, session, writing, read, &finishing).await?
                 } else {
                     drop(state);
                     Vec::new()
@@ -442,7 +438,8 @@ impl Coordinator {
                 let Plan::Select { query, desc, origins, finishing, .. } = *select else {
                     return Err(Error::Internal("DECLARE CURSOR over a statement that is not a query".into()));
                 };
-                let rows = self.read_finished(state, session, writing, query, &finishing).await?;
+                let read = state.read_plan(session, query);
+                let rows = self.read_finished(state, session, writing, read, &finishing).await?;
                 let mut c = cursor::Cursor::new(desc, origins, rows, scroll, hold, sql);
                 c.in_txn = session.in_transaction;
                 session.cursors.insert(name, c);
@@ -467,4 +464,89 @@ impl Coordinator {
             }
         }
     }
+}
+
+impl Coordinator {
+    /// The catalog `session` binds against, held without the coordinator
+    /// lock: a snapshot of the shared one, or its transaction block's own
+    /// once the block ran DDL.
+    pub(super) async fn seen<'a>(&self, session: &'a Session) -> Seen<'a> {
+        match session.txn.as_ref().and_then(|t| t.ddl.as_deref()) {
+            Some(block) => Seen::Block(&block.catalog),
+            None => Seen::Shared(self.state.lock().await.catalog.snapshot()),
+        }
+    }
+}
+
+/// The catalog a session sees (`Coordinator::seen`).
+pub(super) enum Seen<'a> {
+    Shared(Arc<Catalog>),
+    Block(&'a Catalog),
+}
+
+impl Seen<'_> {
+    /// The snapshot of the shared catalog, if that is what is seen.
+    fn shared(&self) -> Option<&Arc<Catalog>> {
+        match self {
+            Seen::Shared(c) => Some(c),
+            Seen::Block(_) => None,
+        }
+    }
+}
+
+impl std::ops::Deref for Seen<'_> {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        match self {
+            Seen::Shared(c) => c,
+            Seen::Block(c) => c,
+        }
+    }
+}
+
+/// A statement bound (`bind`).
+struct Bound {
+    plan: Plan,
+    /// The plan of a `SELECT` or `COPY (query) TO`, when it could be made
+    /// where the statement was bound.
+    read: Option<ReadPlan>,
+    deps: Vec<GlobalId>,
+    /// The statement to store for what it creates.
+    create_sql: String,
+    sizes: Option<Arc<crate::expr::func::catalog::CatalogSnapshot>>,
+}
+
+/// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:
+/// that is the shared catalog, so that a read can be planned too.
+fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut Params) -> Result<Bound, Error> {
+    let bc = BindCatalog::new(catalog, session.info());
+    let plan = sql::bind_statement(&bc, stmt, p)?;
+    // A view would keep the catalog as of its creation.
+    if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
+        return Err(Error::FeatureNotSupported(
+            "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported".into(),
+        ));
+    }
+    // What is created is stored with every name it reads resolved to its
+    // schema now, so that it binds the same on restart.
+    let create_sql = match (stmt, plan.created()) {
+        (Stmt::Sql(s), Some((schema, _))) => sql::ddl_text::stored(s, schema, &|n| bc.schema_of(n)),
+        _ => String::new(),
+    };
+    let sizes = bc.sizes_snapshot();
+    // (A read of relation sizes is planned once they are measured: its
+    // constants fold over them.)
+    let read = match &plan {
+        Plan::Select { query, .. } | Plan::CopyTo { query, .. } if shared && sizes.is_none() => {
+            Some(ReadPlan::new(catalog, catalog, session, query.clone()))
+        }
+        _ => None,
+    };
+    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes })
+}
+
+/// Parameters with their values, typed as the values arrived (as
+/// described).
+fn params_for(values: &[Datum]) -> Params {
+    Params { types: values.iter().map(datum_type).collect(), values: Some(values.to_vec()) }
 }

@@ -264,12 +264,18 @@ impl Coordinator {
     /// A bound query as the session sees it: with its transaction's
     /// uncommitted writes.
     pub(super) fn with_own_writes(state: &State, session: &Session, query: RelationExpr) -> RelationExpr {
-        match &session.txn {
-            Some(txn) => txn::overlay(query, &txn.writes, txn.ddl.as_deref(), state.catalog_of(Some(txn))),
-            None => query,
-        }
+        own_writes(state.catalog_of(session.txn.as_ref()), session, query)
     }
 
+}
+
+/// `query` as `session` sees it: with its transaction's own uncommitted
+/// writes, against `catalog`, the catalog the session sees.
+pub(super) fn own_writes(catalog: &Catalog, session: &Session, query: RelationExpr) -> RelationExpr {
+    match &session.txn {
+        Some(txn) => txn::overlay(query, &txn.writes, txn.ddl.as_deref(), catalog),
+        None => query,
+    }
 }
 
 /// How many times an autocommit write is run again after a conflict

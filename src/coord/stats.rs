@@ -11,6 +11,7 @@
 
 use crate::repr::{Diff, GlobalId, Row};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The counters of one table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,26 +34,35 @@ pub enum Dml {
     Delete,
 }
 
+/// The counters of every table. Clones share them: every copy of the
+/// catalog counts into the same place, under a short lock of its own.
 #[derive(Clone, Debug, Default)]
-pub struct Stats(HashMap<GlobalId, TableStats>);
+pub struct Stats(Arc<Mutex<HashMap<GlobalId, TableStats>>>);
 
 impl Stats {
+    fn counters(&self) -> std::sync::MutexGuard<'_, HashMap<GlobalId, TableStats>> {
+        // The counters stay usable if a holder panicked.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn get(&self, table: GlobalId) -> TableStats {
-        self.0.get(&table).copied().unwrap_or_default()
+        self.counters().get(&table).copied().unwrap_or_default()
     }
 
     /// Committed changes: live rows follow their diffs.
-    pub fn applied(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) {
+    pub fn applied(&self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) {
+        let mut counters = self.counters();
         for (table, rows) in updates {
-            let e = self.0.entry(*table).or_default();
+            let e = counters.entry(*table).or_default();
             e.live += rows.iter().map(|(_, d)| *d).sum::<Diff>();
         }
     }
 
     /// A statement's rows, counted as it runs (as PostgreSQL counts them,
     /// whether or not its transaction commits).
-    pub fn dml(&mut self, table: GlobalId, kind: Dml, rows: u64) {
-        let e = self.0.entry(table).or_default();
+    pub fn dml(&self, table: GlobalId, kind: Dml, rows: u64) {
+        let mut counters = self.counters();
+        let e = counters.entry(table).or_default();
         let n = rows as i64;
         match kind {
             Dml::Insert => e.inserted += n,
@@ -62,19 +72,20 @@ impl Stats {
     }
 
     /// A read of `tables`, through `indexes_of` of them.
-    pub fn scanned(&mut self, tables: impl IntoIterator<Item = GlobalId>, indexes_of: impl IntoIterator<Item = GlobalId>) {
+    pub fn scanned(&self, tables: impl IntoIterator<Item = GlobalId>, indexes_of: impl IntoIterator<Item = GlobalId>) {
+        let mut counters = self.counters();
         for t in tables {
-            let e = self.0.entry(t).or_default();
+            let e = counters.entry(t).or_default();
             e.seq_scan += 1;
             e.seq_tup_read += e.live;
         }
         for t in indexes_of {
-            self.0.entry(t).or_default().idx_scan += 1;
+            counters.entry(t).or_default().idx_scan += 1;
         }
     }
 
-    pub fn forget(&mut self, table: GlobalId) {
-        self.0.remove(&table);
+    pub fn forget(&self, table: GlobalId) {
+        self.counters().remove(&table);
     }
 }
 
@@ -85,7 +96,7 @@ mod tests {
 
     #[test]
     fn live_rows_follow_commits_and_statements_are_counted() {
-        let mut s = Stats::default();
+        let s = Stats::default();
         let r = |i| Row::pack(&[Datum::Int32(i)]);
         s.applied(&[(1, vec![(r(1), 1), (r(2), 1), (r(3), 1)])]);
         s.dml(1, Dml::Insert, 3);

@@ -39,7 +39,7 @@ impl State {
 
     /// The block's catalog changes, started from the shared catalog.
     pub(super) fn block<'a>(&self, txn: &'a mut Txn) -> &'a mut TxnCatalog {
-        txn.ddl.get_or_insert_with(|| Box::new(TxnCatalog { catalog: self.catalog.clone(), ..Default::default() }))
+        txn.ddl.get_or_insert_with(|| Box::new(TxnCatalog { catalog: Catalog::clone(&self.catalog), ..Default::default() }))
     }
 
     /// `CREATE ...` in a block: the item joins the block's catalog. `rows`

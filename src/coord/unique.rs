@@ -27,15 +27,7 @@ struct Key {
 impl Key {
     /// The key value of a row; `None` if a key column is NULL.
     fn of(&self, row: &[Datum]) -> Option<Row> {
-        let mut vals = Vec::with_capacity(self.columns.len());
-        for c in &self.columns {
-            let d = row.get(*c)?;
-            if d.is_null() {
-                return None;
-            }
-            vals.push(crate::expr::agg::normalize_datum(d.clone()));
-        }
-        Some(Row::from_datums(vals))
+        key_value(&self.columns, row)
     }
 
     /// `Key (a, b)=(1, x)` as Postgres writes it in DETAIL lines.
@@ -43,6 +35,21 @@ impl Key {
         let vals: Vec<String> = key.unpack().iter().map(|d| d.to_string()).collect();
         format!("Key ({})=({})", self.column_names.join(", "), vals.join(", "))
     }
+}
+
+/// The value a row gives the key over `columns`, as keys compare (equal
+/// values, such as 1.0 and 1.00, give equal keys); `None` if a key column
+/// is NULL: such a row never conflicts.
+pub fn key_value(columns: &[usize], row: &[Datum]) -> Option<Row> {
+    let mut vals = Vec::with_capacity(columns.len());
+    for c in columns {
+        let d = row.get(*c)?;
+        if d.is_null() {
+            return None;
+        }
+        vals.push(crate::expr::agg::normalize_datum(d.clone()));
+    }
+    Some(Row::from_datums(vals))
 }
 
 /// The unique keys of every table.

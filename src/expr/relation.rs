@@ -158,8 +158,30 @@ fn consolidate(rows: impl Iterator<Item = (Row, Diff)>) -> Vec<(Row, Diff)> {
 }
 
 impl RelationExpr {
+    /// The number of output columns: `typ().len()`, without deriving the
+    /// types (a union's is its first input's, so a chain of unions being
+    /// bound stays linear).
     pub fn arity(&self) -> usize {
-        self.typ().len()
+        match self {
+            RelationExpr::Constant { types, .. }
+            | RelationExpr::Get { types, .. }
+            | RelationExpr::Recursive { types, .. }
+            | RelationExpr::RecursiveRef { types, .. } => types.len(),
+            RelationExpr::Map { input, scalars } => input.arity() + scalars.len(),
+            RelationExpr::Filter { input, .. }
+            | RelationExpr::TopK { input, .. }
+            | RelationExpr::Distinct { input }
+            | RelationExpr::Threshold { input }
+            | RelationExpr::Negate { input } => input.arity(),
+            RelationExpr::Project { outputs, .. } => outputs.len(),
+            RelationExpr::Join { inputs, .. } => inputs.iter().map(|i| i.arity()).sum(),
+            RelationExpr::Window { input, .. } => input.arity() + 1,
+            RelationExpr::FlatMap { input, func, with_ordinality, .. } => {
+                input.arity() + func.columns().len() + usize::from(*with_ordinality)
+            }
+            RelationExpr::Reduce { group_key, aggregates, .. } => group_key.len() + aggregates.len(),
+            RelationExpr::Union { inputs } => inputs.first().map_or(0, |i| i.arity()),
+        }
     }
 
     /// Column types of the output.
@@ -761,6 +783,22 @@ mod tests {
 
     fn sum_of_column_1() -> AggregateExpr {
         AggregateExpr::new(AggregateFunc::SumInt, ScalarExpr::Column(1), false)
+    }
+
+    #[test]
+    fn arity_is_the_number_of_typed_columns() {
+        let c = || Box::new(constant(&[(1, 2, 1)]));
+        let exprs = vec![
+            RelationExpr::Map { input: c(), scalars: vec![ScalarExpr::Column(0)] },
+            RelationExpr::Project { input: c(), outputs: vec![1, 1, 0] },
+            RelationExpr::Join { inputs: vec![*c(), *c()], equivalences: vec![], plan: None },
+            RelationExpr::Reduce { input: c(), group_key: vec![0], aggregates: vec![sum_of_column_1()] },
+            RelationExpr::Union { inputs: vec![*c(), *c()] },
+            RelationExpr::Negate { input: Box::new(RelationExpr::Distinct { input: c() }) },
+        ];
+        for e in exprs {
+            assert_eq!(e.arity(), e.typ().len(), "{e:?}");
+        }
     }
 
     #[test]

@@ -461,6 +461,10 @@ pub enum Error {
     /// fetch from a `NO SCROLL` cursor.
     #[error("{0}")]
     ObjectNotInPrerequisiteState(String),
+    /// A statement that would change one row twice (21000): `ON CONFLICT
+    /// DO UPDATE command cannot affect row a second time`.
+    #[error("{0}")]
+    CardinalityViolation(String),
     /// A column that must not hold NULL does (23502), outside a write
     /// (`ALTER TABLE ... ADD PRIMARY KEY` over existing rows).
     #[error("{0}")]
@@ -518,6 +522,7 @@ impl Error {
             Error::NoActiveTransaction(_) => SqlState::NoActiveSqlTransaction,
             Error::InvalidSavepoint(_) => SqlState::InvalidSavepointSpecification,
             Error::NotNullViolation(_) => SqlState::NotNullViolation,
+            Error::CardinalityViolation(_) => SqlState::CardinalityViolation,
             Error::UndefinedPreparedStatement(_) => SqlState::InvalidSqlStatementName,
             Error::DuplicatePreparedStatement(_) => SqlState::DuplicatePreparedStatement,
             Error::UndefinedCursor(_) => SqlState::InvalidCursorName,
@@ -596,6 +601,10 @@ impl Error {
             Error::ObjectNotInPrerequisiteState(m) if m == "cursor can only scan forward" => {
                 Some("Declare it with SCROLL option to enable backward scan.".into())
             }
+            Error::CardinalityViolation(m) if m.starts_with("ON CONFLICT DO UPDATE") => Some(
+                "Ensure that no rows proposed for insertion within the same command have duplicate constrained values."
+                    .into(),
+            ),
             Error::Eval(e) => e.hint(),
             Error::BadCopyFormat { hint, .. } => hint.clone(),
             Error::WithContext { error, .. } => error.hint(),

@@ -54,6 +54,8 @@ const INVALID_CURSOR_NAME: &str = "34000";
 pub struct PreparedStatement {
     pub stmt: Arc<Stmt>,
     pub bound: Option<Arc<BoundParams>>,
+    /// The length of its SQL text (`Session::statement_len`).
+    pub sql_len: usize,
 }
 
 /// What a Bind message fixed for a portal.
@@ -84,7 +86,7 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut stmts = self.coord.parse(sql).map_err(|e| pg_error(&e))?;
+        let mut stmts = crate::coord::run_heavy(sql.len(), || self.coord.parse(sql)).map_err(|e| pg_error(&e))?;
         if stmts.len() > 1 {
             return Err(user_error(
                 SYNTAX_ERROR,
@@ -94,6 +96,7 @@ impl QueryParser for StatementParser {
         Ok(stmts.pop().map(|s| PreparedStatement {
             stmt: Arc::new(s),
             bound: None,
+            sql_len: sql.len(),
         }))
     }
 
@@ -300,8 +303,10 @@ impl Connection {
         &self,
         stmt: &Stmt,
         params: &[Datum],
+        sql_len: usize,
     ) -> (Result<ExecuteResponse, Error>, bool) {
         let mut session = self.session.lock().await;
+        session.statement_len = sql_len;
         // A CancelRequest from now on cancels this statement.
         if let Some((handle, _)) = self.cancel.lock().await.as_ref() {
             session.cancel = Some(handle.start_query().await);
@@ -358,7 +363,7 @@ impl Connection {
                 .await?;
             return Ok((status, false));
         }
-        let stmts = match self.coord.parse(sql) {
+        let stmts = match crate::coord::run_heavy(sql.len(), || self.coord.parse(sql)) {
             Ok(stmts) => stmts,
             Err(e) => {
                 let in_transaction = self.session.lock().await.in_transaction;
@@ -379,7 +384,7 @@ impl Connection {
         for stmt in &stmts {
             let (result, in_transaction) = match self.move_portal(client, stmt).await {
                 Some(moved) => moved,
-                None => self.execute(stmt, &[]).await,
+                None => self.execute(stmt, &[], sql.len()).await,
             };
             status = status_after(status, in_transaction, result.is_err());
             let result = match result {
@@ -475,6 +480,7 @@ impl Connection {
 
         let bound = PreparedStatement {
             stmt: stmt.statement.stmt.clone(),
+            sql_len: stmt.statement.sql_len,
             bound: Some(Arc::new(BoundParams {
                 params,
                 result_formats: message.result_column_format_codes.clone(),
@@ -563,7 +569,7 @@ impl ExtendedQueryHandler for Connection {
             }
             _ => {}
         }
-        client.send(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+        client.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
         Ok(())
     }
 
@@ -608,8 +614,10 @@ impl ExtendedQueryHandler for Connection {
                 ));
             }
         }
+        // (Replies of the extended protocol are fed, not flushed: they go
+        // out together at Sync or Flush, one write instead of one each.)
         client
-            .send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
             .await?;
         Ok(())
     }
@@ -643,7 +651,7 @@ impl ExtendedQueryHandler for Connection {
                 };
                 let oids = params.iter().map(ScalarType::oid).collect();
                 client
-                    .send(PgWireBackendMessage::ParameterDescription(
+                    .feed(PgWireBackendMessage::ParameterDescription(
                         ParameterDescription::new(oids),
                     ))
                     .await?;
@@ -681,14 +689,14 @@ impl ExtendedQueryHandler for Connection {
         match columns {
             Some((desc, origins, formats)) => {
                 client
-                    .send(PgWireBackendMessage::RowDescription(row_description(
+                    .feed(PgWireBackendMessage::RowDescription(row_description(
                         &desc, &origins, &formats,
                     )))
                     .await?
             }
             None => {
                 client
-                    .send(PgWireBackendMessage::NoData(NoData::new()))
+                    .feed(PgWireBackendMessage::NoData(NoData::new()))
                     .await?
             }
         }
@@ -873,7 +881,7 @@ impl Connection {
     pub(super) async fn execute_portal(&self, portal: &Portal<PreparedStatement>) -> (Result<ExecuteResponse, Error>, bool) {
         let prepared = &portal.statement.statement;
         let params: &[Datum] = prepared.bound.as_ref().map_or(&[], |b| &b.params);
-        self.execute(&prepared.stmt, params).await
+        self.execute(&prepared.stmt, params, prepared.sql_len).await
     }
 }
 

@@ -648,10 +648,17 @@ impl Binder<'_> {
         let TableObject::TableName(tname) = &ins.table else {
             return Err(Error::FeatureNotSupported("INSERT into a table function is not supported".into()));
         };
-        if ins.on.is_some() {
-            return Err(Error::FeatureNotSupported("INSERT ... ON CONFLICT is not supported yet".into()));
-        }
         let entry = self.resolve_table(tname)?;
+        let label = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| entry.name.clone());
+        let on_conflict = match &ins.on {
+            None => None,
+            Some(ast::OnInsert::OnConflict(oc)) => Some(self.bind_on_conflict(oc, &entry, &label)?),
+            Some(_) => {
+                return Err(Error::FeatureNotSupported(
+                    "ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT (key) DO UPDATE".into(),
+                ))
+            }
+        };
         let returning = match &ins.returning {
             Some(items) => {
                 let alias = ins.table_alias.as_ref().map(|a| format!(" AS {}", a.alias)).unwrap_or_default();
@@ -689,7 +696,7 @@ impl Binder<'_> {
                 scalars.push(self.column_default(&entry, col)?);
             }
             let source = RelationExpr::Map { input: Box::new(one), scalars };
-            return Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning });
+            return Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning, on_conflict });
         };
         // Without a column list, the values fill the leading columns (the
         // rest get their defaults), as in Postgres.
@@ -791,7 +798,7 @@ impl Binder<'_> {
         }
         let outputs = (n..n + scalars.len()).collect();
         let source = RelationExpr::Project { input: Box::new(RelationExpr::Map { input: Box::new(src), scalars }), outputs };
-        Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning })
+        Ok(Plan::Insert { table: entry.id, table_name: entry.name, desc, source, returning, on_conflict })
     }
 
     fn bind_update(&mut self, up: &ast::Update) -> Result<Plan, Error> {
@@ -803,20 +810,7 @@ impl Binder<'_> {
             _ => return Err(Error::FeatureNotSupported("UPDATE of this target is not supported".into())),
         };
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
-        let mut targets = Vec::new();
-        for a in &up.assignments {
-            let AssignmentTarget::ColumnName(cn) = &a.target else {
-                return Err(Error::FeatureNotSupported("tuple assignment in UPDATE is not supported yet".into()));
-            };
-            let n = object_name(cn);
-            let col = scope
-                .resolve(None, &n)
-                .map_err(|_| Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name)))?;
-            if targets.iter().any(|(c, _)| *c == col) {
-                return Err(Error::DuplicateColumn(format!("multiple assignments to same column \"{n}\"")));
-            }
-            targets.push((col, &a.value));
-        }
+        let targets = assignment_targets(&scope, &up.assignments, &entry, "UPDATE")?;
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
         let selection = self.bind_dml_selection(get, scope, up.selection.as_ref(), &targets, &entry)?;
         let assignments = targets.iter().map(|(c, _)| *c).collect();
@@ -858,6 +852,31 @@ fn table_factor(text: &str) -> Result<TableFactor, Error> {
         .try_with_sql(text)
         .map_err(|e| Error::Syntax(e.to_string()))?;
     parser.parse_table_factor().map_err(|e| Error::Syntax(e.to_string()))
+}
+
+/// The columns of `entry` that `SET col = value, ...` assigns (resolved in
+/// `scope`, the table's columns), each with its value.
+pub(super) fn assignment_targets<'a>(
+    scope: &Scope,
+    assignments: &'a [ast::Assignment],
+    entry: &CatalogEntry,
+    what: &str,
+) -> Result<Vec<(usize, &'a Expr)>, Error> {
+    let mut targets = Vec::new();
+    for a in assignments {
+        let AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::FeatureNotSupported(format!("tuple assignment in {what} is not supported yet")));
+        };
+        let n = object_name(cn);
+        let col = scope
+            .resolve(None, &n)
+            .map_err(|_| Error::UndefinedColumn(format!("column \"{n}\" of relation \"{}\" does not exist", entry.name)))?;
+        if targets.iter().any(|(c, _)| *c == col) {
+            return Err(Error::DuplicateColumn(format!("multiple assignments to same column \"{n}\"")));
+        }
+        targets.push((col, &a.value));
+    }
+    Ok(targets)
 }
 
 fn scope_of(entry: &CatalogEntry, label: &str) -> Scope {

@@ -569,8 +569,11 @@ pub fn finish_plan(plan: &mut Plan, now: DateTime<Utc>) -> Result<(), Error> {
         Plan::Select { query, .. } | Plan::Explain { query } | Plan::CopyTo { query, .. } => {
             query.visit_scalars_mut(&mut visit)
         }
-        Plan::Insert { source, returning, .. } => {
+        Plan::Insert { source, returning, on_conflict, .. } => {
             source.visit_scalars_mut(&mut visit);
+            if let Some(u) = on_conflict.as_mut().and_then(|oc| oc.update.as_mut()) {
+                u.selection.visit_scalars_mut(&mut visit);
+            }
             if let Some(r) = returning {
                 r.query.visit_scalars_mut(&mut visit);
             }

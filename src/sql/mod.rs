@@ -28,12 +28,13 @@ mod scope;
 mod subquery;
 pub(crate) mod table_funcs;
 mod types;
+mod upsert;
 mod window;
 
 pub use binder::{bind_statement, Params};
 pub use parse::{parse, FetchDirection, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
-pub use plan::{Finishing, ItemKind, Plan, Returning, ShowKind, UniqueKey};
+pub use plan::{ConflictUpdate, Finishing, ItemKind, OnConflict, Plan, Returning, ShowKind, UniqueKey, CONFLICT_PAIRS};
 pub use binder::QualifiedName;
 /// The schema names the binder knows.
 pub mod binder_names {
@@ -156,6 +157,9 @@ pub trait SqlCatalog {
     /// Records that the statement's result depends on its session or the
     /// catalog (so it cannot define a view).
     fn note_catalog_read(&self);
+    /// The unique keys of table `id`: its PRIMARY KEY and UNIQUE
+    /// constraints and its unique indexes (`ON CONFLICT`'s targets).
+    fn unique_keys(&self, id: GlobalId) -> Vec<UniqueKey>;
     /// Records that the statement calls a size function: the coordinator
     /// then measures relation sizes into the snapshot before it runs.
     fn note_sizes(&self) {}

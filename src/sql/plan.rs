@@ -68,6 +68,32 @@ pub struct Returning {
     pub desc: RelationDesc,
 }
 
+/// What `INSERT ... ON CONFLICT` binds `DO UPDATE` over: the pairs of
+/// conflicting rows, each the existing row followed by the proposed one
+/// (`EXCLUDED`); the coordinator puts the pairs in its place. No item has
+/// this id.
+pub const CONFLICT_PAIRS: crate::repr::GlobalId = crate::repr::GlobalId::MAX;
+
+/// `INSERT ... ON CONFLICT [target] DO NOTHING | DO UPDATE`.
+#[derive(Clone, Debug)]
+pub struct OnConflict {
+    /// The columns of the unique key whose conflicts are handled (the
+    /// conflict target); `None` (DO NOTHING only): every unique key of the
+    /// table.
+    pub key: Option<Vec<usize>>,
+    /// `None`: DO NOTHING.
+    pub update: Option<ConflictUpdate>,
+}
+
+/// `DO UPDATE SET ... [WHERE ...]`.
+#[derive(Clone, Debug)]
+pub struct ConflictUpdate {
+    /// Over `Get(CONFLICT_PAIRS)`: the pairs the WHERE keeps, each
+    /// followed by the new values of the `assignments` columns.
+    pub selection: RelationExpr,
+    pub assignments: Vec<usize>,
+}
+
 /// A PRIMARY KEY or UNIQUE constraint of a table, or a unique index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UniqueKey {
@@ -108,7 +134,14 @@ pub enum Plan {
     CreateIndex { schema: String, name: Option<String>, on: GlobalId, on_name: String, key: Vec<usize>, if_not_exists: bool, unique: bool },
     /// `source` produces rows in the table's column order, already cast to
     /// the column types (typmods and NOT NULL are checked on write).
-    Insert { table: GlobalId, table_name: String, desc: RelationDesc, source: RelationExpr, returning: Option<Returning> },
+    Insert {
+        table: GlobalId,
+        table_name: String,
+        desc: RelationDesc,
+        source: RelationExpr,
+        returning: Option<Returning>,
+        on_conflict: Option<OnConflict>,
+    },
     /// `selection` yields each row to change followed by the new values of
     /// the `assignments` columns (in that order).
     Update {

@@ -198,55 +198,23 @@ impl Binder<'_> {
                     Some(o) => Ok(plain_block(join(vec![o.relation(), expr], vec![]), o.arity(), desc)),
                 }
             }
-            SetExpr::SetOperation { left, op, set_quantifier, right } => {
-                let l = self.bind_set_expr(left, outer)?;
-                let r = self.bind_set_expr(right, outer)?;
-                let what = match op {
-                    SetOperator::Union => "UNION",
-                    SetOperator::Intersect => "INTERSECT",
-                    SetOperator::Except | SetOperator::Minus => "EXCEPT",
-                };
-                if l.desc.arity() != r.desc.arity() {
-                    return Err(Error::Syntax(format!("each {what} query must have the same number of columns")));
+            SetExpr::SetOperation { .. } => {
+                // The parser builds `a UNION b UNION c ...` left-deep: the
+                // chain is walked in a loop (a chain of any length binds
+                // without a deep stack); only a parenthesized right operand
+                // recurses, as deep as the parser allows.
+                let mut spine = Vec::new();
+                let mut base = se;
+                while let SetExpr::SetOperation { left, op, set_quantifier, right } = base {
+                    spine.push((op, set_quantifier, right.as_ref()));
+                    base = left;
                 }
-                let prefix = l.prefix;
-                let mut types = Vec::new();
-                for (a, b) in l.desc.types.iter().zip(&r.desc.types) {
-                    let t = common_type(&a.scalar, &b.scalar).ok_or_else(|| {
-                        Error::DatatypeMismatch(format!("{what} types {} and {} cannot be matched", a.scalar.name(), b.scalar.name()))
-                    })?;
-                    types.push(ColumnType::new(t, a.nullable || b.nullable));
+                let mut acc = self.bind_set_expr(base, outer)?;
+                for (op, quantifier, right) in spine.into_iter().rev() {
+                    let r = self.bind_set_expr(right, outer)?;
+                    acc = set_operation(acc, op, quantifier, r)?;
                 }
-                let desc = RelationDesc::new(l.desc.names.clone(), types.clone());
-                // (The blocks' descriptions give their columns' types: asking
-                // a chain of N set operations for its type again at each step
-                // would take N² steps.)
-                let (l_types, r_types) = (l.desc.types.clone(), r.desc.types.clone());
-                let le = coerce_known(l.into_relation(), prefix, &l_types, &types);
-                let re = coerce_known(r.into_relation(), prefix, &r_types, &types);
-                let all = matches!(set_quantifier, SetQuantifier::All);
-                let threshold = |e| RelationExpr::Threshold { input: Box::new(e) };
-                let expr = match (op, all) {
-                    // A chain of UNION ALLs is one flat union.
-                    (SetOperator::Union, true) => match le {
-                        RelationExpr::Union { mut inputs } => {
-                            inputs.push(re);
-                            union(inputs)
-                        }
-                        le => union(vec![le, re]),
-                    },
-                    (SetOperator::Union, false) => distinct(union(vec![le, re])),
-                    (SetOperator::Except | SetOperator::Minus, true) => threshold(union(vec![le, negate(re)])),
-                    (SetOperator::Except | SetOperator::Minus, false) => {
-                        threshold(union(vec![distinct(le), negate(distinct(re))]))
-                    }
-                    (SetOperator::Intersect, all) => {
-                        let l_minus_r = threshold(union(vec![le.clone(), negate(re)]));
-                        let both = union(vec![le, negate(l_minus_r)]);
-                        if all { both } else { distinct(both) }
-                    }
-                };
-                Ok(plain_block(expr, prefix, desc))
+                Ok(acc)
             }
             SetExpr::Table(t) => {
                 let mut parts = Vec::new();
@@ -1157,4 +1125,53 @@ pub fn check_new_label(existing: &Scope, new: &Scope) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// `l op r` (`UNION [ALL]`, `INTERSECT [ALL]`, `EXCEPT [ALL]`): the
+/// columns' common types, each side coerced to them.
+fn set_operation(l: Block, op: &SetOperator, quantifier: &SetQuantifier, r: Block) -> Result<Block, Error> {
+    let what = match op {
+        SetOperator::Union => "UNION",
+        SetOperator::Intersect => "INTERSECT",
+        SetOperator::Except | SetOperator::Minus => "EXCEPT",
+    };
+    if l.desc.arity() != r.desc.arity() {
+        return Err(Error::Syntax(format!("each {what} query must have the same number of columns")));
+    }
+    let prefix = l.prefix;
+    let mut types = Vec::new();
+    for (a, b) in l.desc.types.iter().zip(&r.desc.types) {
+        let t = common_type(&a.scalar, &b.scalar).ok_or_else(|| {
+            Error::DatatypeMismatch(format!("{what} types {} and {} cannot be matched", a.scalar.name(), b.scalar.name()))
+        })?;
+        types.push(ColumnType::new(t, a.nullable || b.nullable));
+    }
+    let desc = RelationDesc::new(l.desc.names.clone(), types.clone());
+    // (The blocks' descriptions give their columns' types: asking a chain
+    // of N set operations for its type again at each step would take N²
+    // steps.)
+    let (l_types, r_types) = (l.desc.types.clone(), r.desc.types.clone());
+    let le = coerce_known(l.into_relation(), prefix, &l_types, &types);
+    let re = coerce_known(r.into_relation(), prefix, &r_types, &types);
+    let all = matches!(quantifier, SetQuantifier::All);
+    let threshold = |e| RelationExpr::Threshold { input: Box::new(e) };
+    let expr = match (op, all) {
+        // A chain of UNION ALLs is one flat union.
+        (SetOperator::Union, true) => match le {
+            RelationExpr::Union { mut inputs } => {
+                inputs.push(re);
+                union(inputs)
+            }
+            le => union(vec![le, re]),
+        },
+        (SetOperator::Union, false) => distinct(union(vec![le, re])),
+        (SetOperator::Except | SetOperator::Minus, true) => threshold(union(vec![le, negate(re)])),
+        (SetOperator::Except | SetOperator::Minus, false) => threshold(union(vec![distinct(le), negate(distinct(re))])),
+        (SetOperator::Intersect, all) => {
+            let l_minus_r = threshold(union(vec![le.clone(), negate(re)]));
+            let both = union(vec![le, negate(l_minus_r)]);
+            if all { both } else { distinct(both) }
+        }
+    };
+    Ok(plain_block(expr, prefix, desc))
 }
