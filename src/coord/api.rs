@@ -101,14 +101,9 @@ impl Session {
 
     /// What a statement of this session knows of it.
     pub fn info(&self) -> crate::sql::SessionInfo {
-        let mut settings: std::collections::BTreeMap<String, String> = crate::coord::settings::SETTINGS
-            .iter()
-            .map(|s| (s.name.to_string(), s.default.to_string()))
-            .collect();
-        settings.insert("session_authorization".into(), self.user.clone());
-        for (k, v) in &self.vars {
-            settings.insert(k.clone(), v.clone());
-        }
+        let mut set = self.vars.clone();
+        set.entry("session_authorization".into()).or_insert_with(|| self.user.clone());
+        let settings = crate::sql::Settings::new(crate::coord::settings::defaults(), set);
         crate::sql::SessionInfo {
             user: if self.user.is_empty() { "ripple".into() } else { self.user.clone() },
             database: if self.database.is_empty() { "ripple".into() } else { self.database.clone() },

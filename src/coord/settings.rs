@@ -32,6 +32,16 @@ const fn fixed(name: &'static str, default: &'static str, description: &'static 
 }
 
 /// Every setting, by lower-case name.
+/// Every known setting's default value, by name (shared by every
+/// session's `sql::Settings`).
+pub fn defaults() -> std::sync::Arc<std::collections::BTreeMap<String, String>> {
+    static DEFAULTS: std::sync::OnceLock<std::sync::Arc<std::collections::BTreeMap<String, String>>> =
+        std::sync::OnceLock::new();
+    DEFAULTS
+        .get_or_init(|| std::sync::Arc::new(SETTINGS.iter().map(|s| (s.name.to_string(), s.default.to_string())).collect()))
+        .clone()
+}
+
 pub static SETTINGS: &[Setting] = &[
     fixed("server_version", SERVER_VERSION, "Shows the server version."),
     fixed("server_version_num", "150000", "Shows the server version as an integer."),

@@ -75,7 +75,7 @@ pub struct SessionInfo {
     /// `pg_backend_pid()`.
     pub backend_pid: i32,
     /// The session's settings, with every known setting present.
-    pub settings: std::collections::BTreeMap<String, String>,
+    pub settings: Settings,
     /// The parameter types of the session's prepared statements (`PREPARE`).
     pub prepared: std::collections::BTreeMap<String, Vec<Option<crate::repr::ScalarType>>>,
     /// The session's open cursors, as `pg_cursors` lists them.
@@ -84,6 +84,33 @@ pub struct SessionInfo {
     pub txid: u64,
     /// When the server started (`pg_postmaster_start_time()`).
     pub server_started: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A session's settings: every known setting's default (one map, shared by
+/// every session), overridden by what the session set.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    defaults: std::sync::Arc<std::collections::BTreeMap<String, String>>,
+    set: std::collections::BTreeMap<String, String>,
+}
+
+impl Settings {
+    pub fn new(
+        defaults: std::sync::Arc<std::collections::BTreeMap<String, String>>,
+        set: std::collections::BTreeMap<String, String>,
+    ) -> Settings {
+        Settings { defaults, set }
+    }
+
+    /// The value of setting `name` (lower case).
+    pub fn get(&self, name: &str) -> Option<&String> {
+        self.set.get(name).or_else(|| self.defaults.get(name))
+    }
+
+    /// Whether `name` (lower case) is a known setting.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
 }
 
 /// One open cursor of a session (`pg_cursors`).
