@@ -495,6 +495,14 @@ async fn arrays_in_binary() {
     assert_eq!(bytes.get::<_, Vec<Option<Vec<u8>>>>(0), vec![Some(vec![1, 2]), None]);
     let r = client.query_one("SELECT 3 = ANY($1)", &[&vec![1i32, 3]]).await.unwrap();
     assert!(r.get::<_, bool>(0));
+
+    // `id = ANY($1)`: the keys of a fast-path lookup, as an IN list is.
+    let by_ids = client.prepare("SELECT id FROM arr WHERE id = ANY($1) ORDER BY id").await.unwrap();
+    let ids = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>();
+    assert_eq!(ids(client.query(&by_ids, &[&vec![2i32, 7, 1]]).await.unwrap()), vec![1, 2]);
+    assert_eq!(ids(client.query(&by_ids, &[&Vec::<i32>::new()]).await.unwrap()), Vec::<i32>::new());
+    let plan = client.query("EXPLAIN SELECT id FROM arr WHERE id = ANY($1)", &[&vec![2i32, 7]]).await.unwrap();
+    assert_eq!(plan[0].get::<_, String>(0), "Fast path: lookup arr ((id) in 2 keys)");
 }
 
 /// A CancelRequest stops the query its connection runs (57014), the
@@ -687,4 +695,37 @@ async fn prepared_statement_descriptions_follow_the_catalog() {
     assert_eq!(stmt.params(), &[Type::INT8]);
     let got = client.query(&stmt, &[&2i64]).await.unwrap();
     assert_eq!(got[0].get::<_, String>(0), "y");
+}
+
+/// A prepared query run again and again puts each run's values in its
+/// generic plan (`coord/generic.rs`); the answers are those of binding it
+/// anew: after its table is dropped and created again, after the search
+/// path changes, and where binding needs the value (`LIMIT $1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_queries_answer_as_bound_anew() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    let other = server.connect().await;
+    exec(&client, "CREATE TABLE gp (k integer PRIMARY KEY, v text); INSERT INTO gp VALUES (1, 'a'), (2, 'b'), (3, 'c')").await;
+    let by_key = client.prepare("SELECT v FROM gp WHERE k = $1").await.unwrap();
+    let v = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>();
+    for (k, want) in [(1, vec!["a"]), (2, vec!["b"]), (9, vec![]), (3, vec!["c"]), (1, vec!["a"])] {
+        assert_eq!(v(client.query(&by_key, &[&k]).await.unwrap()), want, "k = {k}");
+    }
+    // The table dropped and created again by another session.
+    exec(&other, "DROP TABLE gp; CREATE TABLE gp (k integer, v text); INSERT INTO gp VALUES (1, 'new')").await;
+    assert_eq!(v(client.query(&by_key, &[&1i32]).await.unwrap()), vec!["new"]);
+    assert_eq!(v(client.query(&by_key, &[&2i32]).await.unwrap()), Vec::<String>::new());
+    // Another table of that name first on the search path.
+    exec(&client, "CREATE SCHEMA s2; CREATE TABLE s2.gp (k integer, v text); INSERT INTO s2.gp VALUES (1, 'in s2')").await;
+    exec(&client, "SET search_path = s2, public").await;
+    assert_eq!(v(client.query(&by_key, &[&1i32]).await.unwrap()), vec!["in s2"]);
+    exec(&client, "SET search_path = public").await;
+    assert_eq!(v(client.query(&by_key, &[&1i32]).await.unwrap()), vec!["new"]);
+    // A value that binding itself uses.
+    exec(&client, "INSERT INTO gp VALUES (2, 'two'), (3, 'three')").await;
+    let first_n = client.prepare("SELECT k FROM gp ORDER BY k LIMIT $1").await.unwrap();
+    for n in [1i64, 3, 2, 2] {
+        assert_eq!(client.query(&first_n, &[&n]).await.unwrap().len(), n as usize);
+    }
 }

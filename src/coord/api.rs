@@ -73,6 +73,8 @@ pub struct Session {
     /// (set by the server before each statement): a big one is bound and
     /// planned off the async runtime's worker (`run_heavy`).
     pub statement_len: usize,
+    /// Generic plans of the session's prepared queries (`generic`).
+    pub(crate) generic_plans: crate::coord::generic::GenericPlans,
 }
 
 impl Session {

@@ -20,6 +20,7 @@
 //! binds it (against a snapshot of the catalog, without the coordinator
 //! lock) and carries out its plan; `read` reads at a timestamp; `dml`
 //! writes rows and commits, `upsert` resolves `INSERT ... ON CONFLICT`;
+//! `generic` keeps prepared queries' generic plans;
 //! `conflicts` and `locks` keep writers
 //! serializable without serializing them; `ddl`, `alter`, `reshape`,
 //! `schema`, `txn_ddl` change the catalog; `commit` makes writes durable;
@@ -39,6 +40,7 @@ mod copy;
 mod cursor;
 mod ddl;
 mod dml;
+mod generic;
 mod introspect;
 mod locks;
 mod read;
@@ -723,7 +725,7 @@ impl Coordinator {
         // Bound without the coordinator lock: against a snapshot of the
         // shared catalog, or the transaction block's own.
         let catalog = self.seen(session).await;
-        let mut params = Params { types: param_types.to_vec(), values: None };
+        let mut params = Params { types: param_types.to_vec(), values: None, generic: false };
         let plan = {
             let bc = BindCatalog::new(&catalog, session.info());
             sql::bind_statement(&bc, stmt, &mut params)?

@@ -21,18 +21,40 @@ impl Coordinator {
         // no one), or against the transaction block's own catalog; bound
         // again under the lock in the rare case the catalog changed
         // meanwhile.
+        // A prepared query run again puts its values in its generic plan
+        // (`generic`) instead.
         let seen = self.seen(session).await;
+        let snapshot = seen.shared().cloned();
         let mut p = params_for(params);
-        let first = run_heavy(session.statement_len, || bind(&seen, seen.shared().is_some(), session, stmt, &mut p))?;
+        let types = p.types.clone();
+        let generic = match &snapshot {
+            Some(c) if !params.is_empty() => session.generic_plans.instantiate(stmt, params, &types, c, &session.vars),
+            _ => None,
+        };
+        let first = match generic {
+            Some(found) => {
+                let (plan, deps) = found?;
+                drop(seen);
+                with_read_plan(plan, deps, snapshot.as_deref(), session)
+            }
+            None => {
+                let first = run_heavy(session.statement_len, || bind(&seen, snapshot.is_some(), session, stmt, &mut p))?;
+                drop(seen);
+                if let Some(c) = &snapshot {
+                    self.learn_generic(session, stmt, params, &types, c, &first);
+                }
+                first
+            }
+        };
         let mut state = self.state.lock().await;
-        let Bound { plan, read, deps, create_sql, sizes } = match seen.shared() {
+        let Bound { plan, read, deps, create_sql, sizes, .. } = match &snapshot {
             Some(s) if !state.catalog.is(s) => {
                 p = params_for(params);
                 bind(state.catalog_of(session.txn.as_ref()), false, session, stmt, &mut p)?
             }
             _ => first,
         };
-        drop(seen);
+        drop(snapshot);
         if let Some(snapshot) = sizes {
             // What was committed before the statement is counted once the
             // arrangements have taken it in: waited for without the lock
@@ -514,6 +536,50 @@ struct Bound {
     /// The statement to store for what it creates.
     create_sql: String,
     sizes: Option<Arc<crate::expr::func::catalog::CatalogSnapshot>>,
+    /// It read the session or the system catalog while being bound.
+    read_session: bool,
+}
+
+impl Coordinator {
+    /// After binding a prepared query `stmt` with its values for the first
+    /// time (for this catalog and these settings), binds it with
+    /// placeholders and keeps that generic plan if it is the same plan
+    /// with these values in place (`generic`).
+    fn learn_generic(
+        &self,
+        session: &mut Session,
+        stmt: &Stmt,
+        params: &[Datum],
+        types: &[Option<ScalarType>],
+        catalog: &Arc<Catalog>,
+        custom: &Bound,
+    ) {
+        let candidate = !params.is_empty()
+            && matches!(custom.plan, Plan::Select { .. })
+            && !custom.read_session
+            && custom.sizes.is_none()
+            && !session.generic_plans.tried(stmt, types, catalog, &session.vars);
+        if !candidate {
+            return;
+        }
+        let mut p = Params { types: types.to_vec(), values: None, generic: true };
+        let generic = {
+            let bc = BindCatalog::new(catalog, session.info());
+            sql::bind_statement(&bc, stmt, &mut p).ok().map(|plan| (plan, bc.dependencies()))
+        };
+        let vars = session.vars.clone();
+        session.generic_plans.learn(stmt, params, types, catalog, &vars, generic, &custom.plan);
+    }
+}
+
+/// A plan from a generic plan (`generic`), bound against the shared
+/// catalog `catalog`, with its read planned.
+fn with_read_plan(plan: Plan, deps: Vec<GlobalId>, catalog: Option<&Catalog>, session: &Session) -> Bound {
+    let read = match (&plan, catalog) {
+        (Plan::Select { query, .. }, Some(c)) => Some(ReadPlan::new(c, c, session, query.clone())),
+        _ => None,
+    };
+    Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false }
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:
@@ -542,11 +608,11 @@ fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut
         }
         _ => None,
     };
-    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes })
+    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes, read_session: bc.read_system.get() })
 }
 
 /// Parameters with their values, typed as the values arrived (as
 /// described).
 fn params_for(values: &[Datum]) -> Params {
-    Params { types: values.iter().map(datum_type).collect(), values: Some(values.to_vec()) }
+    Params { types: values.iter().map(datum_type).collect(), values: Some(values.to_vec()), generic: false }
 }

@@ -13,6 +13,9 @@
 //!   range. A lookup on the relation's leading columns (a key declared
 //!   first, as most are) needs no index at all.
 //!
+//! The equalities: `column = value`, an `OR` of them on one column (`IN`
+//! lists), and `column = ANY(array)` with a constant array (`= ANY($1)`).
+//!
 //! The rest of the plan (filters, maps, projections, aggregates, a
 //! transaction's own buffered changes) is evaluated over the rows found,
 //! in the coordinator (`RelationExpr::eval_constant`), so `find` accepts
@@ -23,7 +26,7 @@
 //! the catalog beyond `IndexCatalog`.
 
 use super::IndexCatalog;
-use crate::expr::func::{BinaryFunc, VariadicFunc};
+use crate::expr::func::{BinaryFunc, Comparison, VariadicFunc};
 use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Diff, GlobalId, Row, ScalarType};
 
@@ -196,7 +199,7 @@ fn equalities(predicates: &[ScalarExpr], types: &[ColumnType]) -> Vec<(usize, Ve
                 }
                 col.map(|c| (c, vals))
             }
-            other => column_equals(other, types).map(|(c, v)| (c, vec![v])),
+            other => column_equals(other, types).map(|(c, v)| (c, vec![v])).or_else(|| column_any(other, types)),
         };
         // (Two conditions on one column: the first serves the lookup, the
         // filter checks both.)
@@ -218,8 +221,36 @@ fn column_equals(e: &ScalarExpr, types: &[ColumnType]) -> Option<(usize, Datum)>
         _ => return None,
     };
     let col = types.get(c)?;
-    let exact = matches!(
-        col.scalar,
+    (exact(&col.scalar) && !d.is_null() && ty.unconstrained() == col.scalar.unconstrained()).then(|| (c, d.clone()))
+}
+
+/// `column = ANY(array)` with a constant array (`= ANY($1)` once its value
+/// is known): the array's distinct non-NULL elements (a NULL element
+/// never makes the comparison true; the filter, evaluated over the rows
+/// found, still decides).
+fn column_any(e: &ScalarExpr, types: &[ColumnType]) -> Option<(usize, Vec<Datum>)> {
+    let ScalarExpr::CallBinary { func: BinaryFunc::AnyElement(Comparison::Eq), left, right } = e else { return None };
+    let (ScalarExpr::Column(c), ScalarExpr::Literal(Datum::Array(elems), ScalarType::Array(elem))) = (&**left, &**right) else {
+        return None;
+    };
+    let col = types.get(*c)?;
+    if !exact(&col.scalar) || elem.unconstrained() != col.scalar.unconstrained() {
+        return None;
+    }
+    let mut vals: Vec<Datum> = Vec::new();
+    for d in elems {
+        if !d.is_null() && !vals.contains(d) {
+            vals.push(d.clone());
+        }
+    }
+    Some((*c, vals))
+}
+
+/// Whether equal values of type `t` are stored as equal bytes (so a
+/// lookup by bytes finds exactly the equal ones; not numeric: 1.0 = 1.00).
+fn exact(t: &ScalarType) -> bool {
+    matches!(
+        t,
         ScalarType::Bool
             | ScalarType::Int16
             | ScalarType::Int32
@@ -230,8 +261,7 @@ fn column_equals(e: &ScalarExpr, types: &[ColumnType]) -> Option<(usize, Datum)>
             | ScalarType::Uuid
             | ScalarType::Oid
             | ScalarType::Name
-    );
-    (exact && !d.is_null() && ty.unconstrained() == col.scalar.unconstrained()).then(|| (c, d.clone()))
+    )
 }
 
 #[cfg(test)]
@@ -293,6 +323,19 @@ mod tests {
         let eq = ScalarExpr::Column(0).call_binary(int(5), BinaryFunc::Eq);
         let join = RelationExpr::Join { inputs: vec![filtered(vec![eq]), table()], equivalences: vec![], plan: None };
         assert_eq!(find(&join, &NoIndexes), None);
+    }
+
+    #[test]
+    fn any_of_a_constant_array_is_a_list_of_keys() {
+        let array = |elems: Vec<Datum>| ScalarExpr::Literal(Datum::Array(elems), ScalarType::Array(Box::new(ScalarType::Int32)));
+        let any = |a| ScalarExpr::Column(0).call_binary(a, BinaryFunc::AnyElement(Comparison::Eq));
+        let lk = find(&filtered(vec![any(array(vec![Datum::Int32(4), Datum::Null, Datum::Int32(2), Datum::Int32(4)]))]), &NoIndexes)
+            .expect("a lookup");
+        assert_eq!(lk.keys, vec![Row::pack(&[Datum::Int32(2)]), Row::pack(&[Datum::Int32(4)])]);
+        // An empty array finds nothing; another comparison is no lookup.
+        assert_eq!(find(&filtered(vec![any(array(vec![]))]), &NoIndexes).map(|l| l.keys.len()), Some(0));
+        let lt = ScalarExpr::Column(0).call_binary(array(vec![Datum::Int32(1)]), BinaryFunc::AnyElement(Comparison::Lt));
+        assert_eq!(find(&filtered(vec![lt]), &NoIndexes), None);
     }
 
     #[test]

@@ -209,6 +209,11 @@ pub enum EvalError {
     InvalidArgumentForLog(String),
     #[error("stack depth limit exceeded")]
     StackDepthExceeded,
+    /// Parameter `$index + 1` of a generic plan (`coord::generic`), whose
+    /// value replaces it before the plan runs: an expression that needs
+    /// the value while it is bound cannot have a generic plan.
+    #[error("there is no value for parameter ${}", index + 1)]
+    UnboundParameter { index: usize, ty: crate::repr::ScalarType, cast: bool },
     /// Bad array input; `detail` is Postgres's DETAIL line.
     #[error("malformed array literal: \"{text}\"")]
     MalformedArrayLiteral { text: String, detail: String },
@@ -294,6 +299,7 @@ impl EvalError {
             EvalError::InvalidArgumentForPower(_) => SqlState::InvalidArgumentForPowerFunction,
             EvalError::InvalidArgumentForLog(_) => SqlState::InvalidArgumentForLogarithm,
             EvalError::StackDepthExceeded | EvalError::RecursionLimit { .. } => SqlState::StatementTooComplex,
+            EvalError::UnboundParameter { .. } => SqlState::UndefinedParameter,
             EvalError::MalformedArrayLiteral { .. } => SqlState::InvalidTextRepresentation,
             EvalError::ArraySubscript(_) => SqlState::ArraySubscriptError,
             EvalError::UndefinedTable(_) => SqlState::UndefinedTable,

@@ -21,6 +21,22 @@ use sqlparser::ast::{
 pub struct Params {
     pub types: Vec<Option<ScalarType>>,
     pub values: Option<Vec<Datum>>,
+    /// Without values: each parameter is bound as a placeholder for its
+    /// value (`EvalError::UnboundParameter`), making a generic plan;
+    /// otherwise as NULL (describing a statement).
+    pub generic: bool,
+}
+
+impl Params {
+    /// Parameter `index` of type `ty` where no value is given: its
+    /// placeholder (generic), or NULL. `cast`: the value is cast to `ty`.
+    pub(crate) fn unbound(&self, index: usize, ty: &ScalarType, cast: bool) -> ScalarExpr {
+        if self.generic {
+            ScalarExpr::Error(crate::repr::EvalError::UnboundParameter { index, ty: ty.clone(), cast })
+        } else {
+            ScalarExpr::Literal(Datum::Null, ty.clone())
+        }
+    }
 }
 
 pub struct Binder<'a> {
@@ -451,7 +467,7 @@ impl Binder<'_> {
                     types.push(Some(scalar_type_from_sql(t)?));
                 }
                 let stmt = Stmt::Sql(statement.as_ref().clone());
-                let mut params = Params { types, values: None };
+                let mut params = Params { types, values: None, generic: false };
                 bind_statement(self.catalog, &stmt, &mut params)?;
                 Ok(Plan::Prepare { name: ident(name), stmt: Box::new(stmt), types: params.types })
             }

@@ -142,13 +142,14 @@ impl Binder<'_> {
                     *slot = Some(target.clone());
                 }
                 let declared = slot.clone().unwrap_or(target.clone());
+                let same = declared.unconstrained() == target.unconstrained();
                 match &self.params.values {
                     Some(values) => {
                         let v = values.get(n).cloned().unwrap_or(Datum::Null);
-                        let v = if declared.unconstrained() == target.unconstrained() { v } else { cast(v, target, false)? };
+                        let v = if same { v } else { cast(v, target, false)? };
                         Ok(ScalarExpr::Literal(v, target.clone()))
                     }
-                    None => Ok(ScalarExpr::Literal(Datum::Null, target.clone())),
+                    None => Ok(self.params.unbound(n, target, !same)),
                 }
             }
             None => {
@@ -480,7 +481,7 @@ impl Binder<'_> {
                 if let Some(ty) = self.params.types[idx].clone() {
                     let expr = match &self.params.values {
                         Some(vals) => ScalarExpr::Literal(vals.get(idx).cloned().unwrap_or(Datum::Null), ty.clone()),
-                        None => ScalarExpr::Literal(Datum::Null, ty.clone()),
+                        None => self.params.unbound(idx, &ty, false),
                     };
                     return Ok(Bound::typed(expr, ty, true));
                 }

@@ -34,6 +34,7 @@ mod window;
 pub use binder::{bind_statement, Params};
 pub use parse::{parse, FetchDirection, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
+pub use functions::finish_plan;
 pub use plan::{ConflictUpdate, Finishing, ItemKind, OnConflict, Plan, Returning, ShowKind, UniqueKey, CONFLICT_PAIRS};
 pub use binder::QualifiedName;
 /// The schema names the binder knows.

@@ -1,0 +1,224 @@
+//! Generic plans of prepared statements: a `SELECT` run again and again
+//! with new parameter values (`Execute` of a prepared statement) is bound
+//! once more with its parameters as placeholders
+//! (`EvalError::UnboundParameter`, `Params::generic`), and then each run
+//! puts its values in the placeholders instead of binding the statement
+//! again.
+//!
+//! A generic plan is kept only if, with the values of the run that made
+//! it, it is exactly the plan that binding with those values gave: an
+//! expression that needs a parameter's value while it is bound (`LIMIT
+//! $1`, `$1::regclass`, `set_config($1, ...)`) makes the plans differ, and
+//! the statement is then bound each time. It is used only for the same
+//! catalog (snapshot), the same session settings and parameter types, and
+//! never for a statement that reads the session or the system catalog
+//! (those are computed while binding).
+//!
+//! Owns: the session's generic plans and putting values in them. Must not:
+//! bind (`sequence` does) or run plans.
+
+use super::catalog::Catalog;
+use crate::repr::{Datum, Error, EvalError, GlobalId, ScalarType};
+use crate::expr::ScalarExpr;
+use crate::sql::{Plan, Stmt};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+/// At most this many statements' generic plans are kept per session.
+const MAX_PLANS: usize = 64;
+
+/// The generic plans of a session's statements (and the statements found
+/// to have none).
+#[derive(Debug, Default)]
+pub struct GenericPlans(Vec<Entry>);
+
+#[derive(Debug)]
+struct Entry {
+    stmt: Stmt,
+    /// The types of the parameter values it was made for.
+    types: Vec<Option<ScalarType>>,
+    /// The catalog it was bound against (`Weak`: its address is not
+    /// reused while the entry holds it).
+    catalog: Weak<Catalog>,
+    /// The session's settings then.
+    vars: BTreeMap<String, String>,
+    /// The plan with placeholders, and what it depends on; `None`: the
+    /// statement has no generic plan.
+    template: Option<(Plan, Vec<GlobalId>)>,
+}
+
+impl Entry {
+    fn matches(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
+        self.catalog.as_ptr() == Arc::as_ptr(catalog) && self.types == types && self.vars == *vars && self.stmt == *stmt
+    }
+}
+
+impl GenericPlans {
+    /// `stmt`'s generic plan with `params` in place, and what it depends
+    /// on; `None` if it has none for this catalog and these settings.
+    pub fn instantiate(
+        &self,
+        stmt: &Stmt,
+        params: &[Datum],
+        types: &[Option<ScalarType>],
+        catalog: &Arc<Catalog>,
+        vars: &BTreeMap<String, String>,
+    ) -> Option<Result<(Plan, Vec<GlobalId>), Error>> {
+        let entry = self.0.iter().find(|e| e.matches(stmt, types, catalog, vars))?;
+        let (template, deps) = entry.template.as_ref()?;
+        let mut plan = template.clone();
+        Some(fill(&mut plan, params).and_then(|()| {
+            crate::sql::finish_plan(&mut plan, chrono::Utc::now())?;
+            Ok((plan, deps.clone()))
+        }))
+    }
+
+    /// Whether `stmt` was already tried for this catalog and settings
+    /// (with or without a generic plan as the outcome).
+    pub fn tried(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
+        self.0.iter().any(|e| e.matches(stmt, types, catalog, vars))
+    }
+
+    /// Records `stmt`'s generic plan `generic` (bound with placeholders;
+    /// `None` if that failed), kept only if, with `params` in place, it
+    /// is `custom`, the plan bound with those values.
+    #[allow(clippy::too_many_arguments)]
+    pub fn learn(
+        &mut self,
+        stmt: &Stmt,
+        params: &[Datum],
+        types: &[Option<ScalarType>],
+        catalog: &Arc<Catalog>,
+        vars: &BTreeMap<String, String>,
+        generic: Option<(Plan, Vec<GlobalId>)>,
+        custom: &Plan,
+    ) {
+        let template = generic.filter(|(plan, _)| same_plan(plan, params, custom));
+        self.0.retain(|e| e.catalog.strong_count() > 0);
+        if self.0.len() >= MAX_PLANS {
+            self.0.remove(0);
+        }
+        self.0.push(Entry {
+            stmt: stmt.clone(),
+            types: types.to_vec(),
+            catalog: Arc::downgrade(catalog),
+            vars: vars.clone(),
+            template,
+        });
+    }
+}
+
+/// Whether `generic` with `params` in place is `custom` (at one statement
+/// time: both were bound at their own).
+fn same_plan(generic: &Plan, params: &[Datum], custom: &Plan) -> bool {
+    let at = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let mut filled = generic.clone();
+    let mut custom = custom.clone();
+    if fill(&mut filled, params).is_err()
+        || crate::sql::finish_plan(&mut filled, at).is_err()
+        || crate::sql::finish_plan(&mut custom, at).is_err()
+    {
+        return false;
+    }
+    match (&filled, &custom) {
+        (
+            Plan::Select { query: a, desc: ad, origins: ao, finishing: af, settings: as_ },
+            Plan::Select { query: b, desc: bd, origins: bo, finishing: bf, settings: bs },
+        ) => {
+            a == b
+                && ad == bd
+                && ao == bo
+                && (&af.order, af.limit, af.offset, af.arity) == (&bf.order, bf.limit, bf.offset, bf.arity)
+                && as_.is_empty()
+                && bs.is_empty()
+        }
+        _ => false,
+    }
+}
+
+/// Puts the parameter values in a generic `SELECT` plan's placeholders
+/// (cast as binding would have).
+fn fill(plan: &mut Plan, params: &[Datum]) -> Result<(), Error> {
+    let Plan::Select { query, .. } = plan else {
+        return Err(Error::Internal("a generic plan that is not a query".into()));
+    };
+    let mut failed: Option<EvalError> = None;
+    query.visit_scalars_mut(&mut |s| {
+        s.visit_mut(&mut |e| {
+            if let ScalarExpr::Error(EvalError::UnboundParameter { index, ty, cast }) = e {
+                let v = params.get(*index).cloned().unwrap_or(Datum::Null);
+                let v = if *cast {
+                    crate::expr::func::cast(v, ty, false).unwrap_or_else(|err| {
+                        failed.get_or_insert(err);
+                        Datum::Null
+                    })
+                } else {
+                    v
+                };
+                *e = ScalarExpr::Literal(v, ty.clone());
+            }
+        })
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::func::BinaryFunc;
+    use crate::expr::RelationExpr;
+    use crate::repr::{ColumnType, RelationDesc};
+
+    fn select(value: ScalarExpr) -> Plan {
+        let get = RelationExpr::Get { id: 1, name: "t".into(), types: vec![ColumnType::new(ScalarType::Int32, false)] };
+        let query = RelationExpr::Filter { input: Box::new(get), predicates: vec![ScalarExpr::Column(0).call_binary(value, BinaryFunc::Eq)] };
+        Plan::Select {
+            query,
+            desc: RelationDesc::new(vec!["a".into()], vec![ColumnType::new(ScalarType::Int32, false)]),
+            origins: vec![],
+            finishing: crate::sql::Finishing { order: vec![], limit: None, offset: 0, arity: 1 },
+            settings: vec![],
+        }
+    }
+
+    fn placeholder(cast: bool) -> ScalarExpr {
+        ScalarExpr::Error(EvalError::UnboundParameter { index: 0, ty: ScalarType::Int32, cast })
+    }
+
+    #[test]
+    fn a_plan_that_binding_with_values_gives_is_kept_and_filled() {
+        let catalog = Arc::new(Catalog::default());
+        let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
+        let vars = BTreeMap::new();
+        let types = vec![Some(ScalarType::Int32)];
+        let custom = select(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32));
+        let mut plans = GenericPlans::default();
+        plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![1])), &custom);
+        let (plan, deps) = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
+        let Plan::Select { query, .. } = plan else { panic!("not a query") };
+        let Plan::Select { query: expected, .. } = select(ScalarExpr::Literal(Datum::Int32(9), ScalarType::Int32)) else { panic!() };
+        assert_eq!((query, deps), (expected, vec![1]));
+        // Another catalog, other settings or other parameter types: none.
+        assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &Arc::new(Catalog::default()), &vars).is_none());
+        let other_vars = BTreeMap::from([("search_path".to_string(), "x".to_string())]);
+        assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &other_vars).is_none());
+        assert!(plans.instantiate(&stmt, &[Datum::Int64(9)], &[Some(ScalarType::Int64)], &catalog, &vars).is_none());
+    }
+
+    #[test]
+    fn a_plan_that_differs_from_binding_with_values_is_not_used() {
+        // As when binding computed something from the value itself.
+        let catalog = Arc::new(Catalog::default());
+        let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
+        let vars = BTreeMap::new();
+        let types = vec![Some(ScalarType::Int32)];
+        let custom = select(ScalarExpr::Literal(Datum::Int32(6), ScalarType::Int32));
+        let mut plans = GenericPlans::default();
+        plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![])), &custom);
+        assert!(plans.tried(&stmt, &types, &catalog, &vars));
+        assert!(plans.instantiate(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars).is_none());
+    }
+}
