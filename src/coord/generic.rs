@@ -5,7 +5,8 @@
 //! puts its values in the placeholders instead of binding the statement
 //! again.
 //!
-//! A generic plan is kept only if, with the values of the run that made
+//! It is made on a statement's second run (one that runs once is bound
+//! once). A generic plan is kept only if, with the values of the run that made
 //! it, it is exactly the plan that binding with those values gave: an
 //! expression that needs a parameter's value while it is bound (`LIMIT
 //! $1`, `$1::regclass`, `set_config($1, ...)`) makes the plans differ, and
@@ -42,9 +43,19 @@ struct Entry {
     catalog: Weak<Catalog>,
     /// The session's settings then.
     vars: BTreeMap<String, String>,
-    /// The plan with placeholders, and what it depends on; `None`: the
-    /// statement has no generic plan.
-    template: Option<(Plan, Vec<GlobalId>)>,
+    known: Known,
+}
+
+/// What is known of a statement's generic plan.
+#[derive(Debug)]
+enum Known {
+    /// It ran once: a statement is given a generic plan when it runs a
+    /// second time, so one that runs once is bound once.
+    RanOnce,
+    /// The plan with placeholders, and what it depends on.
+    Generic(Plan, Vec<GlobalId>),
+    /// It has none: bound each time.
+    None,
 }
 
 impl Entry {
@@ -65,7 +76,7 @@ impl GenericPlans {
         vars: &BTreeMap<String, String>,
     ) -> Option<Result<(Plan, Vec<GlobalId>), Error>> {
         let entry = self.0.iter().find(|e| e.matches(stmt, types, catalog, vars))?;
-        let (template, deps) = entry.template.as_ref()?;
+        let Known::Generic(template, deps) = &entry.known else { return None };
         let mut plan = template.clone();
         Some(fill(&mut plan, params).and_then(|()| {
             crate::sql::finish_plan(&mut plan, chrono::Utc::now())?;
@@ -73,10 +84,22 @@ impl GenericPlans {
         }))
     }
 
-    /// Whether `stmt` was already tried for this catalog and settings
-    /// (with or without a generic plan as the outcome).
-    pub fn tried(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
-        self.0.iter().any(|e| e.matches(stmt, types, catalog, vars))
+    /// Whether to make `stmt`'s generic plan now (`learn`): on its second
+    /// run for this catalog and these settings. Notes its first.
+    pub fn second_run(&mut self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
+        match self.0.iter().find(|e| e.matches(stmt, types, catalog, vars)) {
+            Some(e) => matches!(e.known, Known::RanOnce),
+            None => {
+                self.record(Entry {
+                    stmt: stmt.clone(),
+                    types: types.to_vec(),
+                    catalog: Arc::downgrade(catalog),
+                    vars: vars.clone(),
+                    known: Known::RanOnce,
+                });
+                false
+            }
+        }
     }
 
     /// Records `stmt`'s generic plan `generic` (bound with placeholders;
@@ -93,18 +116,30 @@ impl GenericPlans {
         generic: Option<(Plan, Vec<GlobalId>)>,
         custom: &Plan,
     ) {
-        let template = generic.filter(|(plan, _)| same_plan(plan, params, custom));
+        let known = match generic.filter(|(plan, _)| same_plan(plan, params, custom)) {
+            Some((plan, deps)) => Known::Generic(plan, deps),
+            None => Known::None,
+        };
+        match self.0.iter_mut().find(|e| e.matches(stmt, types, catalog, vars)) {
+            Some(e) => e.known = known,
+            None => self.record(Entry {
+                stmt: stmt.clone(),
+                types: types.to_vec(),
+                catalog: Arc::downgrade(catalog),
+                vars: vars.clone(),
+                known,
+            }),
+        }
+    }
+
+    /// Adds an entry, dropping those of catalogs gone and, past
+    /// `MAX_PLANS`, the oldest.
+    fn record(&mut self, entry: Entry) {
         self.0.retain(|e| e.catalog.strong_count() > 0);
         if self.0.len() >= MAX_PLANS {
             self.0.remove(0);
         }
-        self.0.push(Entry {
-            stmt: stmt.clone(),
-            types: types.to_vec(),
-            catalog: Arc::downgrade(catalog),
-            vars: vars.clone(),
-            template,
-        });
+        self.0.push(entry);
     }
 }
 
@@ -196,7 +231,11 @@ mod tests {
         let types = vec![Some(ScalarType::Int32)];
         let custom = select(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32));
         let mut plans = GenericPlans::default();
+        // Made on the second run, not the first.
+        assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
+        assert!(plans.second_run(&stmt, &types, &catalog, &vars));
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![1])), &custom);
+        assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
         let (plan, deps) = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
         let Plan::Select { query, .. } = plan else { panic!("not a query") };
         let Plan::Select { query: expected, .. } = select(ScalarExpr::Literal(Datum::Int32(9), ScalarType::Int32)) else { panic!() };
@@ -218,7 +257,7 @@ mod tests {
         let custom = select(ScalarExpr::Literal(Datum::Int32(6), ScalarType::Int32));
         let mut plans = GenericPlans::default();
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![])), &custom);
-        assert!(plans.tried(&stmt, &types, &catalog, &vars));
+        assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
         assert!(plans.instantiate(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars).is_none());
     }
 }

@@ -541,8 +541,8 @@ struct Bound {
 }
 
 impl Coordinator {
-    /// After binding a prepared query `stmt` with its values for the first
-    /// time (for this catalog and these settings), binds it with
+    /// After binding a prepared query `stmt` with its values for the
+    /// second time (for this catalog and these settings), binds it with
     /// placeholders and keeps that generic plan if it is the same plan
     /// with these values in place (`generic`).
     fn learn_generic(
@@ -554,11 +554,17 @@ impl Coordinator {
         catalog: &Arc<Catalog>,
         custom: &Bound,
     ) {
+        // (A big statement is not kept: its syntax tree and plan could
+        // take much memory.)
         let candidate = !params.is_empty()
+            && session.statement_len <= BIG_STATEMENT
             && matches!(custom.plan, Plan::Select { .. })
             && !custom.read_session
-            && custom.sizes.is_none()
-            && !session.generic_plans.tried(stmt, types, catalog, &session.vars);
+            && custom.sizes.is_none();
+        let vars = session.vars.clone();
+        if !candidate || !session.generic_plans.second_run(stmt, types, catalog, &vars) {
+            return;
+        }
         if !candidate {
             return;
         }
@@ -567,7 +573,6 @@ impl Coordinator {
             let bc = BindCatalog::new(catalog, session.info());
             sql::bind_statement(&bc, stmt, &mut p).ok().map(|plan| (plan, bc.dependencies()))
         };
-        let vars = session.vars.clone();
         session.generic_plans.learn(stmt, params, types, catalog, &vars, generic, &custom.plan);
     }
 }
