@@ -820,6 +820,86 @@ async fn copied_rows_survive_sigkill() {
     );
 }
 
+/// A COPY in progress is listed in `pg_stat_progress_copy` (its table,
+/// bytes and rows so far) until it ends, and its rows are not visible
+/// before CopyDone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_progress_is_listed_while_it_runs() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    let watcher = server.connect().await;
+    exec(&client, "CREATE TABLE p (id integer, v text)").await;
+    let progress = "SELECT c.relname, p.command, p.type, p.tuples_processed, p.bytes_processed > 0, \
+                    p.pid = pg_backend_pid() FROM pg_stat_progress_copy p JOIN pg_class c ON c.oid = p.relid";
+    assert_eq!(query_text(&watcher, progress).await, rows(&[]));
+    let sink = client.copy_in::<_, Cursor<Vec<u8>>>("COPY p FROM STDIN").await.unwrap();
+    pin_mut!(sink);
+    let data: String = (0..25_000).map(|i| format!("{i}\tv{i}\n")).collect();
+    sink.send(Cursor::new(data.into_bytes())).await.unwrap();
+    // The rows are counted as they are staged, a chunk at a time.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = query_text(&watcher, progress).await;
+        if now == rows(&[&["p", "COPY FROM", "PIPE", "20000", "t", "f"]]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "progress never showed 20000 rows: {now:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count(&watcher, "p").await, "0");
+    assert_eq!(sink.finish().await.unwrap(), 25_000);
+    assert_eq!(query_text(&watcher, progress).await, rows(&[]));
+    assert_eq!(count(&watcher, "p").await, "25000");
+}
+
+/// Streamed COPYs through restarts: a committed one is recovered, one cut
+/// off by a crash leaves nothing, and a loaded table's log folds (the
+/// compactor, after many updates) into the same contents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_copies_survive_crashes_and_folds() {
+    let mut server = TestServer::start(2);
+    {
+        let client = server.connect().await;
+        exec(&client, "CREATE TABLE s (id integer PRIMARY KEY, v text)").await;
+        exec(&client, "CREATE MATERIALIZED VIEW s_sum AS SELECT count(*) AS n, sum(id) AS ids FROM s").await;
+        let data: String = (0..30_000).map(|i| format!("{i}\tv{i}\n")).collect();
+        assert_eq!(copy_in(&client, "COPY s FROM STDIN", &data).await.unwrap(), 30_000);
+        // A second COPY is cut off by the crash with rows staged.
+        let sink = client.copy_in::<_, Cursor<Vec<u8>>>("COPY s FROM STDIN").await.unwrap();
+        pin_mut!(sink);
+        let more: String = (30_000..55_000).map(|i| format!("{i}\tw{i}\n")).collect();
+        sink.send(Cursor::new(more.into_bytes())).await.unwrap();
+        let watcher = server.connect().await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while query_text(&watcher, "SELECT tuples_processed >= 20000 FROM pg_stat_progress_copy").await != rows(&[&["t"]]) {
+            assert!(Instant::now() < deadline, "the second COPY never staged its rows");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server.kill();
+    }
+    server.restart();
+    let client = server.connect().await;
+    assert_eq!(query_text(&client, "SELECT n, ids FROM s_sum").await, rows(&[&["30000", "449985000"]]));
+    assert_eq!(query_text(&client, "SELECT v FROM s WHERE id = 29999").await, rows(&[&["v29999"]]));
+    // The key holds on the recovered rows; a new COPY of fresh keys loads.
+    let err = copy_in(&client, "COPY s FROM STDIN", "5\tdup\n").await.unwrap_err();
+    assert_eq!(db_error(&err).0, "23505");
+    let data: String = (30_000..40_000).map(|i| format!("{i}\tx{i}\n")).collect();
+    assert_eq!(copy_in(&client, "COPY s FROM STDIN", &data).await.unwrap(), 10_000);
+    // Enough updates for the compactor to fold the log, loads included.
+    for round in 0..4 {
+        exec(&client, &format!("UPDATE s SET v = repeat('{round}', 60) WHERE id % 2 = 0")).await;
+    }
+    server.restart();
+    let client = server.connect().await;
+    assert_eq!(query_text(&client, "SELECT n, ids FROM s_sum").await, rows(&[&["40000", "799980000"]]));
+    assert_eq!(
+        query_text(&client, "SELECT count(*) FROM s WHERE v = repeat('3', 60)").await,
+        rows(&[&["20000"]])
+    );
+    assert_eq!(query_text(&client, "SELECT v FROM s WHERE id = 39999").await, rows(&[&["x39999"]]));
+}
+
 // ---- the simple query protocol, spoken directly (as psql does) ----
 
 /// A minimal pgwire client over a blocking socket.

@@ -21,7 +21,7 @@ pub struct StatementDesc {
 }
 
 /// The outcome of one statement.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum ExecuteResponse {
     /// Rows for the client, with their description and the relation
     /// column each reads as is, if any (`origins` may be empty: none);

@@ -133,6 +133,8 @@ pub struct Catalog {
     /// Tables' activity counters (`pg_stat_user_tables`); not stored, and
     /// shared by every copy of the catalog (counting is not a change).
     pub stats: super::stats::Stats,
+    /// The COPYs in progress (`pg_stat_progress_copy`); shared likewise.
+    pub copies: super::progress::Copies,
 }
 
 /// The shared catalog, copied on write: a statement binds and plans
@@ -182,6 +184,7 @@ impl Default for Catalog {
             next_id: 0,
             schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
             stats: Default::default(),
+            copies: Default::default(),
         }
     }
 }

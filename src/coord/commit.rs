@@ -170,7 +170,9 @@ fn commit_loop(gc: std::sync::Weak<GroupCommit>, storage: Arc<Storage>) {
                 if let Some(c) = &compactor {
                     let mut appended: std::collections::BTreeMap<u64, u64> = Default::default();
                     let mut dropped = Vec::new();
+                    let mut loaded = Vec::new();
                     for ws in &sets {
+                        loaded.extend(ws.loads.iter().map(|l| (l.table, l.bytes)));
                         for (table, rows) in ws.table_updates.iter() {
                             let bytes: usize = rows.iter().map(|(r, _)| r.byte_len() + 2).sum();
                             *appended.entry(*table).or_insert(0) += bytes as u64;
@@ -178,6 +180,7 @@ fn commit_loop(gc: std::sync::Weak<GroupCommit>, storage: Arc<Storage>) {
                         dropped.extend(ws.dropped_tables.iter().copied());
                     }
                     c.dropped(dropped);
+                    c.loaded(loaded);
                     c.appended(appended.into_iter().collect(), max);
                 }
             }

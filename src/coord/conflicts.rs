@@ -55,8 +55,16 @@ impl ReadSet {
         self.tables.is_empty()
     }
 
+    /// The first table written that this set read anything of.
+    fn first_conflict(&self, written: &Written) -> Option<GlobalId> {
+        match written {
+            Written::Rows(updates) => self.first_changed_row(updates),
+            Written::Tables(tables) => tables.iter().copied().find(|t| self.tables.contains_key(t)),
+        }
+    }
+
     /// The first table of `updates` with a changed row this set read.
-    fn first_conflict(&self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Option<GlobalId> {
+    fn first_changed_row(&self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Option<GlobalId> {
         for (table, rows) in updates {
             match self.tables.get(table) {
                 None => {}
@@ -80,11 +88,30 @@ impl ReadSet {
     }
 }
 
+/// What a commit wrote.
+#[derive(Debug)]
+enum Written {
+    /// These rows.
+    Rows(Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>),
+    /// Rows of these tables, too many to keep (a bulk load): any read of
+    /// them conflicts.
+    Tables(Vec<GlobalId>),
+}
+
+impl Written {
+    fn rows(&self) -> usize {
+        match self {
+            Written::Rows(updates) => updates.iter().map(|(_, r)| r.len()).sum(),
+            Written::Tables(_) => 0,
+        }
+    }
+}
+
 /// Committed writes, by timestamp, for as long as a transaction that read
 /// before them may still commit.
 #[derive(Debug, Default)]
 pub struct CommitLog {
-    entries: VecDeque<(Timestamp, Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>)>,
+    entries: VecDeque<(Timestamp, Written)>,
     /// Rows held in `entries`.
     rows: usize,
     /// Commits at or before this were dropped from the log (a reader from
@@ -100,8 +127,18 @@ const MAX_LOG_ROWS: usize = 4_000_000;
 impl CommitLog {
     /// Records a commit (timestamps increase).
     pub fn record(&mut self, ts: Timestamp, updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>) {
-        self.rows += updates.iter().map(|(_, r)| r.len()).sum::<usize>();
-        self.entries.push_back((ts, updates));
+        self.push(ts, Written::Rows(updates));
+    }
+
+    /// Records a commit that wrote rows of `tables` without keeping them
+    /// (a bulk load).
+    pub fn record_tables(&mut self, ts: Timestamp, tables: Vec<GlobalId>) {
+        self.push(ts, Written::Tables(tables));
+    }
+
+    fn push(&mut self, ts: Timestamp, written: Written) {
+        self.rows += written.rows();
+        self.entries.push_back((ts, written));
         while self.rows > MAX_LOG_ROWS && self.entries.len() > 1 {
             self.pop();
         }
@@ -115,8 +152,8 @@ impl CommitLog {
     }
 
     fn pop(&mut self) {
-        if let Some((t, updates)) = self.entries.pop_front() {
-            self.rows -= updates.iter().map(|(_, r)| r.len()).sum::<usize>();
+        if let Some((t, written)) = self.entries.pop_front() {
+            self.rows -= written.rows();
             self.forgotten = self.forgotten.max(t);
         }
     }
@@ -132,14 +169,14 @@ impl CommitLog {
                 "could not serialize access: the transaction stayed open while too much else was written; retry it".into(),
             ));
         }
-        for (ts, updates) in &self.entries {
+        for (ts, written) in &self.entries {
             if *ts <= read {
                 continue;
             }
             if *ts > through {
                 break;
             }
-            if let Some(table) = reads.first_conflict(updates) {
+            if let Some(table) = reads.first_conflict(written) {
                 return Err(Error::SerializationFailure(format!(
                     "could not serialize access due to concurrent update of \"{}\"",
                     name(table)
@@ -188,6 +225,14 @@ mod tests {
         whole.whole(2);
         assert!(log.check(&whole, 15, 20, name).is_err());
         log.check(&whole, 15, 19, name).unwrap();
+        // A bulk load conflicts with any read of its table.
+        log.record_tables(25, vec![1]);
+        let mut other = ReadSet::default();
+        other.keys(2, &[0], &[key(9)]);
+        log.check(&other, 20, 30, name).unwrap();
+        let mut one_key = ReadSet::default();
+        one_key.keys(1, &[0], &[key(9)]);
+        assert!(log.check(&one_key, 20, 30, name).is_err());
     }
 
     #[test]

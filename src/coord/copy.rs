@@ -5,24 +5,40 @@
 //! assign it to its column (the cast and type modifier INSERT applies), for
 //! each row to make the table row (omitted columns get their default, NOT
 //! NULL is checked), and hands the rows over in chunks
-//! (`Coordinator::copy_in_rows`). `Coordinator::copy_in_commit` applies
-//! every row of the COPY as one write at one timestamp, through
-//! `State::write` (one durable batch, unique keys checked as for any
-//! statement), so nothing of a failed or abandoned COPY is ever visible.
+//! (`Coordinator::copy_in_rows`).
 //!
-//! For now the chunks are held in memory (as packed rows) until the
-//! commit. Owns only this
-//! narrow API: must not change `State::write`, storage or transaction
-//! handling (the staging of chunks is to become durable with the write
-//! path's rewrite, behind the same calls).
+//! An autocommit COPY streams: each chunk is packed and written to the
+//! table's log as a staged chunk of a bulk load (`storage::staged`, on a
+//! blocking thread while the next chunk is parsed), so its memory does not
+//! grow with its input. At CopyDone (`copy_in_commit`) the load commits at
+//! one timestamp: unique keys are checked over its chunks, a write set
+//! with the load's commit marker is made durable, and the chunks are read
+//! back and handed to the workers through the table's load input
+//! (`Command::LoadBegin`/`Load`/`LoadEnd`), a few at a time, while the
+//! table's arrangement (and every view over it) waits at that timestamp:
+//! views see all of the COPY or none of it. A COPY that fails, is
+//! cancelled or loses its connection discards its chunks; after a crash
+//! recovery does. Inside a transaction block the rows are held in memory
+//! with the block's writes (they must be visible to its later statements).
+//!
+//! Every COPY is listed in `pg_stat_progress_copy` while it runs.
+//!
+//! Owns: the COPY's target, its staging and commit. Must not: parse data
+//! (the server does) or change how other writes commit.
 
-use super::{assign, Coordinator, Session};
+use super::progress::CopyGuard;
+use super::{assign, unique, Coordinator, Session, State};
+use crate::dataflow::Command;
 use crate::expr::ScalarExpr;
-use crate::repr::{Datum, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
+use crate::repr::{Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
 use crate::sql::{CopyOptions, ItemKind};
+use crate::storage::{Load, Storage, WriteSet};
+use std::sync::Arc;
+
+/// How many chunks of a load may wait in the workers' queues.
+const FEED_WINDOW: usize = 4;
 
 /// A COPY FROM STDIN in progress.
-#[derive(Clone)]
 pub struct CopyTarget {
     table: GlobalId,
     table_name: String,
@@ -33,34 +49,116 @@ pub struct CopyTarget {
     options: CopyOptions,
     /// The value of each table column the data omits: its default.
     defaults: Vec<(usize, ScalarExpr)>,
-    /// Rows received so far, as packed table rows (checked): a fraction of
-    /// the memory of their datums (a text value is a byte run, not a
-    /// `String`), which is what a large COPY holds until its commit.
-    rows: Vec<Row>,
+    /// Where the rows go until the commit.
+    sink: Sink,
+    /// The COPY's row in `pg_stat_progress_copy`.
+    progress: CopyGuard,
+}
+
+enum Sink {
+    /// Inside a transaction block: the packed rows (a fraction of the
+    /// memory of their datums), written with the block.
+    Memory(Vec<Row>),
+    /// Autocommit: staged in storage as they arrive.
+    Staged(Staging),
+}
+
+/// The staged chunks of an autocommit COPY (`storage::staged`).
+struct Staging {
+    storage: Arc<Storage>,
+    table: GlobalId,
+    load: u64,
+    chunks: u64,
+    rows: u64,
+    bytes: u64,
+    /// The write of the last chunk, if still running.
+    pending: Option<tokio::task::JoinHandle<Result<u64, Error>>>,
+    /// Set once the load's commit marker is submitted: the chunks are the
+    /// table's from then on.
+    committed: bool,
+}
+
+impl Staging {
+    /// Waits for the last chunk's write.
+    async fn settle(&mut self) -> Result<(), Error> {
+        if let Some(pending) = self.pending.take() {
+            let bytes = pending
+                .await
+                .map_err(|e| Error::Internal(format!("staging rows of a COPY stopped: {e}")))??;
+            self.bytes += bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    /// An abandoned load's chunks go (after its last write, if running).
+    fn drop(&mut self) {
+        if self.committed || (self.chunks == 0 && self.pending.is_none()) {
+            return;
+        }
+        let (storage, table, load, pending) = (Arc::clone(&self.storage), self.table, self.load, self.pending.take());
+        let discard = move || {
+            if let Err(e) = storage.discard_load(table, load) {
+                tracing::warn!(error = %e, table, "could not discard an abandoned COPY's rows; restart removes them");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    if let Some(p) = pending {
+                        let _ = p.await;
+                    }
+                    let _ = tokio::task::spawn_blocking(discard).await;
+                });
+            }
+            Err(_) => discard(),
+        }
+    }
 }
 
 impl std::fmt::Debug for CopyTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (streamed, rows) = match &self.sink {
+            Sink::Memory(rows) => (false, rows.len() as u64),
+            Sink::Staged(s) => (true, s.rows),
+        };
         f.debug_struct("CopyTarget")
             .field("table", &self.table_name)
             .field("columns", &self.columns)
             .field("options", &self.options)
-            .field("rows", &self.rows.len())
+            .field("streamed", &streamed)
+            .field("rows", &rows)
             .finish()
     }
 }
 
-/// Starts a COPY into `table` (the statement's plan, already bound):
-/// nothing is read or written until the commit.
-pub(super) fn copy_in_start(
-    table: GlobalId,
-    table_name: String,
-    desc: RelationDesc,
-    columns: Vec<usize>,
-    options: CopyOptions,
-    defaults: Vec<(usize, ScalarExpr)>,
-) -> CopyTarget {
-    CopyTarget { table, table_name, desc, columns, options, defaults, rows: Vec::new() }
+/// What a COPY writes into: the statement's bound plan.
+pub(super) struct CopyInto {
+    pub table: GlobalId,
+    pub table_name: String,
+    pub desc: RelationDesc,
+    pub columns: Vec<usize>,
+    pub options: CopyOptions,
+    pub defaults: Vec<(usize, ScalarExpr)>,
+}
+
+impl State {
+    /// Starts a COPY into a table: nothing is visible until the commit.
+    /// Outside a transaction block its rows are staged in `storage` as
+    /// they come.
+    pub(super) fn copy_in_start(&self, session: &Session, into: CopyInto) -> CopyTarget {
+        let CopyInto { table, table_name, desc, columns, options, defaults } = into;
+        let sink = if session.in_transaction {
+            Sink::Memory(Vec::new())
+        } else {
+            let storage = Arc::clone(&self.storage);
+            let load = storage.begin_load();
+            Sink::Staged(Staging { storage, table, load, chunks: 0, rows: 0, bytes: 0, pending: None, committed: false })
+        };
+        let progress = self.catalog.copies.start(session.backend_pid, table, true);
+        CopyTarget { table, table_name, desc, columns, options, defaults, sink, progress }
+    }
 }
 
 impl CopyTarget {
@@ -70,6 +168,11 @@ impl CopyTarget {
 
     pub fn options(&self) -> &CopyOptions {
         &self.options
+    }
+
+    /// Counts data received, for `pg_stat_progress_copy`.
+    pub fn received(&self, bytes: usize) {
+        self.progress.add_bytes(bytes as u64);
     }
 
     /// The number of columns in the data.
@@ -134,21 +237,51 @@ impl CopyTarget {
 
 impl Coordinator {
     /// Adds a chunk of table rows (from `CopyTarget::table_row`) to a COPY
-    /// in progress. Nothing is visible before `copy_in_commit`.
+    /// in progress: staged in storage (the previous chunk's write must be
+    /// done first, so at most one chunk is in flight) or, in a transaction
+    /// block, kept. Nothing is visible before `copy_in_commit`.
     pub async fn copy_in_rows(&self, target: &mut CopyTarget, rows: Vec<Vec<Datum>>) -> Result<(), Error> {
-        target.rows.extend(rows.into_iter().map(Row::from_datums));
+        target.progress.add_tuples(rows.len() as u64);
+        let staging = match &mut target.sink {
+            Sink::Memory(kept) => {
+                kept.extend(rows.into_iter().map(Row::from_datums));
+                return Ok(());
+            }
+            Sink::Staged(staging) => staging,
+        };
+        if staging.chunks == 0 {
+            // Recovery removes uncommitted chunks: stage only after it.
+            self.wait_ready().await?;
+        }
+        let packed: Vec<(Row, Diff)> = rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
+        staging.settle().await?;
+        staging.rows += packed.len() as u64;
+        let (storage, table, load, chunk) = (Arc::clone(&staging.storage), staging.table, staging.load, staging.chunks);
+        staging.chunks += 1;
+        staging.pending = Some(tokio::task::spawn_blocking(move || storage.stage(table, load, chunk, &packed)));
         Ok(())
     }
 
-    /// Applies every row of a COPY as one write (one timestamp, one durable
-    /// batch; views see all of it or none), or, inside a transaction block,
-    /// buffers them with the block's writes. Takes the write token only now
-    /// that the data is complete, so a slow client blocks no writer.
-    /// Returns the number of rows.
+    /// Applies every row of a COPY as one write (one timestamp; views see
+    /// all of it or none), or, inside a transaction block, buffers them
+    /// with the block's writes. Takes the write token only now that the
+    /// data is complete, so a slow client blocks no writer. Returns the
+    /// number of rows.
     pub async fn copy_in_commit(&self, session: &mut Session, target: CopyTarget) -> Result<u64, Error> {
         if session.txn.as_ref().is_some_and(|t| t.failed) {
             return Err(Error::InFailedTransaction);
         }
+        let CopyTarget { table, table_name, sink, progress, .. } = target;
+        let result = match sink {
+            Sink::Memory(rows) => self.copy_in_block(session, table, table_name, rows).await,
+            Sink::Staged(staging) => self.commit_load(session, table_name, staging).await,
+        };
+        drop(progress);
+        result
+    }
+
+    /// A COPY's rows in a transaction block (or an empty COPY).
+    async fn copy_in_block(&self, session: &mut Session, table: GlobalId, table_name: String, rows: Vec<Row>) -> Result<u64, Error> {
         let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
             Err(e) => {
@@ -158,20 +291,158 @@ impl Coordinator {
         };
         let result = async {
             let mut state = self.state.lock().await;
-            // The table may have been dropped (and maybe re-created under
-            // its name) while the data arrived.
-            match state.catalog_of(session.txn.as_ref()).items.get(&target.table) {
-                Some(item) if item.kind == ItemKind::Table => {}
-                _ => return Err(Error::UndefinedTable(target.table_name)),
-            }
-            let n = target.rows.len() as u64;
-            let updates = target.rows.into_iter().map(|r| (r, 1)).collect();
-            state.write_rows(session, vec![(target.table, updates)])?;
-            state.catalog.stats.dml(target.table, super::stats::Dml::Insert, n);
+            check_table(&state, session, table, &table_name)?;
+            let n = rows.len() as u64;
+            let updates = rows.into_iter().map(|r| (r, 1)).collect();
+            state.write_rows(session, vec![(table, updates)])?;
+            state.catalog.stats.dml(table, super::stats::Dml::Insert, n);
             Ok(n)
         }
         .await;
         self.end_write(session, own_token, result).await
+    }
+
+    /// Commits a streamed COPY (see the module header).
+    async fn commit_load(&self, session: &mut Session, table_name: String, mut staging: Staging) -> Result<u64, Error> {
+        let ready = async {
+            staging.settle().await?;
+            let storage = Arc::clone(&staging.storage);
+            tokio::task::spawn_blocking(move || storage.seal_loads())
+                .await
+                .map_err(|e| Error::Internal(format!("sealing a COPY stopped: {e}")))?
+        }
+        .await;
+        if let Err(e) = ready {
+            super::abort(session);
+            return Err(e);
+        }
+        let feed = Arc::clone(&self.load_feed).lock_owned().await;
+        let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
+            Ok(token) => token,
+            Err(e) => {
+                super::abort(session);
+                return Err(e);
+            }
+        };
+        let table = staging.table;
+        let result = async {
+            let mut state = self.state.lock().await;
+            check_table(&state, session, table, &table_name)?;
+            state.commit_load(&mut staging)
+        }
+        .await;
+        if result.is_ok() {
+            let fed = self.feed_load(&staging).await;
+            if let Err(e) = fed {
+                tracing::error!(error = %e, table, "a committed COPY could not be handed to the dataflows");
+                drop(feed);
+                let e = Error::Storage(format!(
+                    "COPY was committed, but its rows could not be read back for the views ({e}); restart the server"
+                ));
+                return self.end_write(session, own_token, Err(e)).await;
+            }
+        }
+        drop(feed);
+        self.end_write(session, own_token, result).await
+    }
+
+    /// Hands a committed load's chunks to the workers, a few at a time,
+    /// then ends the load (always, so the table's time moves on).
+    async fn feed_load(&self, staging: &Staging) -> Result<(), Error> {
+        let (table, load, storage) = (staging.table, staging.load, Arc::clone(&staging.storage));
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<(Row, Diff)>, Error>>(2);
+        let reader = tokio::task::spawn_blocking(move || {
+            let chunks = match storage.load_chunks(table, load) {
+                Ok(chunks) => chunks,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            };
+            for chunk in chunks {
+                let failed = chunk.is_err();
+                if tx.blocking_send(chunk).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let workers = self.dataflow.workers().max(1);
+        let (ack_tx, mut acks) = tokio::sync::mpsc::unbounded_channel();
+        let mut in_flight = 0usize;
+        let mut result = Ok(());
+        while let Some(chunk) = rx.recv().await {
+            let rows = match chunk {
+                Ok(rows) => rows,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            self.dataflow.broadcast(Command::Load { id: table, rows: Arc::new(rows), ack: Some(ack_tx.clone()) });
+            in_flight += 1;
+            while in_flight > FEED_WINDOW {
+                for _ in 0..workers {
+                    if acks.recv().await.is_none() {
+                        break;
+                    }
+                }
+                in_flight -= 1;
+            }
+        }
+        drop(rx);
+        let _ = reader.await;
+        self.dataflow.broadcast(Command::LoadEnd { id: table });
+        result
+    }
+}
+
+impl State {
+    /// Commits a staged load at a new timestamp: checks its rows against
+    /// the table's unique keys, submits its commit marker and starts its
+    /// feed (`Command::LoadBegin` before the timestamp's `Advance`).
+    fn commit_load(&mut self, staging: &mut Staging) -> Result<u64, Error> {
+        let table = staging.table;
+        let keys = if self.unique.has_keys(table) {
+            let mut pending = unique::PendingKeys::default();
+            let unique = &self.unique;
+            let storage = &staging.storage;
+            super::run_blocking(|| -> Result<(), Error> {
+                for chunk in storage.load_chunks(table, staging.load)? {
+                    unique.check(&mut pending, &[(table, chunk?)], |_| false)?;
+                }
+                Ok(())
+            })?;
+            Some(pending)
+        } else {
+            None
+        };
+        let ts = self.next_ts();
+        let mut ws = WriteSet::new(ts);
+        ws.loads.push(Load { table, id: staging.load, bytes: staging.bytes });
+        self.commits.submit(ws)?;
+        staging.committed = true;
+        if let Some(pending) = keys {
+            self.unique.commit(pending);
+        }
+        let n = staging.rows;
+        self.catalog.stats.loaded(table, n);
+        self.catalog.stats.dml(table, super::stats::Dml::Insert, n);
+        self.log.record_tables(ts, vec![table]);
+        let oldest = self.holds.min().map_or(self.commits.durable_ts(), |h| h.min(self.commits.durable_ts()));
+        self.log.forget_through(oldest);
+        self.dataflow.broadcast(Command::LoadBegin { id: table, time: ts });
+        self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(Vec::new()) });
+        self.allow_compaction();
+        Ok(n)
+    }
+}
+
+/// The table may have been dropped (and maybe re-created under its name)
+/// while the data arrived.
+fn check_table(state: &State, session: &Session, table: GlobalId, name: &str) -> Result<(), Error> {
+    match state.catalog_of(session.txn.as_ref()).items.get(&table) {
+        Some(item) if item.kind == ItemKind::Table => Ok(()),
+        _ => Err(Error::UndefinedTable(name.to_string())),
     }
 }
 
@@ -191,7 +462,17 @@ mod tests {
             ],
         );
         let n = columns.len();
-        copy_in_start(GlobalId::default(), "t".into(), desc, columns, CopyOptions::new(CopyFormat::Text, n), Vec::new())
+        let progress = super::super::progress::Copies::default().start(1, 0, true);
+        CopyTarget {
+            table: GlobalId::default(),
+            table_name: "t".into(),
+            desc,
+            columns,
+            options: CopyOptions::new(CopyFormat::Text, n),
+            defaults: Vec::new(),
+            sink: Sink::Memory(Vec::new()),
+            progress,
+        }
     }
 
     #[test]

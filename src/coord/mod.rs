@@ -43,6 +43,7 @@ mod dml;
 mod generic;
 mod introspect;
 mod locks;
+mod progress;
 mod read;
 mod recovery;
 mod reshape;
@@ -132,6 +133,9 @@ pub struct Coordinator {
     /// `CHECKPOINT` never interleave (a view's delta is since its last
     /// recorded checkpoint).
     checkpoint_round: Arc<Mutex<()>>,
+    /// Held by a COPY from its commit until its rows are all handed to the
+    /// workers (`copy`): one load at a time holds a table's load input.
+    load_feed: Arc<Mutex<()>>,
 }
 
 struct State {
@@ -219,9 +223,20 @@ pub const BIG_STATEMENT: usize = 64 * 1024;
 /// runs (`tokio::task::block_in_place`). A small statement runs in place
 /// (the hand-off costs more than it saves).
 pub fn run_heavy<R>(len: usize, f: impl FnOnce() -> R) -> R {
+    if len > BIG_STATEMENT {
+        run_blocking(f)
+    } else {
+        f()
+    }
+}
+
+/// Runs long or blocking work (heavy planning, reading a COPY's staged
+/// rows back) so that the async runtime's other tasks go on meanwhile
+/// (`tokio::task::block_in_place`, on a multi-threaded runtime).
+pub fn run_blocking<R>(f: impl FnOnce() -> R) -> R {
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if len > BIG_STATEMENT && multi_thread {
+    if multi_thread {
         tokio::task::block_in_place(f)
     } else {
         f()
@@ -356,6 +371,7 @@ impl Coordinator {
             locks: locks::KeyLocks::default(),
             ready,
             checkpoint_round: Arc::new(Mutex::new(())),
+            load_feed: Arc::new(Mutex::new(())),
             checkpoint_writer: Arc::new(
                 checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
             ),

@@ -100,7 +100,8 @@ impl Coordinator {
                 Ok(ExecuteResponse::CopyOut { desc, rows, options })
             }
             Plan::CopyFrom { table, table_name, desc, columns, options, defaults } => {
-                Ok(ExecuteResponse::CopyIn(copy::copy_in_start(table, table_name, desc, columns, options, defaults)))
+                let into = copy::CopyInto { table, table_name, desc, columns, options, defaults };
+                Ok(ExecuteResponse::CopyIn(state.copy_in_start(session, into)))
             }
             Plan::Explain { query } => {
                 let query = crate::planner::optimize(query, &state.catalog);

@@ -58,6 +58,11 @@ impl Stats {
         }
     }
 
+    /// A committed bulk load of `rows` new rows into `table`.
+    pub fn loaded(&self, table: GlobalId, rows: u64) {
+        self.counters().entry(table).or_default().live += rows as i64;
+    }
+
     /// A statement's rows, counted as it runs (as PostgreSQL counts them,
     /// whether or not its transaction commits).
     pub fn dml(&self, table: GlobalId, kind: Dml, rows: u64) {

@@ -113,6 +113,17 @@ pub enum Command {
     /// Applies updates at `time` (all inputs are at or before it), then
     /// advances every input to `time + 1`, so that `time` is complete.
     Advance { time: Timestamp, updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>> },
+    /// Starts a bulk load (COPY) into table `id` at `time`: sent before
+    /// the `Advance` of `time`, it keeps the table's load input at `time`
+    /// (and so the table's arrangement and everything downstream before
+    /// `time + 1`) until `LoadEnd`, while the rows arrive in `Load` chunks.
+    LoadBegin { id: GlobalId, time: Timestamp },
+    /// A chunk of the load in progress into table `id` (each worker takes
+    /// its share); `ack` is told once the worker has taken it in, so the
+    /// sender can keep only a few chunks in flight.
+    Load { id: GlobalId, rows: Arc<Vec<(Row, Diff)>>, ack: Option<UnboundedSender<()>> },
+    /// Ends the load into table `id`: its time is complete.
+    LoadEnd { id: GlobalId },
     /// Builds a maintained dataflow.
     CreateDataflow(Arc<DataflowDesc>),
     /// Drops a table, materialized view or index and its arrangements.

@@ -27,7 +27,7 @@ pub struct WorkerState {
     pub index: usize,
     pub peers: usize,
     /// Input sessions of tables.
-    inputs: BTreeMap<GlobalId, InputSession<Timestamp, Row, Diff>>,
+    inputs: BTreeMap<GlobalId, TableInput>,
     /// Shared arrangements by the id of the item that exports them.
     pub traces: BTreeMap<GlobalId, TraceBundle>,
     /// Timely dataflow index of each item's dataflow, for dropping it.
@@ -61,6 +61,35 @@ pub struct WorkerState {
     /// The time of a bulk write after whose arrangement freed heap is
     /// returned to the OS.
     trim_after: Option<Timestamp>,
+}
+
+/// A table's inputs: its writes, and a second input for bulk loads
+/// (`Command::LoadBegin`), which stays at the load's time while the load's
+/// rows arrive in chunks and the other inputs move on.
+struct TableInput {
+    rows: InputSession<Timestamp, Row, Diff>,
+    load: InputSession<Timestamp, Row, Diff>,
+    /// The time of the load in progress, if any.
+    loading: Option<Timestamp>,
+    /// Rows of the load in progress (for `trim_after`).
+    loaded: usize,
+}
+
+impl TableInput {
+    /// Advances the inputs to `time` (the load input only if no load is in
+    /// progress) and flushes them.
+    fn advance(&mut self, time: Timestamp) {
+        if *self.rows.time() < time {
+            self.rows.advance_to(time);
+        }
+        self.rows.flush();
+        if self.loading.is_none() {
+            if *self.load.time() < time {
+                self.load.advance_to(time);
+            }
+            self.load.flush();
+        }
+    }
 }
 
 struct PendingPeek {
@@ -169,13 +198,14 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateTable { id, name } => {
             let df = worker.next_dataflow_index();
             let first_operator = worker.peek_identifier();
-            let (mut input, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
+            let (rows, load, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
                 let (input, rows) = scope.new_collection::<Row, Diff>();
-                let arranged = arrange_rows(rows.map(|r| (r, Row::empty())), &format!("table {name}"));
-                (input, arranged.trace)
+                let (load, loaded) = scope.new_collection::<Row, Diff>();
+                let arranged = arrange_rows(rows.concat(loaded).map(|r| (r, Row::empty())), &format!("table {name}"));
+                (input, load, arranged.trace)
             });
-            input.advance_to(state.input_time);
-            input.flush();
+            let mut input = TableInput { rows, load, loading: None, loaded: 0 };
+            input.advance(state.input_time);
             let mut bundle = TraceBundle { ok: trace, err: None, index_of: None };
             compact(&mut bundle, state.since);
             state.inputs.insert(id, input);
@@ -188,12 +218,12 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             retract_seeds(state, time);
             for (id, rows) in updates.iter() {
                 if let Some(input) = state.inputs.get_mut(id) {
-                    if *input.time() < time {
-                        input.advance_to(time);
+                    if *input.rows.time() < time {
+                        input.rows.advance_to(time);
                     }
                     for (i, (row, diff)) in rows.iter().enumerate() {
                         if i % state.peers == state.index {
-                            input.update(row.clone(), *diff);
+                            input.rows.update(row.clone(), *diff);
                         }
                     }
                 }
@@ -206,10 +236,43 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 state.input_time = next;
             }
             for input in state.inputs.values_mut() {
-                if *input.time() < state.input_time {
-                    input.advance_to(state.input_time);
+                input.advance(state.input_time);
+            }
+        }
+        Command::LoadBegin { id, time } => {
+            if let Some(input) = state.inputs.get_mut(&id) {
+                // Sent before the `Advance` of `time`: every input is at
+                // or before it.
+                if *input.load.time() < time {
+                    input.load.advance_to(time);
                 }
-                input.flush();
+                input.loading = Some(time);
+                input.loaded = 0;
+            }
+        }
+        Command::Load { id, rows, ack } => {
+            if let Some(input) = state.inputs.get_mut(&id) {
+                input.loaded += rows.len();
+                for (i, (row, diff)) in rows.iter().enumerate() {
+                    if i % state.peers == state.index {
+                        input.load.update(row.clone(), *diff);
+                    }
+                }
+                input.load.flush();
+            }
+            drop(rows);
+            if let Some(ack) = ack {
+                let _ = ack.send(());
+            }
+        }
+        Command::LoadEnd { id } => {
+            if let Some(input) = state.inputs.get_mut(&id) {
+                if let Some(time) = input.loading.take() {
+                    if input.loaded >= TRIM_AFTER_ROWS {
+                        state.trim_after = Some(state.trim_after.map_or(time, |t| t.max(time)));
+                    }
+                }
+                input.advance(state.input_time);
             }
         }
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
@@ -271,10 +334,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::HoldInputs { time } => {
             state.input_time = state.input_time.max(time);
             for input in state.inputs.values_mut() {
-                if *input.time() < state.input_time {
-                    input.advance_to(state.input_time);
-                }
-                input.flush();
+                input.advance(state.input_time);
             }
         }
         Command::SeedCheckpoint { id, frontier, retract_at, rows } => seed_checkpoint(state, id, frontier, retract_at, rows),

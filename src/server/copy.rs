@@ -131,6 +131,7 @@ impl CopyIn {
 
     /// Takes one CopyData message.
     pub async fn data(&mut self, coord: &Coordinator, bytes: &[u8]) -> Result<(), Error> {
+        self.target.received(bytes.len());
         match &mut self.decoder {
             Decoder::Text(d) => d.feed(bytes),
             Decoder::Binary(d) => d.feed(bytes),

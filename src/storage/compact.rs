@@ -21,6 +21,10 @@ const MIN_FOLD_BYTES: u64 = 256 << 10;
 
 enum Note {
     Appended { tables: Vec<(GlobalId, u64)>, durable: Timestamp },
+    /// Bulk loads (COPY): rows that are live data, not history, so they
+    /// count with the snapshot (folding a table right after a load would
+    /// only rewrite it).
+    Loaded(Vec<(GlobalId, u64)>),
     Dropped(Vec<GlobalId>),
 }
 
@@ -46,6 +50,11 @@ impl Compactor {
                         *durable = (*durable).max(d);
                         for (t, b) in tables {
                             *log_bytes.entry(t).or_insert(0) += b;
+                        }
+                    }
+                    Note::Loaded(tables) => {
+                        for (t, b) in tables {
+                            *snapshot_bytes.entry(t).or_insert(0) += b;
                         }
                     }
                     Note::Dropped(tables) => {
@@ -84,6 +93,13 @@ impl Compactor {
     /// `durable`.
     pub fn appended(&self, tables: Vec<(GlobalId, u64)>, durable: Timestamp) {
         let _ = self.tx.send(Note::Appended { tables, durable });
+    }
+
+    /// Reports bytes of bulk loads (`Note::Loaded`).
+    pub fn loaded(&self, tables: Vec<(GlobalId, u64)>) {
+        if !tables.is_empty() {
+            let _ = self.tx.send(Note::Loaded(tables));
+        }
     }
 
     /// Reports dropped tables (their accounting goes).

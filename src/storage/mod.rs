@@ -35,8 +35,10 @@
 
 mod codec;
 mod compact;
+mod staged;
 
 pub use compact::Compactor;
+pub use staged::{Load, LoadChunks};
 
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 use rocksdb::{
@@ -80,6 +82,9 @@ pub struct Storage {
     next_seq: AtomicU64,
     /// Folds never go past this timestamp (`hold_folds_at`).
     fold_hold: AtomicU64,
+    /// Committed bulk loads whose staged chunks are still in the log
+    /// (`staged`).
+    loads: std::sync::Mutex<staged::Loads>,
 }
 
 /// Everything one atomic, durable write consists of.
@@ -95,7 +100,11 @@ pub struct WriteSet {
     /// (`Arc`) with the dataflow command that applies the same write, so a
     /// bulk load's rows are not copied for storage.
     pub table_updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>,
-    /// Tables whose data is deleted entirely; applied after `table_updates`.
+    /// Bulk loads (COPY) whose staged chunks become the tables' entries
+    /// at `timestamp` (`staged`).
+    pub loads: Vec<Load>,
+    /// Tables whose data is deleted entirely; applied after `table_updates`
+    /// and `loads`.
     pub dropped_tables: Vec<GlobalId>,
     /// Small metadata values to set.
     pub meta_puts: Vec<(String, Vec<u8>)>,
@@ -120,6 +129,7 @@ impl WriteSet {
                 .table_updates
                 .iter()
                 .all(|(_, updates)| updates.is_empty())
+            && self.loads.is_empty()
             && self.dropped_tables.is_empty()
             && self.meta_puts.is_empty()
             && self.meta_deletes.is_empty()
@@ -230,6 +240,7 @@ impl Storage {
             drop_lock: std::sync::Mutex::new(()),
             next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1),
             fold_hold: AtomicU64::new(Timestamp::MAX),
+            loads: std::sync::Mutex::new(staged::Loads::new()),
         })
     }
 
@@ -268,6 +279,7 @@ impl Storage {
         };
         let mut batch = WriteBatch::default();
         let mut max_ts = 0;
+        let mut gone_loads = Vec::new();
         for ws in sets {
             for (id, record) in &ws.catalog_puts {
                 batch.put_cf(catalog, codec::catalog_key(*id), record);
@@ -283,9 +295,15 @@ impl Storage {
                 let value = codec::encode_updates(updates.iter().map(|(row, diff)| (row, *diff)));
                 batch.put_cf(log, codec::log_key(*table, ws.timestamp, seq), value);
             }
+            self.put_markers(&mut batch, &ws.loads, ws.timestamp)?;
             for table in &ws.dropped_tables {
                 batch.delete_range_cf(log, codec::table_start(*table), codec::table_end(*table));
                 batch.delete_cf(meta, folded_key(*table));
+                let loads = self.loads_of(*table).into_iter().chain(ws.loads.iter().filter(|l| l.table == *table).map(|l| l.id));
+                for load in loads {
+                    batch.delete_cf(meta, staged::marker_key(*table, load));
+                    gone_loads.push((*table, load));
+                }
             }
             for (key, value) in &ws.meta_puts {
                 batch.put_cf(meta, key.as_bytes(), value);
@@ -301,7 +319,12 @@ impl Storage {
         opts.set_sync(true);
         self.db
             .write_opt(batch, &opts)
-            .map_err(rocks_err("commit failed"))
+            .map_err(rocks_err("commit failed"))?;
+        for ws in sets {
+            self.committed_loads(&ws.loads, ws.timestamp);
+        }
+        self.forget_loads(&gone_loads);
+        Ok(())
     }
 
     /// Writes a materialized view's checkpoint: its changes since the last
@@ -403,13 +426,22 @@ impl Storage {
         let end = codec::log_key(table, upto.saturating_add(1), 0);
         let mut acc: Vec<(Row, Diff)> = Vec::new();
         let mut entries = 0usize;
+        // Committed loads through `upto` are folded too (their chunks sort
+        // after every timestamped entry).
+        let mut loads: Vec<u64> = Vec::new();
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.set_iterate_upper_bound(codec::table_end(table));
         let mode = IteratorMode::From(&start, rocksdb::Direction::Forward);
-        for item in self.db.iterator_cf(log, mode) {
+        for item in self.db.iterator_cf_opt(log, opts, mode) {
             let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
-            if key.as_ref() >= end.as_slice() {
-                break;
+            let (_, field, seq) = codec::decode_log_key(&key)?;
+            let ts = match self.entry_time(table, field) {
+                Some(ts) if ts <= upto => ts,
+                _ => continue,
+            };
+            if field & staged::STAGED != 0 && loads.last() != Some(&(field & !staged::STAGED)) {
+                loads.push(field & !staged::STAGED);
             }
-            let (_, ts, seq) = codec::decode_log_key(&key)?;
             if ts != SNAPSHOT_TS {
                 entries += 1;
             }
@@ -425,12 +457,18 @@ impl Storage {
         let rows = consolidate_rows(acc).ok_or_else(|| codec::corrupt(format!("table {table}: multiplicity overflows")))?;
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(log, start.to_vec(), end.to_vec());
+        for load in &loads {
+            let (from, to) = staged::load_range(table, *load);
+            batch.delete_range_cf(log, from, to);
+            batch.delete_cf(meta, staged::marker_key(table, *load));
+        }
         let bytes = put_snapshot(&mut batch, log, table, &rows);
         // Entries were folded, so `upto` is past the previous snapshot's.
         batch.put_cf(meta, folded_key(table), codec::encode_u64(upto));
         // Not synced: the batch is atomic in the WAL, and if it is lost the
         // entries it folded are still there.
         self.db.write(batch).map_err(rocks_err("writing a table snapshot failed"))?;
+        self.forget_loads(&loads.iter().map(|l| (table, *l)).collect::<Vec<_>>());
         // Let RocksDB drop the folded entries' space now: flush every
         // column family (so no WAL file is kept alive by an old memtable),
         // then compact the table's range (the range tombstone and what it
@@ -439,7 +477,8 @@ impl Storage {
             let cf = self.cf(name)?;
             self.db.flush_cf(cf).map_err(rocks_err("flushing after a fold failed"))?;
         }
-        self.db.compact_range_cf(log, Some(&start[..]), Some(&end[..]));
+        let compact_end = if loads.is_empty() { end.to_vec() } else { codec::table_end(table) };
+        self.db.compact_range_cf(log, Some(&start[..]), Some(&compact_end[..]));
         Ok(Some(bytes))
     }
 
@@ -510,6 +549,15 @@ impl Storage {
                     }
                     _ => return Err(codec::corrupt(format!("bad fold record {key:?}"))),
                 }
+            } else if let Some(suffix) = key.strip_prefix(staged::META_LOAD_PREFIX) {
+                match (staged::decode_marker(suffix), codec::decode_u64(&value)) {
+                    (Some(load), Some(ts)) => {
+                        if let Ok(mut loads) = self.loads.lock() {
+                            loads.insert(load, ts);
+                        }
+                    }
+                    _ => return Err(codec::corrupt(format!("bad load record {key:?}"))),
+                }
             } else if key.first() == Some(&RESERVED_META_PREFIX) {
                 // Another reserved key (from a newer version): not ours to show.
             } else {
@@ -535,10 +583,11 @@ impl Storage {
         let iter = self.db.iterator_cf_opt(log, opts, IteratorMode::From(&start, rocksdb::Direction::Forward));
         for item in iter {
             let (key, value) = item.map_err(rocks_err("reading a checkpoint failed"))?;
-            let (_, ts, seq) = codec::decode_log_key(&key)?;
-            if ts > through {
-                continue;
-            }
+            let (_, field, seq) = codec::decode_log_key(&key)?;
+            let ts = match self.entry_time(id, field) {
+                Some(ts) if ts <= through => ts,
+                _ => continue,
+            };
             // Snapshot chunks together are one consolidated entry.
             if ts != SNAPSHOT_TS || entries == 0 {
                 entries += 1;
@@ -583,11 +632,22 @@ impl Storage {
         let mut contents: HashMap<GlobalId, (Vec<(Row, Diff)>, bool)> = HashMap::new();
         let mut parts: HashMap<GlobalId, std::collections::BTreeMap<Timestamp, Vec<(Row, Diff)>>> = HashMap::new();
         let mut max_seq = SNAPSHOT_SEQ;
+        // Staged chunks of loads that never committed (a crash mid-COPY).
+        let mut abandoned: Vec<(GlobalId, u64)> = Vec::new();
         for item in self.db.iterator_cf(log, IteratorMode::Start) {
             let (key, value) = item.map_err(rocks_err("reading the table log failed"))?;
-            let (table, ts, seq) = codec::decode_log_key(&key)?;
-            let is_snapshot = ts == SNAPSHOT_TS;
+            let (table, field, seq) = codec::decode_log_key(&key)?;
             max_seq = max_seq.max(seq);
+            if field & staged::STAGED != 0 {
+                max_seq = max_seq.max(field & !staged::STAGED);
+            }
+            let Some(ts) = self.entry_time(table, field) else {
+                if abandoned.last() != Some(&(table, field & !staged::STAGED)) {
+                    abandoned.push((table, field & !staged::STAGED));
+                }
+                continue;
+            };
+            let is_snapshot = ts == SNAPSHOT_TS;
             if !is_snapshot {
                 recovered.max_timestamp = recovered.max_timestamp.max(ts);
             }
@@ -632,12 +692,21 @@ impl Storage {
         // Fold: one snapshot per table, the folded entries deleted, in one
         // synced batch (a crash before it leaves the log as it was).
         let mut batch = WriteBatch::default();
-        let mut folded_any = false;
+        let mut folded_any = !abandoned.is_empty();
+        for (table, load) in &abandoned {
+            let (from, to) = staged::load_range(*table, *load);
+            batch.delete_range_cf(log, from, to);
+        }
+        let mut folded_loads = Vec::new();
         for (table, (acc, needs_fold)) in contents {
             let rows = consolidate_rows(acc).ok_or_else(|| overflow(table))?;
             if needs_fold {
                 folded_any = true;
                 batch.delete_range_cf(log, codec::table_start(table), codec::table_end(table));
+                for load in self.loads_of(table) {
+                    batch.delete_cf(meta, staged::marker_key(table, load));
+                    folded_loads.push((table, load));
+                }
                 put_snapshot(&mut batch, log, table, &rows);
                 batch.put_cf(meta, folded_key(table), codec::encode_u64(recovered.max_timestamp));
             }
@@ -657,6 +726,7 @@ impl Storage {
             self.db
                 .write_opt(batch, &opts)
                 .map_err(rocks_err("writing the recovered table snapshots failed"))?;
+            self.forget_loads(&folded_loads);
             // Let RocksDB drop the deleted ranges' tombstones and data.
             self.db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
         }

@@ -6,10 +6,19 @@
 //! no newline), the compact form the loaders need: COPY sends the lines as
 //! they are, INSERT quotes the text fields. Rows are in generation order, so
 //! `orders` and `lineitem` are sorted by order key.
+//!
+//! [`dump_table`] streams one table to a COPY text-format file instead of
+//! keeping it (`ripple-tpch --dump-table`, for the COPY benchmark of
+//! `bench/pgbench/run.py`).
 
 use std::fmt::Display;
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::Path;
 use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
 
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator, PartSuppGenerator,
@@ -57,22 +66,10 @@ impl Dataset {
     /// Generates every table at `scale_factor` (single-threaded).
     pub fn generate(scale_factor: f64) -> Dataset {
         let started = Instant::now();
-        let mut tables = Vec::new();
-        for &(name, kinds) in TABLES {
-            let rows = match name {
-                "region" => lines(RegionGenerator::new(scale_factor, 1, 1).iter()),
-                "nation" => lines(NationGenerator::new(scale_factor, 1, 1).iter()),
-                "part" => lines(PartGenerator::new(scale_factor, 1, 1).iter()),
-                "supplier" => lines(SupplierGenerator::new(scale_factor, 1, 1).iter()),
-                "partsupp" => lines(PartSuppGenerator::new(scale_factor, 1, 1).iter()),
-                "customer" => lines(CustomerGenerator::new(scale_factor, 1, 1).iter()),
-                "orders" => lines(OrderGenerator::new(scale_factor, 1, 1).iter()),
-                "lineitem" => lines(LineItemGenerator::new(scale_factor, 1, 1).iter()),
-                _ => unreachable!("TABLES names the eight TPC-H tables"),
-            };
-            debug_assert!(rows.iter().all(|r| r.split('\t').count() == kinds.len()), "{name}: column count");
-            tables.push(Table { name, kinds, rows });
-        }
+        let tables: Vec<Table> = TABLES
+            .iter()
+            .map(|&(name, _)| Table::generate(name, scale_factor).expect("TABLES names the eight TPC-H tables"))
+            .collect();
         tracing::info!(
             scale_factor,
             rows = tables.iter().map(|t| t.rows.len()).sum::<usize>(),
@@ -91,25 +88,71 @@ impl Dataset {
     }
 }
 
+/// Calls `f` with each row of the table `name` at `scale_factor` as a COPY
+/// text line (no newline), in generation order, and returns how many rows
+/// there were. Fails on a name that is not a TPC-H table or when `f` fails.
+pub fn for_each_row(name: &str, scale_factor: f64, mut f: impl FnMut(&str) -> Result<()>) -> Result<usize> {
+    let f = &mut f;
+    match name {
+        "region" => each_line(RegionGenerator::new(scale_factor, 1, 1).iter(), f),
+        "nation" => each_line(NationGenerator::new(scale_factor, 1, 1).iter(), f),
+        "part" => each_line(PartGenerator::new(scale_factor, 1, 1).iter(), f),
+        "supplier" => each_line(SupplierGenerator::new(scale_factor, 1, 1).iter(), f),
+        "partsupp" => each_line(PartSuppGenerator::new(scale_factor, 1, 1).iter(), f),
+        "customer" => each_line(CustomerGenerator::new(scale_factor, 1, 1).iter(), f),
+        "orders" => each_line(OrderGenerator::new(scale_factor, 1, 1).iter(), f),
+        "lineitem" => each_line(LineItemGenerator::new(scale_factor, 1, 1).iter(), f),
+        _ => bail!("there is no TPC-H table {name:?} (the tables: {})", table_names()),
+    }
+}
+
+/// Writes the table `name` at `scale_factor` to `path` in COPY text format
+/// (one line per row, each ending with a newline), streamed: the rows are
+/// not kept. Returns the number of rows.
+pub fn dump_table(name: &str, scale_factor: f64, path: &Path) -> Result<usize> {
+    if !TABLES.iter().any(|(t, _)| *t == name) {
+        bail!("there is no TPC-H table {name:?} (the tables: {})", table_names());
+    }
+    let started = Instant::now();
+    let file = File::create(path).with_context(|| format!("create {}", path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let rows = for_each_row(name, scale_factor, |line| {
+        out.write_all(line.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .with_context(|| format!("write {}", path.display()))
+    })?;
+    out.flush().with_context(|| format!("write {}", path.display()))?;
+    out.get_ref().sync_all().with_context(|| format!("sync {}", path.display()))?;
+    tracing::info!(table = name, scale_factor, rows, secs = started.elapsed().as_secs_f64(), path = %path.display(), "dumped");
+    Ok(rows)
+}
+
+fn table_names() -> String {
+    TABLES.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
+}
+
 /// tpchgen renders a row as dbgen's `.tbl` line: fields separated and
-/// terminated by `|` (which no field contains). Turned into a COPY text line.
-fn lines<R: Display>(rows: impl Iterator<Item = R>) -> Vec<String> {
-    let mut out = Vec::new();
+/// terminated by `|` (which no field contains). Turned into a COPY text line
+/// and handed to `f`; returns the number of rows.
+fn each_line<R: Display>(rows: impl Iterator<Item = R>, f: &mut impl FnMut(&str) -> Result<()>) -> Result<usize> {
     let mut buf = String::new();
+    let mut line = String::new();
+    let mut n = 0;
     for row in rows {
         buf.clear();
         let _ = write!(buf, "{row}");
         let tbl = buf.strip_suffix('|').unwrap_or(&buf);
-        let mut line = String::with_capacity(tbl.len());
+        line.clear();
         for (i, field) in tbl.split('|').enumerate() {
             if i > 0 {
                 line.push('\t');
             }
             escape_copy(field, &mut line);
         }
-        out.push(line);
+        f(&line)?;
+        n += 1;
     }
-    out
+    Ok(n)
 }
 
 /// COPY text format escapes (backslash, tab, newline, carriage return).
@@ -149,6 +192,20 @@ fn unescape_copy(field: &str) -> String {
 }
 
 impl Table {
+    /// Generates the table `name` at `scale_factor` (single-threaded).
+    pub fn generate(name: &str, scale_factor: f64) -> Result<Table> {
+        let Some(&(name, kinds)) = TABLES.iter().find(|(t, _)| *t == name) else {
+            bail!("there is no TPC-H table {name:?} (the tables: {})", table_names());
+        };
+        let mut rows = Vec::new();
+        for_each_row(name, scale_factor, |line| {
+            rows.push(line.to_string());
+            Ok(())
+        })?;
+        debug_assert!(rows.iter().all(|r| r.split('\t').count() == kinds.len()), "{name}: column count");
+        Ok(Table { name, kinds, rows })
+    }
+
     /// The first field of a row as an integer (the order key of `orders` and
     /// `lineitem`).
     pub fn first_key(row: &str) -> i64 {
@@ -221,6 +278,19 @@ mod tests {
         let orders = data.table("orders").expect("orders");
         let keys: Vec<i64> = orders.rows.iter().map(|r| Table::first_key(r)).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "orders are generated in key order");
+    }
+
+    #[test]
+    fn dump_writes_one_line_per_row() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("orders.tsv");
+        let rows = dump_table("orders", 0.001, &path)?;
+        let text = std::fs::read_to_string(&path)?;
+        assert_eq!(rows, 1500);
+        assert_eq!(text.lines().collect::<Vec<_>>(), Table::generate("orders", 0.001)?.rows);
+        assert!(text.ends_with('\n'));
+        assert!(dump_table("nope", 0.001, &path).is_err());
+        Ok(())
     }
 
     #[test]

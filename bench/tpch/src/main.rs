@@ -2,6 +2,9 @@
 //! up logging, runs the harness (`ripple_tpch::run`), prints the table and
 //! writes the JSON report and the SVG plot. Exits non-zero when a view
 //! differs from its reference answer or the run fails.
+//!
+//! With `--dump-table T --dump-to FILE` it only writes the generated table
+//! `T` at `--sf` to FILE in COPY text format and exits (no server).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -81,6 +84,15 @@ struct Args {
     /// Where the JSON report goes (the plot goes next to it, as .svg).
     #[arg(long, default_value = "target/tpch-report.json")]
     out: PathBuf,
+
+    /// Only write this table (e.g. lineitem) at --sf to --dump-to in COPY
+    /// text format, and exit: no server, no views.
+    #[arg(long, value_name = "TABLE", requires = "dump_to")]
+    dump_table: Option<String>,
+
+    /// The file --dump-table writes (replaced if it exists).
+    #[arg(long, value_name = "FILE", requires = "dump_table")]
+    dump_to: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +103,15 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    if let (Some(table), Some(path)) = (&args.dump_table, &args.dump_to) {
+        return match dump(&args.sf, table, path) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ripple-tpch: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -157,6 +178,14 @@ fn main() -> ExitCode {
         }
         ExitCode::FAILURE
     }
+}
+
+/// `--dump-table`: writes one generated table at scale factor `sf` to `path`.
+fn dump(sf: &str, table: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    let (scale_factor, _) = ripple_tpch::queries::scale_factor(sf)?;
+    let rows = ripple_tpch::data::dump_table(table, scale_factor, path)?;
+    eprintln!("ripple-tpch: wrote {rows} {table} rows at SF {sf} to {}", path.display());
+    Ok(())
 }
 
 /// Builds the `ripple` server binary (release profile) with `cargo` and

@@ -355,6 +355,13 @@ pub static RELATIONS: &[SystemRelation] = &[
         user_table_stats,
     ),
     rel(
+        "pg_stat_progress_copy",
+        12290,
+        "pid int4, datid oid, datname name, relid oid, command text, type text, bytes_processed int8, \
+         bytes_total int8, tuples_processed int8, tuples_excluded int8",
+        copy_progress,
+    ),
+    rel(
         "pg_cursors",
         12077,
         "name text, statement text, is_holdable bool, is_binary bool, is_scrollable bool, creation_time timestamptz",
@@ -848,6 +855,30 @@ fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
         null(),
         t("client backend"),
     ]]
+}
+
+/// The COPYs in progress in every session (`coord::progress`). Data comes
+/// over the connection (`PIPE`), whose total size is not known (0).
+fn copy_progress(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    ctx.catalog
+        .copies
+        .list()
+        .iter()
+        .map(|c| {
+            vec![
+                i4(c.pid as i64),
+                o(DATABASE_OID),
+                t(&ctx.session.database),
+                o(item_oid(c.table)),
+                t(if c.from { "COPY FROM" } else { "COPY TO" }),
+                t("PIPE"),
+                i8(c.bytes() as i64),
+                i8(0),
+                i8(c.tuples() as i64),
+                i8(0),
+            ]
+        })
+        .collect()
 }
 
 /// The session's open SQL cursors (`DECLARE`).
