@@ -203,6 +203,22 @@ impl CopyTarget {
         assign(value, self.column_type(i))
     }
 
+    /// Whether the data holds every column of the table, in order (each
+    /// row of data is then a table row as it is).
+    pub fn covers_table(&self) -> bool {
+        self.columns.iter().copied().eq(0..self.desc.arity())
+    }
+
+    /// Whether data column `i` may be NULL.
+    pub fn nullable(&self, i: usize) -> bool {
+        self.columns.get(i).and_then(|c| self.desc.types.get(*c)).is_none_or(|t| t.nullable)
+    }
+
+    /// The error of a NULL in data column `i`, which may not be NULL.
+    pub fn not_null_error(&self, i: usize) -> Error {
+        EvalError::NotNull { column: self.column_name(i).to_string(), relation: self.table_name.clone() }.into()
+    }
+
     /// The table row for one row of data (values in data column order,
     /// already assigned): omitted columns get their default (or NULL); then
     /// NOT NULL is checked as for INSERT.
@@ -236,15 +252,16 @@ impl CopyTarget {
 }
 
 impl Coordinator {
-    /// Adds a chunk of table rows (from `CopyTarget::table_row`) to a COPY
+    /// Adds a chunk of packed table rows (checked: from
+    /// `CopyTarget::table_row`, or packed as read) to a COPY
     /// in progress: staged in storage (the previous chunk's write must be
     /// done first, so at most one chunk is in flight) or, in a transaction
     /// block, kept. Nothing is visible before `copy_in_commit`.
-    pub async fn copy_in_rows(&self, target: &mut CopyTarget, rows: Vec<Vec<Datum>>) -> Result<(), Error> {
+    pub async fn copy_in_rows(&self, target: &mut CopyTarget, rows: Vec<Row>) -> Result<(), Error> {
         target.progress.add_tuples(rows.len() as u64);
         let staging = match &mut target.sink {
             Sink::Memory(kept) => {
-                kept.extend(rows.into_iter().map(Row::from_datums));
+                kept.extend(rows);
                 return Ok(());
             }
             Sink::Staged(staging) => staging,
@@ -253,7 +270,7 @@ impl Coordinator {
             // Recovery removes uncommitted chunks: stage only after it.
             self.wait_ready().await?;
         }
-        let packed: Vec<(Row, Diff)> = rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect();
+        let packed: Vec<(Row, Diff)> = rows.into_iter().map(|r| (r, 1)).collect();
         staging.settle().await?;
         staging.rows += packed.len() as u64;
         let (storage, table, load, chunk) = (Arc::clone(&staging.storage), staging.table, staging.load, staging.chunks);

@@ -434,6 +434,21 @@ impl RowPacker {
         }
     }
 
+    /// Appends a text datum: `text` followed by `pad` spaces (a
+    /// `character(n)` value's blank padding), without making a `String`.
+    pub fn push_text(&mut self, text: &str, pad: usize) {
+        let data = &mut self.data;
+        data.push(TAG_TEXT);
+        write_varint(data, (text.len() + pad) as u64);
+        data.extend_from_slice(text.as_bytes());
+        data.resize(data.len() + pad, b' ');
+    }
+
+    /// Empties the packer (keeping its buffer).
+    pub fn clear(&mut self) {
+        self.data.clear();
+    }
+
     /// Appends an already-encoded row's datums.
     pub fn extend_row(&mut self, row: &Row) {
         self.data.extend_from_slice(&row.data);

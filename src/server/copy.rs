@@ -42,7 +42,7 @@ use super::convert::{
 use super::copy_binary::{self, BinaryDecoder, BinaryFormatError, Tuple};
 use super::copy_format::{CopyDecoder, CopyEncoder, CopyFormatError, Record, utf8};
 use crate::coord::{Coordinator, CopyFormat, CopyOptions, CopyTarget, Session};
-use crate::repr::{Datum, Error, RelationDesc, ScalarType};
+use crate::repr::{Datum, Error, RelationDesc, Row, RowPacker, ScalarType};
 
 /// How many rows are handed to the coordinator at a time.
 pub const CHUNK_ROWS: usize = 10_000;
@@ -103,7 +103,9 @@ pub struct CopyIn {
     target: CopyTarget,
     decoder: Decoder,
     /// Rows not yet handed to the coordinator.
-    chunk: Vec<Vec<Datum>>,
+    chunk: Vec<Row>,
+    /// Reused for packing each row.
+    packer: RowPacker,
     rows: u64,
 }
 
@@ -117,6 +119,7 @@ impl CopyIn {
             target,
             decoder,
             chunk: Vec::with_capacity(CHUNK_ROWS),
+            packer: RowPacker::new(),
             rows: 0,
         }
     }
@@ -184,7 +187,7 @@ impl CopyIn {
                     return Err(format_error(e).with_context(context));
                 }
             };
-            let row = row_of(&self.target, &record)?;
+            let row = row_of(&self.target, &record, &mut self.packer)?;
             self.chunk.push(row);
             self.rows += 1;
         }
@@ -206,7 +209,7 @@ fn format_code(options: &CopyOptions) -> i16 {
 fn read_binary_rows(
     decoder: &mut BinaryDecoder,
     target: &CopyTarget,
-    chunk: &mut Vec<Vec<Datum>>,
+    chunk: &mut Vec<Row>,
     rows: &mut u64,
     eof: bool,
 ) -> Result<bool, Error> {
@@ -226,7 +229,7 @@ fn read_binary_rows(
                 });
             }
         };
-        chunk.push(row_of_tuple(target, &tuple)?);
+        chunk.push(Row::from_datums(row_of_tuple(target, &tuple)?));
         *rows += 1;
     }
     Ok(true)
@@ -278,7 +281,7 @@ fn binary_value_error(raw: &[u8], ty: &ScalarType) -> Error {
 }
 
 /// The table row of one record, with Postgres's errors and CONTEXT.
-fn row_of(target: &CopyTarget, record: &Record<'_>) -> Result<Vec<Datum>, Error> {
+fn row_of(target: &CopyTarget, record: &Record<'_>, packer: &mut RowPacker) -> Result<Row, Error> {
     let table = target.table_name();
     let line = record.line;
     let context = || line_context(table, line, Some(record.raw()));
@@ -290,35 +293,105 @@ fn row_of(target: &CopyTarget, record: &Record<'_>) -> Result<Vec<Datum>, Error>
         };
         return Err(e.with_context(context()));
     }
+    let missing = |i: usize| {
+        let e = Error::BadCopyFormat { message: format!("missing data for column \"{}\"", target.column_name(i)), hint: None };
+        e.with_context(context())
+    };
+    let field = |i: usize| -> Result<Option<&str>, Error> {
+        record.text(i).map_err(|e| format_error(e).with_context(context()))
+    };
+    let value = |i: usize, text: &str| -> Result<Datum, Error> {
+        parse_text_value(text, target.column_type(i)).and_then(|d| target.assign(i, d)).map_err(|e| {
+            e.with_context(format!("COPY {table}, line {line}, column {}: \"{}\"", target.column_name(i), printout(text.as_bytes())))
+        })
+    };
+    if target.covers_table() {
+        // Every column, in order: packed as read, a value of a plain type
+        // straight from its text (`pack_plain`). NOT NULL is checked once
+        // every value is read, as for the general path.
+        packer.clear();
+        let mut null_in = None;
+        for i in 0..n {
+            if i >= record.len() {
+                return Err(missing(i));
+            }
+            match field(i)? {
+                None => {
+                    if null_in.is_none() && !target.nullable(i) {
+                        null_in = Some(i);
+                    }
+                    packer.push(&Datum::Null);
+                }
+                Some(text) => {
+                    if !pack_plain(packer, text, target.column_type(i)) {
+                        packer.push(&value(i, text)?);
+                    }
+                }
+            }
+        }
+        if let Some(i) = null_in {
+            return Err(target.not_null_error(i).with_context(context()));
+        }
+        return Ok(packer.finish_and_reuse());
+    }
     let mut values = Vec::with_capacity(n);
     for i in 0..n {
         if i >= record.len() {
-            let e = Error::BadCopyFormat {
-                message: format!("missing data for column \"{}\"", target.column_name(i)),
-                hint: None,
-            };
-            return Err(e.with_context(context()));
+            return Err(missing(i));
         }
-        let text = record
-            .text(i)
-            .map_err(|e| format_error(e).with_context(context()))?;
-        let value = match text {
+        values.push(match field(i)? {
             None => Datum::Null,
-            Some(text) => parse_text_value(text, target.column_type(i))
-                .and_then(|d| target.assign(i, d))
-                .map_err(|e| {
-                    e.with_context(format!(
-                        "COPY {table}, line {line}, column {}: \"{}\"",
-                        target.column_name(i),
-                        printout(text.as_bytes())
-                    ))
-                })?,
-        };
-        values.push(value);
+            Some(text) => value(i, text)?,
+        });
     }
-    target
-        .table_row(values)
-        .map_err(|e| e.with_context(context()))
+    target.table_row(values).map(Row::from_datums).map_err(|e| e.with_context(context()))
+}
+
+/// Packs the text of a value of a plain type as its type's input and the
+/// column's type modifier would (so the result is the general path's):
+/// integers written as plain digits, and strings that fit their length.
+/// Returns false, having packed nothing, for anything else.
+fn pack_plain(packer: &mut RowPacker, text: &str, ty: &ScalarType) -> bool {
+    match ty {
+        ScalarType::Int16 => plain_integer(text).and_then(|v| i16::try_from(v).ok()).map(|v| packer.push(&Datum::Int16(v))).is_some(),
+        ScalarType::Int32 => plain_integer(text).and_then(|v| i32::try_from(v).ok()).map(|v| packer.push(&Datum::Int32(v))).is_some(),
+        ScalarType::Int64 => plain_integer(text).map(|v| packer.push(&Datum::Int64(v))).is_some(),
+        ScalarType::Text | ScalarType::VarChar { max_len: None } => {
+            packer.push_text(text, 0);
+            true
+        }
+        ScalarType::VarChar { max_len: Some(n) } => {
+            let fits = text.len() <= *n as usize || text.chars().count() <= *n as usize;
+            if fits {
+                packer.push_text(text, 0);
+            }
+            fits
+        }
+        ScalarType::Char { len } => {
+            // Stored blank-padded to its length (`Datum::apply_typmod`).
+            let trimmed = text.trim_end_matches(' ');
+            let count = trimmed.chars().count();
+            let fits = count <= *len as usize;
+            if fits {
+                packer.push_text(trimmed, *len as usize - count);
+            }
+            fits
+        }
+        _ => false,
+    }
+}
+
+/// An integer written as an optional minus sign and at most 18 digits.
+fn plain_integer(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        bytes => (false, bytes),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = digits.iter().fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+    Some(if negative { -v } else { v })
 }
 
 /// Sends the start of a COPY FROM STDIN and makes it this connection's
@@ -529,6 +602,44 @@ impl CopyHandler for Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `pack_plain` packs is what the general path makes of the text.
+    #[test]
+    fn plain_values_pack_as_the_general_path_does() {
+        let types = [
+            ScalarType::Int16,
+            ScalarType::Int32,
+            ScalarType::Int64,
+            ScalarType::Text,
+            ScalarType::VarChar { max_len: None },
+            ScalarType::VarChar { max_len: Some(3) },
+            ScalarType::Char { len: 1 },
+            ScalarType::Char { len: 4 },
+            ScalarType::Numeric { precision: Some(5), scale: Some(2) },
+        ];
+        let texts = [
+            "0", "-0", "7", "007", "-12", "32767", "32768", "-32768", "2147483647", "2147483648", "-2147483649",
+            "999999999999999999", "9999999999999999999", " 1", "1 ", "+1", "1.5", "", "-", "x", "abc", "abcd",
+            "ab ", "abcd  ", "é", "éé", "ééé", "éééé", "a   ", "  a",
+        ];
+        let mut packed = RowPacker::new();
+        for ty in &types {
+            for text in texts {
+                packed.clear();
+                if !pack_plain(&mut packed, text, ty) {
+                    continue;
+                }
+                let general = parse_text_value(text, ty)
+                    .and_then(|d| d.apply_typmod(ty, false).map_err(Error::from))
+                    .unwrap_or_else(|e| panic!("{text:?} as {ty:?}: packed plain, but the general path says {e}"));
+                assert_eq!(packed.finish_and_reuse(), Row::pack(&[general]), "{text:?} as {ty:?}");
+            }
+        }
+        // What is not plain is left to the general path.
+        for (text, ty) in [(" 1", &types[1]), ("2147483648", &types[1]), ("abcd", &types[5]), ("abcde", &types[7])] {
+            assert!(!pack_plain(&mut packed, text, ty), "{text:?} as {ty:?}");
+        }
+    }
 
     #[test]
     fn printouts_are_limited() {
