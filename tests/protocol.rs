@@ -729,3 +729,40 @@ async fn prepared_queries_answer_as_bound_anew() {
         assert_eq!(client.query(&first_n, &[&n]).await.unwrap().len(), n as usize);
     }
 }
+
+/// Prepared INSERT, UPDATE and DELETE run again and again (from their
+/// second run on a generic plan) write what each run's values say, also
+/// after their table is replaced by another of its name and shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_writes_apply_each_runs_values() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    let other = server.connect().await;
+    exec(&client, "CREATE TABLE gw (k integer PRIMARY KEY, n integer NOT NULL, t timestamptz DEFAULT now())").await;
+    let insert = client.prepare("INSERT INTO gw (k, n) VALUES ($1, $2)").await.unwrap();
+    let update = client.prepare("UPDATE gw SET n = n + $1 WHERE k = $2").await.unwrap();
+    let delete = client.prepare("DELETE FROM gw WHERE k = $1").await.unwrap();
+    for k in 1..=5i32 {
+        assert_eq!(client.execute(&insert, &[&k, &(k * 10)]).await.unwrap(), 1);
+    }
+    for (delta, k) in [(1i32, 1i32), (2, 2), (3, 1), (4, 9), (5, 5)] {
+        client.execute(&update, &[&delta, &k]).await.unwrap();
+    }
+    assert_eq!(client.execute(&delete, &[&3i32]).await.unwrap(), 1);
+    assert_eq!(client.execute(&delete, &[&3i32]).await.unwrap(), 0);
+    let state = "SELECT k, n, t IS NOT NULL FROM gw ORDER BY k";
+    assert_eq!(
+        query_text(&client, state).await,
+        rows(&[&["1", "14", "t"], &["2", "22", "t"], &["4", "40", "t"], &["5", "55", "t"]])
+    );
+    // The key is still checked; the failed run does not stick.
+    let err = client.execute(&insert, &[&1i32, &0i32]).await.unwrap_err();
+    assert_eq!(err.code().map(|c| c.code()), Some("23505"));
+    assert_eq!(client.execute(&insert, &[&6i32, &60i32]).await.unwrap(), 1);
+    // Another table of that name: the statements write into it.
+    exec(&other, "DROP TABLE gw; CREATE TABLE gw (k integer, n integer, t timestamptz)").await;
+    assert_eq!(client.execute(&insert, &[&7i32, &70i32]).await.unwrap(), 1);
+    assert_eq!(client.execute(&insert, &[&7i32, &71i32]).await.unwrap(), 1);
+    client.execute(&update, &[&1i32, &7i32]).await.unwrap();
+    assert_eq!(query_text(&client, "SELECT k, n, t IS NULL FROM gw ORDER BY n").await, rows(&[&["7", "71", "t"], &["7", "72", "t"]]));
+}

@@ -16,7 +16,9 @@
 //! back and handed to the workers through the table's load input
 //! (`Command::LoadBegin`/`Load`/`LoadEnd`), a few at a time, while the
 //! table's arrangement (and every view over it) waits at that timestamp:
-//! views see all of the COPY or none of it. A COPY that fails, is
+//! views see all of the COPY or none of it. The COPY answers once its
+//! commit is durable, as any write does; the feed goes on behind it (a
+//! read of the table at or after the load's timestamp waits for it). A COPY that fails, is
 //! cancelled or loses its connection discards its chunks; after a crash
 //! recovery does. Inside a transaction block the rows are held in memory
 //! with the block's writes (they must be visible to its later statements).
@@ -349,24 +351,28 @@ impl Coordinator {
         }
         .await;
         if result.is_ok() {
-            let fed = self.feed_load(&staging).await;
-            if let Err(e) = fed {
-                tracing::error!(error = %e, table, "a committed COPY could not be handed to the dataflows");
+            // The load is committed: its rows go to the workers while the
+            // COPY answers, as any write's do after its commit (a read of
+            // the table at or after the load's timestamp waits for them).
+            let coord = self.clone();
+            let (storage, load) = (Arc::clone(&staging.storage), staging.load);
+            tokio::spawn(async move {
+                if let Err(e) = coord.feed_load(storage, table, load).await {
+                    tracing::error!(error = %e, table, "a committed COPY could not be handed to the dataflows; restart the server");
+                }
                 drop(feed);
-                let e = Error::Storage(format!(
-                    "COPY was committed, but its rows could not be read back for the views ({e}); restart the server"
-                ));
-                return self.end_write(session, own_token, Err(e)).await;
-            }
+            });
+        } else {
+            drop(feed);
         }
-        drop(feed);
         self.end_write(session, own_token, result).await
     }
 
     /// Hands a committed load's chunks to the workers, a few at a time,
-    /// then ends the load (always, so the table's time moves on).
-    async fn feed_load(&self, staging: &Staging) -> Result<(), Error> {
-        let (table, load, storage) = (staging.table, staging.load, Arc::clone(&staging.storage));
+    /// then ends the load. If its chunks cannot be read back, the load
+    /// stays open and the dataflows are marked failed: readers of the
+    /// table get an error, never an answer without the load's rows.
+    async fn feed_load(&self, storage: Arc<Storage>, table: GlobalId, load: u64) -> Result<(), Error> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<(Row, Diff)>, Error>>(2);
         let reader = tokio::task::spawn_blocking(move || {
             let chunks = match storage.load_chunks(table, load) {
@@ -408,7 +414,13 @@ impl Coordinator {
         }
         drop(rx);
         let _ = reader.await;
-        self.dataflow.broadcast(Command::LoadEnd { id: table });
+        if result.is_err() {
+            // The table's arrangement would lack committed rows: its time
+            // stays open (its readers wait) and they fail instead.
+            self.dataflow.fail();
+        } else {
+            self.dataflow.broadcast(Command::LoadEnd { id: table });
+        }
         result
     }
 }

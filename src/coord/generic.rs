@@ -1,4 +1,5 @@
-//! Generic plans of prepared statements: a `SELECT` run again and again
+//! Generic plans of prepared statements: a `SELECT`, or a plain `INSERT`,
+//! `UPDATE` or `DELETE` (no `RETURNING`, no `ON CONFLICT`), run again and again
 //! with new parameter values (`Execute` of a prepared statement) is bound
 //! once more with its parameters as placeholders
 //! (`EvalError::UnboundParameter`, `Params::generic`), and then each run
@@ -167,15 +168,42 @@ fn same_plan(generic: &Plan, params: &[Datum], custom: &Plan) -> bool {
                 && as_.is_empty()
                 && bs.is_empty()
         }
+        (
+            Plan::Insert { table: a, table_name: an, desc: ad, source: asrc, returning: None, on_conflict: None },
+            Plan::Insert { table: b, table_name: bn, desc: bd, source: bsrc, returning: None, on_conflict: None },
+        ) => (a, an, ad, asrc) == (b, bn, bd, bsrc),
+        (
+            Plan::Update { table: a, table_name: an, desc: ad, selection: asel, assignments: aa, returning: None },
+            Plan::Update { table: b, table_name: bn, desc: bd, selection: bsel, assignments: ba, returning: None },
+        ) => (a, an, ad, asel, aa) == (b, bn, bd, bsel, ba),
+        (
+            Plan::Delete { table: a, table_name: an, selection: asel, returning: None },
+            Plan::Delete { table: b, table_name: bn, selection: bsel, returning: None },
+        ) => (a, an, asel) == (b, bn, bsel),
         _ => false,
     }
 }
 
-/// Puts the parameter values in a generic `SELECT` plan's placeholders
-/// (cast as binding would have).
+/// Whether a statement's plan may have a generic plan: a query, or a write
+/// whose whole plan is one relation expression.
+pub fn may_be_generic(plan: &Plan) -> bool {
+    matches!(
+        plan,
+        Plan::Select { .. }
+            | Plan::Insert { returning: None, on_conflict: None, .. }
+            | Plan::Update { returning: None, .. }
+            | Plan::Delete { returning: None, .. }
+    )
+}
+
+/// Puts the parameter values in a generic plan's placeholders (cast as
+/// binding would have).
 fn fill(plan: &mut Plan, params: &[Datum]) -> Result<(), Error> {
-    let Plan::Select { query, .. } = plan else {
-        return Err(Error::Internal("a generic plan that is not a query".into()));
+    let query = match plan {
+        Plan::Select { query, .. } => query,
+        Plan::Insert { source, returning: None, on_conflict: None, .. } => source,
+        Plan::Update { selection, returning: None, .. } | Plan::Delete { selection, returning: None, .. } => selection,
+        _ => return Err(Error::Internal("a generic plan that is not a query or a plain write".into())),
     };
     let mut failed: Option<EvalError> = None;
     query.visit_scalars_mut(&mut |s| {

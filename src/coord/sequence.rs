@@ -559,7 +559,7 @@ impl Coordinator {
         // take much memory.)
         let candidate = !params.is_empty()
             && session.statement_len <= BIG_STATEMENT
-            && matches!(custom.plan, Plan::Select { .. })
+            && super::generic::may_be_generic(&custom.plan)
             && !custom.read_session
             && custom.sizes.is_none();
         let vars = session.vars.clone();

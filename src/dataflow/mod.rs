@@ -222,6 +222,12 @@ impl DataflowClient {
         self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Marks the dataflows failed (a committed write could not be handed
+    /// to them): reads left waiting fail instead of waiting for ever.
+    pub fn fail(&self) {
+        self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     pub fn workers(&self) -> usize {
         self.senders.len()
     }
