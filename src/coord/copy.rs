@@ -293,13 +293,15 @@ impl Coordinator {
         let CopyTarget { table, table_name, sink, progress, .. } = target;
         let result = match sink {
             Sink::Memory(rows) => self.copy_in_block(session, table, table_name, rows).await,
+            // An empty COPY writes nothing (it still needs its table).
+            Sink::Staged(staging) if staging.rows == 0 => self.copy_in_block(session, table, table_name, Vec::new()).await,
             Sink::Staged(staging) => self.commit_load(session, table_name, staging).await,
         };
         drop(progress);
         result
     }
 
-    /// A COPY's rows in a transaction block (or an empty COPY).
+    /// A COPY's rows in a transaction block, or an empty COPY.
     async fn copy_in_block(&self, session: &mut Session, table: GlobalId, table_name: String, rows: Vec<Row>) -> Result<u64, Error> {
         let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
