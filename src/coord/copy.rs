@@ -376,8 +376,9 @@ impl Coordinator {
     /// table get an error, never an answer without the load's rows.
     async fn feed_load(&self, storage: Arc<Storage>, table: GlobalId, load: u64) -> Result<(), Error> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<(Row, Diff)>, Error>>(2);
+        let reading = Arc::clone(&storage);
         let reader = tokio::task::spawn_blocking(move || {
-            let chunks = match storage.load_chunks(table, load) {
+            let chunks = match reading.load_chunks(table, load) {
                 Ok(chunks) => chunks,
                 Err(e) => {
                     let _ = tx.blocking_send(Err(e));
@@ -416,6 +417,7 @@ impl Coordinator {
         }
         drop(rx);
         let _ = reader.await;
+        storage.feeding(table, load, true);
         if result.is_err() {
             // The table's arrangement would lack committed rows: its time
             // stays open (its readers wait) and they fail instead.
@@ -450,7 +452,12 @@ impl State {
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.loads.push(Load { table, id: staging.load, bytes: staging.bytes });
-        self.commits.submit(ws)?;
+        // Its chunks stay put until `feed_load` has read them.
+        staging.storage.feeding(table, staging.load, false);
+        if let Err(e) = self.commits.submit(ws) {
+            staging.storage.feeding(table, staging.load, true);
+            return Err(e);
+        }
         staging.committed = true;
         if let Some(pending) = keys {
             self.unique.commit(pending);

@@ -85,6 +85,10 @@ pub struct Storage {
     /// Committed bulk loads whose staged chunks are still in the log
     /// (`staged`).
     loads: std::sync::Mutex<staged::Loads>,
+    /// Committed loads whose chunks the coordinator is still reading back
+    /// for the workers: their table is not folded meanwhile
+    /// (`Storage::feeding`).
+    feeding: std::sync::Mutex<std::collections::HashSet<(GlobalId, u64)>>,
 }
 
 /// Everything one atomic, durable write consists of.
@@ -241,6 +245,7 @@ impl Storage {
             next_seq: AtomicU64::new(SNAPSHOT_SEQ + 1),
             fold_hold: AtomicU64::new(Timestamp::MAX),
             loads: std::sync::Mutex::new(staged::Loads::new()),
+            feeding: std::sync::Mutex::new(Default::default()),
         })
     }
 
@@ -440,6 +445,10 @@ impl Storage {
                 _ => continue,
             };
             if field & staged::STAGED != 0 && loads.last() != Some(&(field & !staged::STAGED)) {
+                if self.is_feeding(table, field & !staged::STAGED) {
+                    // Its chunks are being read back: fold later.
+                    return Ok(None);
+                }
                 loads.push(field & !staged::STAGED);
             }
             if ts != SNAPSHOT_TS {
@@ -820,6 +829,49 @@ mod tests {
     #[test]
     fn storage_is_send_and_sync() {
         assert_send_sync::<Storage>();
+    }
+
+    /// Staged loads: invisible until committed, the table's entries at
+    /// their commit timestamp afterwards; a fold leaves a load being fed
+    /// alone and takes it in later; an uncommitted load is dropped by
+    /// recovery.
+    #[test]
+    fn loads_count_from_their_commit_and_fold_after_their_feed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        s.recover().unwrap();
+        let mut ws = WriteSet::new(100);
+        ws.table_updates = Arc::new(vec![(1, vec![(row(1, "before"), 1)])]);
+        s.commit(ws).unwrap();
+        let load = s.begin_load();
+        s.stage(1, load, 0, &[(row(2, "a"), 1), (row(3, "b"), 1)]).unwrap();
+        s.stage(1, load, 1, &[(row(4, "c"), 1)]).unwrap();
+        let abandoned = s.begin_load();
+        s.stage(1, abandoned, 0, &[(row(9, "never"), 1)]).unwrap();
+        assert_eq!(s.read_contents(1, 1000).unwrap(), vec![(row(1, "before"), 1)]);
+        s.seal_loads().unwrap();
+        s.feeding(1, load, false);
+        let mut ws = WriteSet::new(200);
+        ws.loads.push(Load { table: 1, id: load, bytes: 1 });
+        s.commit(ws).unwrap();
+        let chunks: Vec<_> = s.load_chunks(1, load).unwrap().map(|c| c.unwrap().len()).collect();
+        assert_eq!(chunks, vec![2, 1]);
+        assert_eq!(s.read_contents(1, 150).unwrap(), vec![(row(1, "before"), 1)]);
+        let all = vec![(row(1, "before"), 1), (row(2, "a"), 1), (row(3, "b"), 1), (row(4, "c"), 1)];
+        assert_eq!(sorted(s.read_contents(1, 1000).unwrap()), all);
+        // Being fed: not folded; then folded, chunks and marker gone.
+        assert_eq!(s.fold_table(1, 1000).unwrap(), None);
+        assert_eq!(s.load_chunks(1, load).unwrap().count(), 2);
+        s.feeding(1, load, true);
+        assert!(s.fold_table(1, 1000).unwrap().is_some());
+        assert_eq!(s.load_chunks(1, load).unwrap().count(), 0);
+        assert_eq!(sorted(s.read_contents(1, 1000).unwrap()), all);
+        // Reopened: the committed rows are there, the abandoned load is not.
+        drop(s);
+        let s = Storage::open(dir.path()).unwrap();
+        let r = s.recover().unwrap();
+        assert_eq!(sorted(r.tables[&1].clone()), all);
+        assert_eq!(s.load_chunks(1, abandoned).unwrap().count(), 0);
     }
 
     #[test]

@@ -129,6 +129,23 @@ impl Storage {
         self.loads.lock().ok()?.get(&(table, ts & !STAGED)).copied()
     }
 
+    /// Marks a load as being read back for the workers (from before its
+    /// commit until the last chunk is read): folds leave its table alone,
+    /// so its chunks stay where the reader looks. `done` ends it.
+    pub fn feeding(&self, table: GlobalId, load: u64, done: bool) {
+        if let Ok(mut feeding) = self.feeding.lock() {
+            if done {
+                feeding.remove(&(table, load));
+            } else {
+                feeding.insert((table, load));
+            }
+        }
+    }
+
+    pub(super) fn is_feeding(&self, table: GlobalId, load: u64) -> bool {
+        self.feeding.lock().is_ok_and(|f| f.contains(&(table, load)))
+    }
+
     /// The committed loads of `table`.
     pub(super) fn loads_of(&self, table: GlobalId) -> Vec<u64> {
         match self.loads.lock() {
