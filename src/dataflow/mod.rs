@@ -11,6 +11,7 @@
 
 mod accum;
 mod hierarchy;
+mod merging;
 mod recursive;
 mod reduce;
 mod render;
@@ -19,6 +20,7 @@ mod sizes;
 #[cfg(test)]
 mod tests;
 mod topk;
+mod topk_ordered;
 mod window;
 mod worker;
 
@@ -197,7 +199,9 @@ impl DataflowClient {
         let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
         let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let failed_flag = failed.clone();
-        let guards = timely::execute::execute(timely::Config::process(workers), move |w| {
+        let mut config = timely::Config::process(workers);
+        merging::configure(&mut config.worker);
+        let guards = timely::execute::execute(config, move |w| {
             let _guard = PanicFlag(failed_flag.clone());
             let index = w.index();
             let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");

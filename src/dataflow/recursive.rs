@@ -207,6 +207,8 @@ impl<'i> FilterUpdates<'i> for timely::dataflow::Stream<'i, Round, Vec<(Row, Rou
 /// Inside the loop: parts that do not read the recursion are rendered in
 /// the top scope and entered; registered arrangements are imported there.
 impl RenderTime for Round {
+    const TOTALLY_ORDERED: bool = false;
+
     fn hoist<'s>(
         scope: Scope<'s, Self>,
         expr: &RelationExpr,

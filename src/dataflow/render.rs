@@ -97,6 +97,9 @@ pub struct Ctx<'a, 'o> {
 /// expression that reads no relation of `locals` in the top scope and
 /// enters it, so only the recursive part of a step runs per round.
 pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataflow::ExchangeData + std::hash::Hash {
+    /// Whether any two times are comparable: operators that apply each
+    /// time's changes in time order (`topk_ordered.rs`) need it.
+    const TOTALLY_ORDERED: bool;
     /// `expr` rendered outside the loop and entered, when that is possible.
     fn hoist<'s>(
         scope: Scope<'s, Self>,
@@ -320,7 +323,7 @@ fn render_uncached<'s, T: RenderTime>(
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
             let (ok, err) = render(scope, input, ctx, locals);
-            ctx.built.push(topk::describe(group_key, *limit, *offset));
+            ctx.built.push(topk::describe(group_key, *limit, *offset, T::TOTALLY_ORDERED));
             (topk::render_topk(ok, group_key.clone(), order.clone(), *limit, *offset), err)
         }
         RelationExpr::Distinct { input } => {
@@ -723,6 +726,8 @@ fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle, afte
 
 /// The top scope's own imports: registered arrangements as they are.
 impl RenderTime for Timestamp {
+    const TOTALLY_ORDERED: bool = true;
+
     fn hoist<'s>(
         _scope: Scope<'s, Self>,
         _expr: &RelationExpr,

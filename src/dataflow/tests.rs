@@ -56,6 +56,18 @@ type Reference = fn(&[(Row, Diff)], &RelationExpr) -> Vec<Row>;
 /// under random changes, checking its output after every change against
 /// `reference(current contents)`. Returns the mismatches.
 fn check_maintained(plan: RelationExpr, reference: Reference, groups: u64, rounds: u64) {
+    check_maintained_as(plan, reference, groups, rounds, Rendering::AsPlanned)
+}
+
+/// How `check_maintained_as` renders the plan.
+#[derive(Clone, Copy, PartialEq)]
+enum Rendering {
+    AsPlanned,
+    /// A `TopK` as the differential reduction used inside recursion.
+    HierarchicalTopK,
+}
+
+fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, rounds: u64, rendering: Rendering) {
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let f2 = failures.clone();
     let plan = Arc::new(plan);
@@ -73,7 +85,13 @@ fn check_maintained(plan: RelationExpr, reference: Reference, groups: u64, round
             let mut traces = BTreeMap::new();
             traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
             let mut built = Vec::new();
-            let (ok, err) = render::render_top(scope, &p2, &mut traces, index, &mut built, None);
+            let (ok, err) = match (&*p2, rendering) {
+                (RelationExpr::TopK { input, group_key, order, limit, offset }, Rendering::HierarchicalTopK) => {
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None);
+                    (super::topk::render_topk_hierarchical(ok, group_key.clone(), order.clone(), *limit, *offset), err)
+                }
+                _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None),
+            };
             err.inspect(move |(e, _t, _d)| e2.lock().unwrap().push(e.to_string()));
             let (probe, _) = ok.inspect(move |(r, t, d)| s2.lock().unwrap().push((r.clone(), *t, *d))).probe();
             (input, probe)
@@ -312,6 +330,18 @@ fn global_top_k_offset_only_and_large_k_match_recomputation() {
     check_maintained(topk(vec![], Some(5), 0), reference_topk, 2, 30);
     check_maintained(topk(vec![0], None, 2), reference_topk, 2, 30);
     check_maintained(topk(vec![], Some(2000), 3), reference_topk, 2, 20);
+    check_maintained(topk(vec![], Some(1), 0), reference_topk, 1, 60);
+}
+
+/// The reduction that keeps top-k inside recursion (partially ordered
+/// times), run here in the top scope against the same oracle.
+#[test]
+fn hierarchical_top_k_matches_recomputation() {
+    let hierarchical = Rendering::HierarchicalTopK;
+    check_maintained_as(topk(vec![0], Some(3), 1), reference_topk, 3, 40, hierarchical);
+    check_maintained_as(topk(vec![], Some(5), 0), reference_topk, 2, 30, hierarchical);
+    check_maintained_as(topk(vec![0], None, 2), reference_topk, 2, 30, hierarchical);
+    check_maintained_as(topk(vec![], Some(2000), 3), reference_topk, 2, 20, hierarchical);
 }
 
 #[test]

@@ -9,6 +9,10 @@
 //! in a large group recomputes one small bucket per stage instead of
 //! re-sorting the group.
 //!
+//! That is how top-k is kept inside recursion, where times are only
+//! partially ordered. In the top scope (totally ordered times) a sorted
+//! operator does it instead (`topk_ordered.rs`): O(log group) per change.
+//!
 //! Ties are broken by the packed row, so "the top k" is one set (the
 //! ordering is total) and every stage agrees with a one-pass sort.
 //!
@@ -22,6 +26,8 @@
 
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_16, FAN_OUT_256};
 use crate::dataflow::render::{normalize_key, Coll, RenderTime};
+use crate::dataflow::topk_ordered::render_ordered_topk;
+use differential_dataflow::VecCollection;
 use crate::expr::relation::{compare_rows, ColumnOrder};
 use crate::repr::{Datum, Diff, Row};
 
@@ -36,10 +42,13 @@ fn stages_for(k: usize) -> &'static [u32] {
     if k <= 1 { FAN_OUT_256 } else { FAN_OUT_16 }
 }
 
-/// How a TopK is rendered, for `SHOW ARRANGEMENTS`.
-pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize) -> String {
+/// How a TopK is rendered, for `SHOW ARRANGEMENTS`; `ordered` when its
+/// times are totally ordered (the top scope, `topk_ordered.rs`).
+pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize, ordered: bool) -> String {
     let how = match limit {
         Some(0) => "empty",
+        Some(_) if ordered => "ordered",
+        None if ordered && offset > 0 => "ordered (input minus the top offset rows)",
         Some(l) if l.saturating_add(offset) <= MAX_HIERARCHICAL_K => "hierarchical",
         None if offset <= MAX_HIERARCHICAL_K => "hierarchical (input minus the top offset rows)",
         _ => "per group",
@@ -47,6 +56,9 @@ pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize) -> Str
     format!("top-k input by group key {group_key:?}: {how}")
 }
 
+/// Per group, the rows at positions `offset .. offset + limit` of `order`:
+/// by the ordered operator where times are totally ordered, else by the
+/// hierarchical reduction.
 pub fn render_topk<'s, T: RenderTime>(
     ok: Coll<'s, T>,
     group_key: Vec<usize>,
@@ -54,11 +66,37 @@ pub fn render_topk<'s, T: RenderTime>(
     limit: Option<usize>,
     offset: usize,
 ) -> Coll<'s, T> {
-    let keyed = ok.map(move |row| {
+    if !T::TOTALLY_ORDERED || limit == Some(0) {
+        return render_topk_hierarchical(ok, group_key, order, limit, offset);
+    }
+    let keyed = by_group(ok, group_key);
+    match limit {
+        Some(l) => render_ordered_topk(keyed, order, l, offset),
+        None if offset == 0 => keyed.map(|(_k, row)| row),
+        // Everything but the top `offset` rows.
+        None => keyed.clone().map(|(_k, row)| row).concat(render_ordered_topk(keyed, order, offset, 0).negate()),
+    }
+}
+
+/// Each row with its group's key (values normalized as grouping does).
+fn by_group<'s, T: RenderTime>(ok: Coll<'s, T>, group_key: Vec<usize>) -> VecCollection<'s, T, (Row, Row), Diff> {
+    ok.map(move |row| {
         let datums = row.unpack();
         let key = Row::from_datums(group_key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
         (key, row)
-    });
+    })
+}
+
+/// `render_topk` as a differential reduction, hierarchical where `offset +
+/// limit` allows: for partially ordered times (inside recursion).
+pub fn render_topk_hierarchical<'s, T: RenderTime>(
+    ok: Coll<'s, T>,
+    group_key: Vec<usize>,
+    order: Vec<ColumnOrder>,
+    limit: Option<usize>,
+    offset: usize,
+) -> Coll<'s, T> {
+    let keyed = by_group(ok, group_key);
     match limit {
         Some(0) => keyed.filter(|_| false).map(|(_k, row)| row),
         None if offset == 0 => keyed.map(|(_k, row)| row),

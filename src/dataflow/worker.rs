@@ -2,6 +2,7 @@
 //! (trace handles by catalog id), pending peeks, and the command loop.
 
 use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
+use crate::dataflow::merging::IdleMerging;
 use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult};
@@ -12,10 +13,14 @@ use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 use tokio::sync::mpsc::UnboundedSender;
+
+/// How often the compaction frontier (`Command::AllowCompaction`, sent on
+/// every commit) is applied to the traces.
+const COMPACTION_INTERVAL: Duration = Duration::from_millis(25);
 
 /// A write of at least this many rows returns the freed heap to the OS
 /// once every table's arrangement has taken it in (its sorting buffers
@@ -42,8 +47,14 @@ pub struct WorkerState {
     peeks: Vec<PendingPeek>,
     /// Every input is at this time (all earlier times are complete).
     input_time: Timestamp,
-    /// Times before this are compacted.
+    /// Times before this may be compacted.
     since: Timestamp,
+    /// `since` as last applied to every trace, and when: applying it walks
+    /// every batch of every trace, so it is done at most every
+    /// [`COMPACTION_INTERVAL`], not once per commit.
+    compacted: (Timestamp, Instant),
+    /// Merging of arrangements while writes pause.
+    merging: IdleMerging,
     /// Per checkpointed materialized view, a handle on its arrangement held
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
@@ -128,6 +139,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         peeks: Vec::new(),
         input_time: 0,
         since: 0,
+        compacted: (0, Instant::now()),
+        merging: IdleMerging::new(),
         checkpoints: BTreeMap::new(),
         chunked: BTreeMap::new(),
         seeds: Vec::new(),
@@ -145,6 +158,14 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
                 Err(crossbeam_channel::TryRecvError::Empty) => break,
             }
         }
+        if state.compacted.0 < state.since && state.compacted.1.elapsed() >= COMPACTION_INTERVAL {
+            let since = state.since;
+            for bundle in state.traces.values_mut() {
+                compact(bundle, since);
+            }
+            state.compacted = (since, Instant::now());
+        }
+        state.merging.tick(worker, state.traces.values().map(|b| &*b.ok.operator().address));
         // Reads whose arrangements are already complete at their time (a
         // lookup, most reads) are answered before the worker steps or parks.
         serve_peeks(worker, &mut state);
@@ -216,6 +237,9 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         }
         Command::Advance { time, updates } => {
             retract_seeds(state, time);
+            if updates.iter().any(|(_, rows)| !rows.is_empty()) {
+                state.merging.wrote();
+            }
             for (id, rows) in updates.iter() {
                 if let Some(input) = state.inputs.get_mut(id) {
                     if *input.rows.time() < time {
@@ -240,6 +264,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
         }
         Command::LoadBegin { id, time } => {
+            state.merging.wrote();
             if let Some(input) = state.inputs.get_mut(&id) {
                 // Sent before the `Advance` of `time`: every input is at
                 // or before it.
@@ -251,6 +276,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
         }
         Command::Load { id, rows, ack } => {
+            state.merging.wrote();
             if let Some(input) = state.inputs.get_mut(&id) {
                 input.loaded += rows.len();
                 for (i, (row, diff)) in rows.iter().enumerate() {
@@ -347,13 +373,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
             let _ = reply.send(out);
         }
-        Command::AllowCompaction { time } => {
-            state.since = state.since.max(time);
-            let since = state.since;
-            for bundle in state.traces.values_mut() {
-                compact(bundle, since);
-            }
-        }
+        // Applied to the traces by the worker's loop (`compacted`).
+        Command::AllowCompaction { time } => state.since = state.since.max(time),
         Command::ListArrangements { reply } => {
             ArrangeLog::flush(worker);
             let mut out = ArrangementList::default();

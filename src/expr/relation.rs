@@ -712,23 +712,28 @@ pub fn scalar_type(e: &ScalarExpr, input: &[ColumnType]) -> ColumnType {
 /// Orders rows by `order` with Postgres semantics (NULLS LAST ascending,
 /// NULLS FIRST descending unless specified).
 pub fn compare_rows(a: &[Datum], b: &[Datum], order: &[ColumnOrder]) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
     for o in order {
-        let (x, y) = (&a[o.column], &b[o.column]);
-        let c = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => if o.nulls_last { Ordering::Greater } else { Ordering::Less },
-            (false, true) => if o.nulls_last { Ordering::Less } else { Ordering::Greater },
-            _ => {
-                let c = x.sql_cmp(y);
-                if o.desc { c.reverse() } else { c }
-            }
-        };
-        if c != Ordering::Equal {
+        let c = compare_datums(&a[o.column], &b[o.column], o);
+        if c != std::cmp::Ordering::Equal {
             return c;
         }
     }
     std::cmp::Ordering::Equal
+}
+
+/// Two values of one `ORDER BY` column, in the column's order: NULLs
+/// first or last as it says, descending if it says so.
+pub fn compare_datums(x: &Datum, y: &Datum, o: &ColumnOrder) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => if o.nulls_last { Ordering::Greater } else { Ordering::Less },
+        (false, true) => if o.nulls_last { Ordering::Less } else { Ordering::Greater },
+        _ => {
+            let c = x.sql_cmp(y);
+            if o.desc { c.reverse() } else { c }
+        }
+    }
 }
 
 
