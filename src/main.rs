@@ -57,6 +57,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    ripple::heap::configure();
     let args = Args::parse();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()

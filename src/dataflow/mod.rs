@@ -15,6 +15,7 @@ mod merging;
 mod recursive;
 mod reduce;
 mod render;
+mod row_batcher;
 pub mod row_spine;
 mod sizes;
 #[cfg(test)]

@@ -16,9 +16,14 @@
 
 use crate::repr::{Diff, Row, RowRef};
 use differential_dataflow::lattice::Lattice;
-use differential_dataflow::operators::arrange::{Arrange, Arranged, TraceAgent};
+use crate::dataflow::row_batcher::{RowChunk, RowChunker, RowMerger};
+use differential_dataflow::hashable::Hashable;
+use differential_dataflow::operators::arrange::arrangement::arrange_core;
+use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
+use differential_dataflow::trace::implementations::merge_batcher::MergeBatcher;
+use timely::dataflow::channels::pact::Exchange;
 use differential_dataflow::trace::implementations::containers::BatchContainer;
-use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBatcher, OrdValBuilder};
+use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBuilder};
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::rc_blanket_impls::RcBuilder;
@@ -41,14 +46,25 @@ impl RowContainer {
         self.bytes.capacity() + 4 * self.ends.smol.capacity() + 8 * self.ends.chonk.capacity()
     }
 
+    /// Room for `rows` rows of `bytes` bytes in all.
+    pub fn with_capacities(rows: usize, bytes: usize) -> Self {
+        RowContainer { ends: OffsetList::with_capacity(rows), bytes: Vec::with_capacity(bytes) }
+    }
+
+    /// Bytes of the rows held.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     fn push_bytes(&mut self, bytes: &[u8]) {
         // A builder does not know a batch's bytes in advance (merges do:
-        // `merge_capacity`). Grow by a quarter, not by doubling, so that a
-        // large batch (a bulk load is one) holds at most 25% slack for the
-        // rest of its life; large blocks are remapped, not copied.
+        // `merge_capacity`). Past 1 MiB grow by a quarter, not by doubling,
+        // so that a large batch (a bulk load is one) holds at most 25% slack
+        // for the rest of its life; large blocks are remapped, not copied.
         if self.bytes.capacity() - self.bytes.len() < bytes.len() {
-            let grow = (self.bytes.capacity() / 4).max(bytes.len()).max(4096);
-            self.bytes.reserve_exact(grow);
+            let cap = self.bytes.capacity();
+            let grow = if cap < 1 << 20 { cap } else { cap / 4 };
+            self.bytes.reserve_exact(grow.max(bytes.len()).max(4096));
         }
         self.bytes.extend_from_slice(bytes);
         self.ends.push(self.bytes.len());
@@ -127,17 +143,21 @@ impl<'a> PushInto<RowRef<'a>> for RowContainer {
 pub type RowLayout<T> = (RowContainer, RowContainer, Vec<T>, Vec<Diff>, OffsetList);
 /// A trace of rows keyed by rows.
 pub type RowSpine<T> = Spine<Rc<OrdValBatch<RowLayout<T>>>>;
-pub type RowBatcher<T> = OrdValBatcher<Row, Row, T, Diff>;
-pub type RowBuilder<T> = RcBuilder<OrdValBuilder<RowLayout<T>, Vec<((Row, Row), T, Diff)>>>;
+/// Waiting updates, kept flat (`row_batcher.rs`).
+pub type RowBatcher<T> = MergeBatcher<RowMerger<T>>;
+pub type RowBuilder<T> = RcBuilder<OrdValBuilder<RowLayout<T>, RowChunk<T>>>;
 /// An arrangement of rows by a key row.
 pub type RowArrangement<'s, T> = Arranged<'s, TraceAgent<RowSpine<T>>>;
 
-/// Arranges `(key, value)` rows (exchanged by key between workers).
+/// Arranges `(key, value)` rows, exchanged between workers by the key's
+/// hash as differential's own `arrange` does (so these arrangements join
+/// with any other keyed the same way).
 pub fn arrange_rows<'s, T>(coll: VecCollection<'s, T, (Row, Row), Diff>, name: &str) -> RowArrangement<'s, T>
 where
     T: TimelyTimestamp + Lattice + ExchangeData,
 {
-    coll.arrange_named::<RowBatcher<T>, RowBuilder<T>, RowSpine<T>>(name)
+    let exchange = Exchange::new(|update: &((Row, Row), T, Diff)| (update.0).0.hashed().into());
+    arrange_core::<_, _, RowChunker<T>, RowBatcher<T>, RowBuilder<T>, RowSpine<T>>(coll.inner, exchange, name)
 }
 
 /// The updates of `arranged` at times after `after`, each key passed

@@ -55,6 +55,8 @@ pub struct WorkerState {
     compacted: (Timestamp, Instant),
     /// Merging of arrangements while writes pause.
     merging: IdleMerging,
+    /// Acknowledgements of `Command::Load`s, sent after the next step.
+    load_acks: Vec<UnboundedSender<()>>,
     /// Per checkpointed materialized view, a handle on its arrangement held
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
@@ -141,6 +143,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         since: 0,
         compacted: (0, Instant::now()),
         merging: IdleMerging::new(),
+        load_acks: Vec::new(),
         checkpoints: BTreeMap::new(),
         chunked: BTreeMap::new(),
         seeds: Vec::new(),
@@ -169,8 +172,17 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         // Reads whose arrangements are already complete at their time (a
         // lookup, most reads) are answered before the worker steps or parks.
         serve_peeks(worker, &mut state);
-        let park = if state.peeks.is_empty() { Duration::from_millis(50) } else { Duration::from_millis(1) };
+        let park = if !state.load_acks.is_empty() {
+            Duration::ZERO
+        } else if state.peeks.is_empty() {
+            Duration::from_millis(50)
+        } else {
+            Duration::from_millis(1)
+        };
         worker.step_or_park(Some(park));
+        for ack in state.load_acks.drain(..) {
+            let _ = ack.send(());
+        }
         serve_peeks(worker, &mut state);
         if let Some(time) = state.trim_after {
             let ids: Vec<GlobalId> = state.inputs.keys().copied().collect();
@@ -287,9 +299,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 input.load.flush();
             }
             drop(rows);
-            if let Some(ack) = ack {
-                let _ = ack.send(());
-            }
+            // Acknowledged once the worker has stepped, so that the rows have
+            // gone on to the arrangement's flat batcher: the feed then holds
+            // at most its window of chunks as rows in flight.
+            state.load_acks.extend(ack);
         }
         Command::LoadEnd { id } => {
             if let Some(input) = state.inputs.get_mut(&id) {
