@@ -74,6 +74,14 @@ impl<T: Clone> RowChunk<T> {
         self.times.len()
     }
 
+    /// Empties the chunk, keeping its allocations for reuse.
+    fn reset(&mut self) {
+        self.keys.reset();
+        self.vals.reset();
+        self.times.clear();
+        self.diffs.clear();
+    }
+
     pub fn is_empty(&self) -> bool {
         self.times.is_empty()
     }
@@ -135,12 +143,15 @@ struct ChunkWriter<'o, T> {
     out: &'o mut Vec<RowChunk<T>>,
     /// What is still to come (at most), to size the next chunk.
     expected: Expected,
+    /// Full-sized chunks already read (by a merge), reused for output
+    /// instead of unmapping them and mapping fresh memory.
+    pool: Vec<RowChunk<T>>,
 }
 
 impl<'o, T: Clone> ChunkWriter<'o, T> {
     /// A writer of at most `expected`.
     fn new(out: &'o mut Vec<RowChunk<T>>, expected: Expected) -> Self {
-        ChunkWriter { current: RowChunk::with_room(&expected), out, expected }
+        ChunkWriter { current: RowChunk::with_room(&expected), out, expected, pool: Vec::new() }
     }
 
     /// Appends a whole chunk after what was written.
@@ -162,8 +173,24 @@ impl<'o, T: Clone> ChunkWriter<'o, T> {
     /// Sends the current chunk out and starts the next.
     fn next_chunk(&mut self) {
         self.expected.written(&self.current);
-        let next = RowChunk::with_room(&self.expected);
+        let next = match self.pool.pop() {
+            Some(mut chunk) if self.expected.updates >= CHUNK_UPDATES => {
+                chunk.reset();
+                chunk
+            }
+            _ => RowChunk::with_room(&self.expected),
+        };
         self.out.push(std::mem::replace(&mut self.current, next));
+    }
+
+    /// Offers a chunk that has been read for reuse: kept if it was a full
+    /// one (its room fits the next full chunk) and few are kept already.
+    fn recycle(&mut self, chunk: RowChunk<T>) {
+        let full = chunk.times.capacity() >= CHUNK_UPDATES
+            || chunk.keys.byte_capacity() + chunk.vals.byte_capacity() >= CHUNK_BYTES;
+        if full && self.pool.len() < 2 {
+            self.pool.push(chunk);
+        }
     }
 
     fn finish(self) {
@@ -178,11 +205,13 @@ struct ChainReader<T> {
     chunks: std::vec::IntoIter<RowChunk<T>>,
     current: RowChunk<T>,
     pos: usize,
+    /// The chunk just read through (`take_read`).
+    read: Option<RowChunk<T>>,
 }
 
 impl<T: Clone> ChainReader<T> {
     fn new(chain: Vec<RowChunk<T>>) -> Self {
-        let mut reader = ChainReader { chunks: chain.into_iter(), current: RowChunk::default(), pos: 0 };
+        let mut reader = ChainReader { chunks: chain.into_iter(), current: RowChunk::default(), pos: 0, read: None };
         reader.settle();
         reader
     }
@@ -193,12 +222,20 @@ impl<T: Clone> ChainReader<T> {
         while self.pos >= self.current.len() {
             match self.chunks.next() {
                 Some(chunk) => {
-                    self.current = chunk;
+                    let read = std::mem::replace(&mut self.current, chunk);
                     self.pos = 0;
+                    if read.times.capacity() > 0 {
+                        self.read = Some(read);
+                    }
                 }
                 None => return,
             }
         }
+    }
+
+    /// The chunk last read through, for reuse.
+    fn take_read(&mut self) -> Option<RowChunk<T>> {
+        self.read.take()
     }
 
     fn peek(&self) -> Option<(RowRef<'_>, RowRef<'_>, &T, Diff)> {
@@ -272,9 +309,15 @@ impl<T: Timestamp> Merger for RowMerger<T> {
             };
             if step.0 {
                 a.advance();
+                if let Some(read) = a.take_read() {
+                    out.recycle(read);
+                }
             }
             if step.1 {
                 b.advance();
+                if let Some(read) = b.take_read() {
+                    out.recycle(read);
+                }
             }
         }
         a.drain_into(&mut out);

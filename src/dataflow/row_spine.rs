@@ -51,6 +51,19 @@ impl RowContainer {
         RowContainer { ends: OffsetList::with_capacity(rows), bytes: Vec::with_capacity(bytes) }
     }
 
+    /// Empties the container, keeping its allocations for reuse.
+    pub fn reset(&mut self) {
+        self.ends.zero_prefix = 0;
+        self.ends.smol.clear();
+        self.ends.chonk.clear();
+        self.bytes.clear();
+    }
+
+    /// Bytes the container can hold without growing.
+    pub fn byte_capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// Bytes of the rows held.
     pub fn byte_len(&self) -> usize {
         self.bytes.len()
