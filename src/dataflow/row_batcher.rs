@@ -101,6 +101,11 @@ impl<T: Clone> RowChunk<T> {
         (self.keys.index(i), self.vals.index(i), &self.times[i], self.diffs[i])
     }
 
+    /// Bytes of its contents.
+    fn used_bytes(&self) -> usize {
+        self.keys.byte_len() + self.vals.byte_len() + self.len() * (2 * 4 + std::mem::size_of::<T>() + std::mem::size_of::<Diff>())
+    }
+
     /// Heap bytes held (by capacity).
     fn heap_bytes(&self) -> usize {
         self.keys.heap_bytes()
@@ -149,9 +154,10 @@ struct ChunkWriter<'o, T> {
 }
 
 impl<'o, T: Clone> ChunkWriter<'o, T> {
-    /// A writer of at most `expected`.
+    /// A writer of at most `expected`. Its first chunk is made on the first
+    /// push (a split that only moves whole chunks makes none).
     fn new(out: &'o mut Vec<RowChunk<T>>, expected: Expected) -> Self {
-        ChunkWriter { current: RowChunk::with_room(&expected), out, expected, pool: Vec::new() }
+        ChunkWriter { current: RowChunk::default(), out, expected, pool: Vec::new() }
     }
 
     /// Appends a whole chunk after what was written.
@@ -164,23 +170,31 @@ impl<'o, T: Clone> ChunkWriter<'o, T> {
     }
 
     fn push(&mut self, key: RowRef<'_>, val: RowRef<'_>, time: T, diff: Diff) {
+        if self.current.times.capacity() == 0 {
+            self.current = self.fresh_chunk();
+        }
         self.current.push(key, val, time, diff);
         if self.current.is_full() {
             self.next_chunk();
         }
     }
 
-    /// Sends the current chunk out and starts the next.
-    fn next_chunk(&mut self) {
-        self.expected.written(&self.current);
-        let next = match self.pool.pop() {
+    /// A chunk for what is still expected: a reused one from the pool while
+    /// full chunks are expected, else a new one sized to fit.
+    fn fresh_chunk(&mut self) -> RowChunk<T> {
+        match self.pool.pop() {
             Some(mut chunk) if self.expected.updates >= CHUNK_UPDATES => {
                 chunk.reset();
                 chunk
             }
             _ => RowChunk::with_room(&self.expected),
-        };
-        self.out.push(std::mem::replace(&mut self.current, next));
+        }
+    }
+
+    /// Sends the current chunk out; the next is made on the next push.
+    fn next_chunk(&mut self) {
+        self.expected.written(&self.current);
+        self.out.push(std::mem::take(&mut self.current));
     }
 
     /// Offers a chunk that has been read for reuse: kept if it was a full
@@ -370,7 +384,7 @@ impl<T: Timestamp> Merger for RowMerger<T> {
     }
 
     fn allocation(chunk: &RowChunk<T>) -> (usize, usize, usize) {
-        (chunk.len(), chunk.heap_bytes(), 6)
+        (chunk.used_bytes(), chunk.heap_bytes(), 6)
     }
 }
 

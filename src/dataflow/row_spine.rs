@@ -14,15 +14,14 @@
 //! with (tables, joins, materialized views, indexes). Must not know what
 //! the rows mean.
 
-use crate::repr::{Diff, Row, RowRef};
-use differential_dataflow::lattice::Lattice;
 use crate::dataflow::row_batcher::{RowChunk, RowChunker, RowMerger};
+use crate::repr::{Diff, Row, RowRef};
 use differential_dataflow::hashable::Hashable;
+use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
-use differential_dataflow::trace::implementations::merge_batcher::MergeBatcher;
-use timely::dataflow::channels::pact::Exchange;
 use differential_dataflow::trace::implementations::containers::BatchContainer;
+use differential_dataflow::trace::implementations::merge_batcher::MergeBatcher;
 use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBuilder};
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::OffsetList;
@@ -30,6 +29,7 @@ use differential_dataflow::trace::rc_blanket_impls::RcBuilder;
 use differential_dataflow::{ExchangeData, VecCollection};
 use std::rc::Rc;
 use timely::container::PushInto;
+use timely::dataflow::channels::pact::Exchange;
 use timely::progress::Timestamp as TimelyTimestamp;
 
 /// Rows stored back to back in one byte vector, with the end offset of each.

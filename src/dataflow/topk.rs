@@ -27,9 +27,9 @@
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_16, FAN_OUT_256};
 use crate::dataflow::render::{normalize_key, Coll, RenderTime};
 use crate::dataflow::topk_ordered::render_ordered_topk;
-use differential_dataflow::VecCollection;
 use crate::expr::relation::{compare_rows, ColumnOrder};
 use crate::repr::{Datum, Diff, Row};
+use differential_dataflow::VecCollection;
 
 /// Largest `offset + limit` maintained hierarchically.
 pub const MAX_HIERARCHICAL_K: usize = 1024;
@@ -47,6 +47,7 @@ fn stages_for(k: usize) -> &'static [u32] {
 pub fn describe(group_key: &[usize], limit: Option<usize>, offset: usize, ordered: bool) -> String {
     let how = match limit {
         Some(0) => "empty",
+        None if offset == 0 => "all rows",
         Some(_) if ordered => "ordered",
         None if ordered && offset > 0 => "ordered (input minus the top offset rows)",
         Some(l) if l.saturating_add(offset) <= MAX_HIERARCHICAL_K => "hierarchical",
@@ -66,15 +67,13 @@ pub fn render_topk<'s, T: RenderTime>(
     limit: Option<usize>,
     offset: usize,
 ) -> Coll<'s, T> {
-    if !T::TOTALLY_ORDERED || limit == Some(0) {
-        return render_topk_hierarchical(ok, group_key, order, limit, offset);
-    }
-    let keyed = by_group(ok, group_key);
     match limit {
-        Some(l) => render_ordered_topk(keyed, order, l, offset),
-        None if offset == 0 => keyed.map(|(_k, row)| row),
+        _ if !T::TOTALLY_ORDERED => render_topk_hierarchical(ok, group_key, order, limit, offset),
+        Some(0) => ok.filter(|_| false),
+        Some(l) => render_ordered_topk(by_group(ok, group_key), order, l, offset),
+        None if offset == 0 => ok,
         // Everything but the top `offset` rows.
-        None => keyed.clone().map(|(_k, row)| row).concat(render_ordered_topk(keyed, order, offset, 0).negate()),
+        None => ok.clone().concat(render_ordered_topk(by_group(ok, group_key), order, offset, 0).negate()),
     }
 }
 

@@ -96,10 +96,10 @@ struct Group {
 impl Group {
     /// Applies one time's changes and pushes the window's change to `out`.
     /// Returns the change in the number of distinct rows held.
-    fn apply(&mut self, changes: Vec<Entry>, diffs: Vec<Diff>, limit: usize, offset: usize, out: &mut Vec<(Row, Diff)>) -> i64 {
+    fn apply(&mut self, changes: Vec<(Entry, Diff)>, limit: usize, offset: usize, out: &mut Vec<(Row, Diff)>) -> i64 {
         let mut touched = false;
         let mut held = 0i64;
-        for (entry, d) in changes.into_iter().zip(diffs) {
+        for (entry, d) in changes {
             touched |= self.last.as_ref().is_none_or(|last| entry <= *last);
             match self.rows.entry(entry) {
                 std::collections::btree_map::Entry::Occupied(mut e) => {
@@ -199,14 +199,12 @@ pub fn render_ordered_topk<'s, T: RenderTime>(
                     let mut held = 0i64;
                     let mut changes = changes.into_iter().peekable();
                     while let Some((key, row, d)) = changes.next() {
-                        let mut entries = vec![Entry::new(row, &order, &needed)];
-                        let mut diffs = vec![d];
+                        let mut entries = vec![(Entry::new(row, &order, &needed), d)];
                         while let Some((_, row, d)) = changes.next_if(|(k, _, _)| *k == key) {
-                            entries.push(Entry::new(row, &order, &needed));
-                            diffs.push(d);
+                            entries.push((Entry::new(row, &order, &needed), d));
                         }
                         let group = groups.entry(key.clone()).or_default();
-                        held += group.apply(entries, diffs, limit, offset, &mut out);
+                        held += group.apply(entries, limit, offset, &mut out);
                         if group.rows.is_empty() {
                             groups.remove(&key);
                         }
