@@ -10,7 +10,9 @@
 //! Must not: know SQL text, the catalog, or storage.
 
 mod accum;
+mod accum_ordered;
 mod hierarchy;
+mod in_order;
 mod merging;
 mod recursive;
 mod reduce;

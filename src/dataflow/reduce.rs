@@ -5,8 +5,9 @@
 //! own way (see `AggregateKind`):
 //!
 //! - accumulable aggregates (count, sum, avg, variance, bool_and/or)
-//!   together, in differential's difference type (`accum.rs`): O(1) per
-//!   changed row;
+//!   together, as totals (`accum.rs`): O(1) per changed row — where times
+//!   are totally ordered by one operator holding each group's totals
+//!   (`accum_ordered.rs`), elsewhere in differential's difference type;
 //! - min and max together, hierarchically (`hierarchy.rs`, two stages of
 //!   fan-out 256): O(2 × 256) values per changed row;
 //! - string_agg with differential's `reduce`, which re-reads the group;
@@ -28,6 +29,7 @@
 //! renderings agree with).
 
 use crate::dataflow::accum::Accum;
+use crate::dataflow::accum_ordered::render_ordered_accumulate;
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
 use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl, RenderTime};
 use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
@@ -75,11 +77,14 @@ fn plan_parts(aggregates: &[AggregateExpr]) -> Vec<Part> {
 }
 
 /// A description of how the aggregates are rendered, for `SHOW ARRANGEMENTS`.
-pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr]) -> String {
+/// `ordered` when times are totally ordered (accumulation by
+/// `accum_ordered.rs`).
+pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr], ordered: bool) -> String {
     let parts: Vec<String> = plan_parts(aggregates)
         .iter()
         .map(|p| {
             let kind = match p.kind {
+                AggregateKind::Accumulable if ordered => "accumulated (ordered)",
                 AggregateKind::Accumulable => "accumulated",
                 AggregateKind::Hierarchical => "hierarchical",
                 AggregateKind::Basic => "per group",
@@ -91,6 +96,8 @@ pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr]) -> String {
     format!("reduce input by group key {group_key:?}: {}", parts.join("; "))
 }
 
+/// `ordered`: accumulable aggregates by the operator for totally ordered
+/// times (`accum_ordered.rs`); only where `T::TOTALLY_ORDERED`.
 pub fn render_reduce<'s, T: RenderTime>(
     scope: Scope<'s, T>,
     ok: Coll<'s, T>,
@@ -98,7 +105,9 @@ pub fn render_reduce<'s, T: RenderTime>(
     group_key: Vec<usize>,
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
+    ordered: bool,
 ) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    assert!(!ordered || T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
     // Each aggregate's inputs occupy a range of the values row.
     let mut layout: Vec<Range<usize>> = Vec::new();
     let mut next = 0;
@@ -144,7 +153,7 @@ pub fn render_reduce<'s, T: RenderTime>(
         }
         let part_aggs: Vec<AggregateExpr> =
             part.aggs.iter().map(|i| AggregateExpr { distinct: false, ..aggregates[*i].clone() }).collect();
-        let (values, part_err) = render_part(input, part.kind, part_aggs);
+        let (values, part_err) = render_part(input, part.kind, part_aggs, ordered);
         err = err.concat(part_err);
         outputs.push(values);
     }
@@ -185,8 +194,12 @@ fn distinct_values<T: RenderTime>(input: Keyed<'_, T>) -> Keyed<'_, T> {
 }
 
 /// The values of a part's aggregates per group.
-fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs: Vec<AggregateExpr>) -> (Keyed<'s, T>, ErrColl<'s, T>) {
+fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs: Vec<AggregateExpr>, ordered: bool) -> (Keyed<'s, T>, ErrColl<'s, T>) {
     match kind {
+        AggregateKind::Accumulable if ordered => {
+            let results = render_ordered_accumulate(input, aggs);
+            crate::dataflow::render::split_results(results.map(|(key, r)| r.map(|vals| (key, vals))))
+        }
         AggregateKind::Accumulable => {
             // Totals live in the difference type: O(change) per update. As
             // differential's `count_core`, but the output arrangement holds

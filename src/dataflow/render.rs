@@ -318,8 +318,8 @@ fn render_uncached<'s, T: RenderTime>(
         }
         RelationExpr::Reduce { input, group_key, aggregates } => {
             let (ok, err) = render(scope, input, ctx, locals);
-            ctx.built.push(reduce::describe(group_key, aggregates));
-            reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index)
+            ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
+            reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index, T::TOTALLY_ORDERED)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
             let (ok, err) = render(scope, input, ctx, locals);

@@ -132,7 +132,60 @@ impl BatchContainer for RowContainer {
     fn len(&self) -> usize {
         self.ends.len()
     }
+
+    /// The number of rows from `start` on for which `function` (true, then
+    /// false) holds. As differential's default — the first 8 rows one by
+    /// one, then galloping — except that a gallop that passes
+    /// [`GALLOP_LIMIT`] rows ends in a binary search over the rest. A seek
+    /// from the start of a large batch (a key lookup) then probes the same
+    /// midpoints as every other such seek, the top of an implicit search
+    /// tree that stays in cache; galloping all the way probes positions of
+    /// its own at every step, about 2·log₂ n cache misses in a table's
+    /// 100 MB batch (measured: a third of the worker's time under pgbench).
+    /// Seeks to nearby rows (merges, joins) gallop as before.
+    fn advance<F: for<'a> Fn(RowRef<'a>) -> bool>(&self, start: usize, end: usize, function: F) -> usize {
+        let small_limit = 8;
+        if end <= start + small_limit || !function(self.index(start + small_limit)) {
+            let limit = end.min(start + small_limit);
+            return (start..limit).filter(|x| function(self.index(*x))).count();
+        }
+        let mut index = small_limit + 1;
+        if start + index >= end || !function(self.index(start + index)) {
+            return index;
+        }
+        // `function` holds at `start + index`.
+        let mut step = 1;
+        while start + index + step < end && function(self.index(start + index + step)) {
+            index += step;
+            step <<= 1;
+            if step >= GALLOP_LIMIT {
+                // The first row where it fails, in (start + index, end].
+                let (mut lo, mut hi) = (start + index + 1, end);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if function(self.index(mid)) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                return lo - start;
+            }
+        }
+        step >>= 1;
+        while step > 0 {
+            if start + index + step < end && function(self.index(start + index + step)) {
+                index += step;
+            }
+            step >>= 1;
+        }
+        index + 1
+    }
 }
+
+/// How far `RowContainer::advance` gallops before it searches the rest by
+/// halving.
+const GALLOP_LIMIT: usize = 64;
 
 impl PushInto<Row> for RowContainer {
     fn push_into(&mut self, item: Row) {
@@ -254,5 +307,27 @@ mod tests {
         assert_eq!(merged.index(0).to_row(), rows[3]);
         c.clear();
         assert_eq!(c.len(), 0);
+    }
+
+    /// `advance` counts the rows from `start` that are less than a key, for
+    /// every start and key: near (linear), middling (gallop) and far
+    /// (binary search) answers alike.
+    #[test]
+    fn advance_counts_the_rows_before_a_key() {
+        let mut c = RowContainer::with_capacity(0);
+        // In the rows' own (byte) order, as a batch holds them.
+        let mut rows: Vec<Row> = (0..3000).map(|i| Row::from_datums(vec![Datum::Int32(2 * i)])).collect();
+        rows.sort();
+        for r in &rows {
+            c.push_own(r);
+        }
+        for start in [0, 1, 7, 100, 1500, 2990, 2999, 3000] {
+            for key in [-1, 0, 1, 2, 15, 17, 130, 131, 200, 1001, 2999, 3000, 4000, 5998, 5999, 7000] {
+                let key = Row::from_datums(vec![Datum::Int32(key)]);
+                let expected = rows[start..].iter().filter(|r| **r < key).count();
+                let got = c.advance(start, c.len(), |x| x.lt(&key.as_ref()));
+                assert_eq!(got, expected, "start {start}, key {key:?}");
+            }
+        }
     }
 }

@@ -110,6 +110,12 @@ fn offsets_bytes(o: &OffsetList) -> usize {
 pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
     let mut size = TraceSize::default();
     trace.map_batches(|batch| {
+        // A batch without updates (one that only moved the frontier, or a
+        // merge of such) holds a few bytes of bookkeeping, not data: an
+        // empty table measures 0, as in PostgreSQL.
+        if batch.is_empty() {
+            return;
+        }
         let s = &batch.storage;
         size.records += batch.len();
         size.bytes += s.keys.heap_bytes()
@@ -127,6 +133,9 @@ pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
 pub fn err_trace_size(trace: &ErrTrace) -> TraceSize {
     let mut size = TraceSize::default();
     trace.map_batches(|batch| {
+        if batch.is_empty() {
+            return;
+        }
         let s = &batch.storage;
         size.records += batch.len();
         size.bytes +=

@@ -65,6 +65,9 @@ enum Rendering {
     AsPlanned,
     /// A `TopK` as the differential reduction used inside recursion.
     HierarchicalTopK,
+    /// A `Reduce` with accumulable aggregates in differential's difference
+    /// type, as inside recursion.
+    DifferentialReduce,
 }
 
 fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, rounds: u64, rendering: Rendering) {
@@ -89,6 +92,10 @@ fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, ro
                 (RelationExpr::TopK { input, group_key, order, limit, offset }, Rendering::HierarchicalTopK) => {
                     let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None);
                     (super::topk::render_topk_hierarchical(ok, group_key.clone(), order.clone(), *limit, *offset), err)
+                }
+                (RelationExpr::Reduce { input, group_key, aggregates }, Rendering::DifferentialReduce) => {
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None);
+                    super::reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), index, false)
                 }
                 _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None),
             };
@@ -342,6 +349,20 @@ fn hierarchical_top_k_matches_recomputation() {
     check_maintained_as(topk(vec![], Some(5), 0), reference_topk, 2, 30, hierarchical);
     check_maintained_as(topk(vec![0], None, 2), reference_topk, 2, 30, hierarchical);
     check_maintained_as(topk(vec![], Some(2000), 3), reference_topk, 2, 20, hierarchical);
+}
+
+/// Accumulable aggregates as differential's reduction keeps them inside
+/// recursion (partially ordered times), run here in the top scope against
+/// the same oracle.
+#[test]
+fn differential_accumulation_matches_recomputation() {
+    let differential = Rendering::DifferentialReduce;
+    let grouped = RelationExpr::Reduce { input: Box::new(get()), group_key: vec![0], aggregates: every_aggregate() };
+    check_maintained_as(grouped, reference_reduce, 4, 40, differential);
+    let global = RelationExpr::Reduce { input: Box::new(get()), group_key: vec![], aggregates: every_aggregate() };
+    check_maintained_as(global, reference_reduce, 3, 30, differential);
+    let groups_only = RelationExpr::Reduce { input: Box::new(get()), group_key: vec![0, 3], aggregates: vec![] };
+    check_maintained_as(groups_only, reference_reduce, 3, 20, differential);
 }
 
 #[test]

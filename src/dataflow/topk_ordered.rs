@@ -27,17 +27,16 @@
 //! SQL, or run where times are not totally ordered.
 
 use crate::dataflow::hierarchy::bucket_hash;
+use crate::dataflow::in_order::{arrange_logger, HeldRecords, InOrder};
 use crate::dataflow::render::{Coll, RenderTime};
 use crate::expr::relation::{compare_datums, ColumnOrder};
 use crate::repr::{Datum, Diff, Row};
-use differential_dataflow::consolidation::consolidate;
-use differential_dataflow::logging::{BatchEvent, DifferentialEventBuilder, DropEvent, Logger};
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::{Capability, Operator};
+use timely::dataflow::operators::Operator;
 
 /// A row with the values it is ordered by: the order's columns, then the
 /// packed row (so the order is total, as in `topk::top_k`).
@@ -94,7 +93,8 @@ struct Group {
 }
 
 impl Group {
-    /// Applies one time's changes and pushes the window's change to `out`.
+    /// Applies one time's changes and pushes the window's change to `out`,
+    /// each row once and with a change that is not zero.
     /// Returns the change in the number of distinct rows held.
     fn apply(&mut self, changes: Vec<(Entry, Diff)>, limit: usize, offset: usize, out: &mut Vec<(Row, Diff)>) -> i64 {
         let mut touched = false;
@@ -116,11 +116,26 @@ impl Group {
             }
         }
         if touched {
-            let (window, last) = window(&self.rows, limit, offset);
-            out.extend(self.window.drain(..).map(|(r, d)| (r, -d)));
-            out.extend(window.iter().cloned());
-            self.window = window;
-            self.last = last;
+            let (fresh, last) = window(&self.rows, limit, offset);
+            // The change between the windows, without sorting them: a row
+            // that stays keeps its copy, only rows that enter are cloned.
+            let mut old: HashMap<Row, Diff> = self.window.drain(..).collect();
+            for (entry, d) in fresh {
+                match old.remove_entry(&entry.row) {
+                    Some((row, was)) => {
+                        if was != d {
+                            out.push((row.clone(), d - was));
+                        }
+                        self.window.push((row, d));
+                    }
+                    None => {
+                        out.push((entry.row.clone(), d));
+                        self.window.push((entry.row.clone(), d));
+                    }
+                }
+            }
+            out.extend(old.into_iter().map(|(row, d)| (row, -d)));
+            self.last = last.cloned();
         }
         held
     }
@@ -129,7 +144,7 @@ impl Group {
 /// The rows at positions `offset .. offset + limit` of `rows` (rows with a
 /// multiplicity of zero or less are not there), and the row at position
 /// `offset + limit - 1` if there is one.
-fn window(rows: &BTreeMap<Entry, Diff>, limit: usize, offset: usize) -> (Vec<(Row, Diff)>, Option<Entry>) {
+fn window(rows: &BTreeMap<Entry, Diff>, limit: usize, offset: usize) -> (Vec<(&Entry, Diff)>, Option<&Entry>) {
     let mut out = Vec::new();
     let mut skip = offset as i64;
     let mut remaining = limit as i64;
@@ -143,11 +158,11 @@ fn window(rows: &BTreeMap<Entry, Diff>, limit: usize, offset: usize) -> (Vec<(Ro
         n -= s;
         let take = n.min(remaining);
         if take > 0 {
-            out.push((entry.row.clone(), take));
+            out.push((entry, take));
             remaining -= take;
         }
         if skip == 0 && remaining == 0 {
-            return (out, Some(entry.clone()));
+            return (out, Some(entry));
         }
     }
     (out, None)
@@ -175,25 +190,17 @@ pub fn render_ordered_topk<'s, T: RenderTime>(
     keyed
         .inner
         .unary_frontier(exchange, "TopK (ordered)", move |_cap, info| {
-            let logger: Option<Logger> =
-                scope.worker().logger_for::<DifferentialEventBuilder>("differential/arrange").map(Into::into);
-            let operator = info.global_id;
-            // Changes not yet applied, by time, with a capability for it.
-            let mut pending: BTreeMap<T, (Capability<T>, Vec<(Row, Row, Diff)>)> = BTreeMap::new();
+            let held_records = HeldRecords::new(arrange_logger(&scope), info.global_id);
+            let mut pending: InOrder<T, (Row, Row, Diff)> = InOrder::new();
             let mut groups: HashMap<Row, Group> = HashMap::new();
             let mut out: Vec<(Row, Diff)> = Vec::new();
             move |(input, frontier), output| {
                 input.for_each(|cap, data| {
                     for ((key, row), t, d) in data.drain(..) {
-                        let slot = pending.entry(t.clone()).or_insert_with(|| (cap.delayed(&t, 0), Vec::new()));
-                        slot.1.push((key, row, d));
+                        pending.push(&cap, t, (key, row, d));
                     }
                 });
-                while let Some(first) = pending.first_entry() {
-                    if frontier.less_equal(first.key()) {
-                        break;
-                    }
-                    let (time, (cap, mut changes)) = first.remove_entry();
+                while let Some((time, cap, mut changes)) = pending.next_complete(frontier.frontier()) {
                     changes.sort_by(|a, b| a.0.cmp(&b.0));
                     let mut session = output.session(&cap);
                     let mut held = 0i64;
@@ -208,18 +215,12 @@ pub fn render_ordered_topk<'s, T: RenderTime>(
                         if group.rows.is_empty() {
                             groups.remove(&key);
                         }
-                        consolidate(&mut out);
+                        // Each row once, with a change that is not zero.
                         for (row, d) in out.drain(..) {
                             session.give(((key.clone(), row), time.clone(), d));
                         }
                     }
-                    if let Some(logger) = &logger {
-                        match held.cmp(&0) {
-                            Ordering::Greater => logger.log(BatchEvent { operator, length: held as usize }),
-                            Ordering::Less => logger.log(DropEvent { operator, length: held.unsigned_abs() as usize }),
-                            Ordering::Equal => {}
-                        }
-                    }
+                    held_records.changed(held);
                 }
             }
         })

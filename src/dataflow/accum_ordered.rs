@@ -1,0 +1,115 @@
+//! Accumulable aggregates where time is totally ordered: one operator that
+//! keeps each group's totals and emits, at each completed time, how the
+//! groups it changed now read.
+//!
+//! The differential way (`reduce.rs`, Accumulable) arranges `(group,
+//! totals)` and lets `reduce_abelian` read each changed group's
+//! accumulation back out of that arrangement, then arranges its output: two
+//! arrangements with their batches, merges and compaction, and a history
+//! replay per changed group and time. For a view such as `SELECT bid,
+//! sum(abalance) FROM accounts GROUP BY bid` under an OLTP load, each
+//! commit changes one group, and that machinery was most of what the view
+//! cost the worker. Here a group is one entry in a hash map — its
+//! [`Accum`] and the row it last output — so a change costs a hash lookup
+//! and one `finish`.
+//!
+//! The operator is not differential: it applies a time's changes once the
+//! input frontier has passed that time, in time order, which is right only
+//! where times are totally ordered — the top scope's `u64`. Inside a
+//! recursive scope (partially ordered times) `reduce.rs` renders the
+//! differential reduction instead.
+//!
+//! Its groups count as records of the operator in differential's
+//! arrangement log, so `SHOW ARRANGEMENT_SIZES` sees them.
+//!
+//! Owns: the ordered accumulation operator and its per-group state. Must
+//! not: define aggregate arithmetic (`expr::agg`, through [`Accum`]), or run
+//! where times are not totally ordered.
+
+use crate::dataflow::accum::Accum;
+use crate::dataflow::hierarchy::bucket_hash;
+use crate::dataflow::in_order::{arrange_logger, HeldRecords, InOrder};
+use crate::dataflow::render::RenderTime;
+use crate::expr::AggregateExpr;
+use crate::repr::{Diff, EvalError, Row};
+use differential_dataflow::difference::{IsZero, Multiply, Semigroup};
+use differential_dataflow::{AsCollection, VecCollection};
+use std::collections::HashMap;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Operator;
+
+/// A group's aggregate values, or the error finishing them gave.
+pub type Finished = Result<Row, EvalError>;
+
+/// One group: its totals and what it last output.
+struct Group {
+    totals: Accum,
+    output: Finished,
+}
+
+/// Per group (the first of each pair), the aggregates' values over the
+/// group's rows, whose aggregate inputs are the second of each pair (one
+/// value per aggregate, as `Accum::of_row` takes them). A group whose
+/// totals are zero (no rows) has no output. Only for totally ordered times
+/// (`RenderTime::TOTALLY_ORDERED`).
+pub fn render_ordered_accumulate<'s, T: RenderTime>(
+    input: VecCollection<'s, T, (Row, Row), Diff>,
+    aggs: Vec<AggregateExpr>,
+) -> VecCollection<'s, T, (Row, Finished), Diff> {
+    assert!(T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
+    let scope = input.inner.scope();
+    let exchange = Exchange::new(|((key, _vals), _t, _d): &((Row, Row), T, Diff)| bucket_hash(key));
+    input
+        .inner
+        .unary_frontier(exchange, "Accumulate (ordered)", move |_cap, info| {
+            let held_records = HeldRecords::new(arrange_logger(&scope), info.global_id);
+            let mut pending: InOrder<T, (Row, Accum)> = InOrder::new();
+            let mut groups: HashMap<Row, Group> = HashMap::new();
+            move |(input, frontier), output| {
+                input.for_each(|cap, data| {
+                    for ((key, vals), t, d) in data.drain(..) {
+                        pending.push(&cap, t, (key, Accum::of_row(&aggs, &vals.unpack()).multiply(&d)));
+                    }
+                });
+                while let Some((time, cap, mut changes)) = pending.next_complete(frontier.frontier()) {
+                    changes.sort_by(|a, b| a.0.cmp(&b.0));
+                    let mut session = output.session(&cap);
+                    let mut held = 0i64;
+                    let mut changes = changes.into_iter().peekable();
+                    while let Some((key, mut change)) = changes.next() {
+                        while let Some((_, more)) = changes.next_if(|(k, _)| *k == key) {
+                            change.plus_equals(&more);
+                        }
+                        if change.is_zero() {
+                            continue;
+                        }
+                        match groups.get_mut(&key) {
+                            Some(group) => {
+                                group.totals.plus_equals(&change);
+                                if group.totals.is_zero() {
+                                    let Some(old) = groups.remove(&key) else { continue };
+                                    held -= 1;
+                                    session.give(((key, old.output), time.clone(), -1));
+                                    continue;
+                                }
+                                let finished = group.totals.finish(&aggs).map(Row::from_datums);
+                                if finished != group.output {
+                                    let old = std::mem::replace(&mut group.output, finished.clone());
+                                    session.give(((key.clone(), old), time.clone(), -1));
+                                    session.give(((key, finished), time.clone(), 1));
+                                }
+                            }
+                            None => {
+                                let finished = change.finish(&aggs).map(Row::from_datums);
+                                held += 1;
+                                session.give(((key.clone(), finished.clone()), time.clone(), 1));
+                                groups.insert(key, Group { totals: change, output: finished });
+                            }
+                        }
+                    }
+                    held_records.changed(held);
+                }
+            }
+        })
+        .as_collection()
+}
