@@ -53,9 +53,7 @@ impl RowContainer {
 
     /// Empties the container, keeping its allocations for reuse.
     pub fn reset(&mut self) {
-        self.ends.zero_prefix = 0;
-        self.ends.smol.clear();
-        self.ends.chonk.clear();
+        BatchContainer::clear(&mut self.ends);
         self.bytes.clear();
     }
 

@@ -168,10 +168,11 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
             }
             state.compacted = (since, Instant::now());
         }
+        let mut upper = Antichain::new();
         for bundle in state.traces.values_mut() {
-            advance_physical(&mut bundle.ok);
+            advance_physical(&mut bundle.ok, &mut upper);
             if let Some(err) = bundle.err.as_mut() {
-                advance_physical(err);
+                advance_physical(err, &mut upper);
             }
         }
         state.merging.tick(worker, state.traces.values().map(|b| &*b.ok.operator().address));
@@ -443,7 +444,7 @@ fn compact(bundle: &mut TraceBundle, since: Timestamp) {
 /// what the trace has completed (`advance_physical`).
 fn compact_trace<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr, since: Timestamp) {
     trace.set_logical_compaction(AntichainRef::new(&[since]));
-    advance_physical(trace);
+    advance_physical(trace, &mut Antichain::new());
 }
 
 /// Allows physical compaction (merging of batches) up to the trace's upper
@@ -454,9 +455,9 @@ fn compact_trace<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr, since: Times
 /// trace — 30 to 45 under pgbench, each sought by every lookup. Reads here
 /// take whole cursors and need no physical hold, and a join importing the
 /// trace needs physical compaction not ahead of its upper, which this keeps.
-fn advance_physical<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr) {
-    let mut upper = Antichain::new();
-    trace.read_upper(&mut upper);
+/// `upper` is scratch space (reused: this runs on every turn of the loop).
+fn advance_physical<Tr: TraceReader<Time = Timestamp>>(trace: &mut Tr, upper: &mut Antichain<Timestamp>) {
+    trace.read_upper(upper);
     if trace.get_physical_compaction() != upper.borrow() {
         trace.set_physical_compaction(upper.borrow());
     }

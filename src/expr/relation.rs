@@ -612,12 +612,12 @@ impl RelationExpr {
             RelationExpr::Reduce { input, group_key, aggregates } => {
                 let keys: Vec<String> = group_key.iter().map(|c| format!("#{c}")).collect();
                 let aggs: Vec<String> = aggregates.iter().map(|a| a.to_string()).collect();
-                let _ = writeln!(
-                    out,
-                    "{pad}Reduce group=({}) aggregates=({})  [arranges input by group key]",
-                    keys.join(", "),
-                    aggs.join(", ")
-                );
+                // Accumulable aggregates (and grouping alone) keep totals per
+                // group (`dataflow/accum_ordered.rs`); the others arrange
+                // their input by the group key.
+                let totals_only = aggregates.iter().all(|a| !a.distinct && a.func.kind() == crate::expr::agg::AggregateKind::Accumulable);
+                let how = if totals_only { "keeps totals per group key" } else { "arranges input by group key" };
+                let _ = writeln!(out, "{pad}Reduce group=({}) aggregates=({})  [{how}]", keys.join(", "), aggs.join(", "));
                 input.explain_into(out, depth + 1);
             }
             RelationExpr::TopK { input, group_key, order, limit, offset } => {
