@@ -16,12 +16,19 @@
 //! never for a statement that reads the session or the system catalog
 //! (those are computed while binding).
 //!
+//! A query's generic plan also keeps its read optimized with the
+//! placeholders in place (`planner::optimize` folds no placeholder: it is
+//! not a literal), kept only if, with the values of the run that made it,
+//! it is exactly what optimizing that run's plan gave; a run with its
+//! values in place then reads without optimizing again (what a prepared
+//! point read spends most of its planning on).
+//!
 //! Owns: the session's generic plans and putting values in them. Must not:
 //! bind (`sequence` does) or run plans.
 
 use super::catalog::Catalog;
 use crate::repr::{Datum, Error, EvalError, GlobalId, ScalarType};
-use crate::expr::ScalarExpr;
+use crate::expr::{RelationExpr, ScalarExpr};
 use crate::sql::{Plan, Stmt};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
@@ -54,9 +61,28 @@ enum Known {
     /// second time, so one that runs once is bound once.
     RanOnce,
     /// The plan with placeholders, and what it depends on.
-    Generic(Plan, Vec<GlobalId>),
+    Generic(Generic),
     /// It has none: bound each time.
     None,
+}
+
+/// A statement's generic plan (`Known::Generic`).
+#[derive(Debug)]
+struct Generic {
+    plan: Plan,
+    deps: Vec<GlobalId>,
+    /// A query's read, optimized with the placeholders in place, if that
+    /// is what optimizing with values gives (`optimized_template`).
+    optimized: Option<RelationExpr>,
+}
+
+/// A generic plan with a run's values in place (`GenericPlans::instantiate`).
+#[derive(Debug)]
+pub struct Instance {
+    pub plan: Plan,
+    pub deps: Vec<GlobalId>,
+    /// The query's read, optimized, if the generic plan keeps it.
+    pub optimized: Option<RelationExpr>,
 }
 
 impl Entry {
@@ -75,14 +101,10 @@ impl GenericPlans {
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
         vars: &BTreeMap<String, String>,
-    ) -> Option<Result<(Plan, Vec<GlobalId>), Error>> {
+    ) -> Option<Result<Instance, Error>> {
         let entry = self.0.iter().find(|e| e.matches(stmt, types, catalog, vars))?;
-        let Known::Generic(template, deps) = &entry.known else { return None };
-        let mut plan = template.clone();
-        Some(fill(&mut plan, params).and_then(|()| {
-            crate::sql::finish_plan(&mut plan, chrono::Utc::now())?;
-            Ok((plan, deps.clone()))
-        }))
+        let Known::Generic(generic) = &entry.known else { return None };
+        Some(instance(generic, params, chrono::Utc::now()))
     }
 
     /// Whether to make `stmt`'s generic plan now (`learn`): on its second
@@ -118,7 +140,13 @@ impl GenericPlans {
         custom: &Plan,
     ) {
         let known = match generic.filter(|(plan, _)| same_plan(plan, params, custom)) {
-            Some((plan, deps)) => Known::Generic(plan, deps),
+            Some((plan, deps)) => {
+                let optimized = match &plan {
+                    Plan::Select { query, .. } => optimized_template(query, params, catalog.as_ref()),
+                    _ => None,
+                };
+                Known::Generic(Generic { plan, deps, optimized })
+            }
             None => Known::None,
         };
         match self.0.iter_mut().find(|e| e.matches(stmt, types, catalog, vars)) {
@@ -196,6 +224,44 @@ pub fn may_be_generic(plan: &Plan) -> bool {
     )
 }
 
+/// A generic plan with `params` in place, at statement time `now`.
+fn instance(generic: &Generic, params: &[Datum], now: chrono::DateTime<chrono::Utc>) -> Result<Instance, Error> {
+    let mut plan = generic.plan.clone();
+    fill(&mut plan, params)?;
+    crate::sql::finish_plan(&mut plan, now)?;
+    let optimized = match &generic.optimized {
+        Some(template) => {
+            let mut query = template.clone();
+            fill_query(&mut query, params)?;
+            finish_query(&mut query, now);
+            Some(query)
+        }
+        None => None,
+    };
+    Ok(Instance { plan, deps: generic.deps.clone(), optimized })
+}
+
+/// A generic query optimized with its placeholders in place, if putting
+/// `params` in it gives what optimizing the query with them in place
+/// gives (both at one statement time): the optimizer did nothing that
+/// depends on the values.
+fn optimized_template(generic: &RelationExpr, params: &[Datum], catalog: &Catalog) -> Option<RelationExpr> {
+    let at = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let template = crate::planner::optimize(generic.clone(), catalog);
+    let mut filled = template.clone();
+    fill_query(&mut filled, params).ok()?;
+    finish_query(&mut filled, at);
+    let mut custom = generic.clone();
+    fill_query(&mut custom, params).ok()?;
+    finish_query(&mut custom, at);
+    (filled == crate::planner::optimize(custom, catalog)).then_some(template)
+}
+
+/// Sets the statement time of a query's calls that read it.
+fn finish_query(query: &mut RelationExpr, now: chrono::DateTime<chrono::Utc>) {
+    query.visit_scalars_mut(&mut |e| e.set_statement_time(now));
+}
+
 /// Puts the parameter values in a generic plan's placeholders (cast as
 /// binding would have).
 fn fill(plan: &mut Plan, params: &[Datum]) -> Result<(), Error> {
@@ -205,6 +271,11 @@ fn fill(plan: &mut Plan, params: &[Datum]) -> Result<(), Error> {
         Plan::Update { selection, returning: None, .. } | Plan::Delete { selection, returning: None, .. } => selection,
         _ => return Err(Error::Internal("a generic plan that is not a query or a plain write".into())),
     };
+    fill_query(query, params)
+}
+
+/// `fill` for a query.
+fn fill_query(query: &mut RelationExpr, params: &[Datum]) -> Result<(), Error> {
     let mut failed: Option<EvalError> = None;
     query.visit_scalars_mut(&mut |s| {
         s.visit_mut(&mut |e| {
@@ -264,15 +335,46 @@ mod tests {
         assert!(plans.second_run(&stmt, &types, &catalog, &vars));
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![1])), &custom);
         assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
-        let (plan, deps) = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
+        let Instance { plan, deps, optimized } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
         let Plan::Select { query, .. } = plan else { panic!("not a query") };
         let Plan::Select { query: expected, .. } = select(ScalarExpr::Literal(Datum::Int32(9), ScalarType::Int32)) else { panic!() };
+        // Its read comes optimized, as optimizing with the values gives.
+        assert_eq!(optimized, Some(crate::planner::optimize(expected.clone(), &*catalog)));
         assert_eq!((query, deps), (expected, vec![1]));
         // Another catalog, other settings or other parameter types: none.
         assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &Arc::new(Catalog::default()), &vars).is_none());
         let other_vars = BTreeMap::from([("search_path".to_string(), "x".to_string())]);
         assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &other_vars).is_none());
         assert!(plans.instantiate(&stmt, &[Datum::Int64(9)], &[Some(ScalarType::Int64)], &catalog, &vars).is_none());
+    }
+
+    #[test]
+    fn an_optimization_that_depends_on_the_values_is_not_kept() {
+        // `$1 = 5` folds to TRUE (and the filter goes) only with 5 in place.
+        let catalog = Arc::new(Catalog::default());
+        let stmt = crate::sql::parse("SELECT a FROM t WHERE $1 = 5").unwrap().remove(0);
+        let vars = BTreeMap::new();
+        let types = vec![Some(ScalarType::Int32)];
+        let five = |v: ScalarExpr| v.call_binary(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32), BinaryFunc::Eq);
+        let plan = |v: ScalarExpr| {
+            let Plan::Select { query: RelationExpr::Filter { input, .. }, desc, origins, finishing, settings } = select(v.clone()) else {
+                panic!()
+            };
+            let query = RelationExpr::Filter { input, predicates: vec![five(v)] };
+            Plan::Select { query, desc, origins, finishing, settings }
+        };
+        let custom = plan(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32));
+        let mut plans = GenericPlans::default();
+        plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((plan(placeholder(false)), vec![1])), &custom);
+        let Instance { plan: filled, optimized, .. } = plans.instantiate(&stmt, &[Datum::Int32(6)], &types, &catalog, &vars).unwrap().unwrap();
+        // The plan is kept (binding did nothing with the value); its
+        // optimized read is not, so each run optimizes with its own value.
+        let (Plan::Select { query: filled, .. }, Plan::Select { query: six, .. }) = (filled, plan(ScalarExpr::Literal(Datum::Int32(6), ScalarType::Int32)))
+        else {
+            panic!("not a query")
+        };
+        assert_eq!(filled, six);
+        assert_eq!(optimized, None);
     }
 
     #[test]

@@ -75,8 +75,22 @@ impl Coordinator {
         Ok(finish(self.collect(rx).await?, finishing))
     }
 
-    /// Waits for every worker's part of a read.
-    pub(super) async fn collect(&self, mut rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<Vec<Datum>>, Error> {
+    /// Waits for every worker's part of a read; for a fast-path lookup,
+    /// evaluates the rest of its plan over the rows they found (here, in
+    /// the reading session's task: no other task is woken for it).
+    pub(super) async fn collect(&self, read: PendingRead) -> Result<Vec<Vec<Datum>>, Error> {
+        let PendingRead { mut rx, then } = read;
+        let found = self.gather(&mut rx).await?;
+        let Some((query, on)) = then else { return expand(found) };
+        let rows = crate::planner::fast_path::substitute(query, on, found)
+            .eval_constant()
+            .unwrap_or_else(|| Err(EvalError::Internal("a fast-path plan could not be evaluated".into())))?;
+        expand(rows)
+    }
+
+    /// Every worker's part of a read, put together; the first error (by
+    /// order) if any worker had one.
+    async fn gather(&self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
         let mut rows = Vec::new();
         let mut first_err: Option<EvalError> = None;
         for _ in 0..self.dataflow.workers() {
@@ -90,18 +104,7 @@ impl Coordinator {
                 }
             };
             match reply {
-                Some(Ok(part)) => {
-                    for (row, diff) in part {
-                        if diff < 0 {
-                            first_err.get_or_insert(EvalError::Internal("negative multiplicity in result".into()));
-                            continue;
-                        }
-                        let datums = row.unpack();
-                        for _ in 0..diff {
-                            rows.push(datums.clone());
-                        }
-                    }
-                }
+                Some(Ok(part)) => rows.extend(part),
                 Some(Err(e)) => {
                     if first_err.as_ref().map(|f| e < *f).unwrap_or(true) {
                         first_err = Some(e);
@@ -139,6 +142,13 @@ impl ReadPlan {
         let constant = optimized.eval_constant();
         ReadPlan { bound, optimized, constant }
     }
+
+    /// A read already optimized (a prepared query's, `generic`), for a
+    /// session that has no uncommitted writes of its own to read.
+    pub(super) fn optimized(bound: RelationExpr, optimized: RelationExpr) -> ReadPlan {
+        let constant = optimized.eval_constant();
+        ReadPlan { bound, optimized, constant }
+    }
 }
 
 impl State {
@@ -158,7 +168,7 @@ impl State {
         query: RelationExpr,
         ts: Timestamp,
         reads: Option<&mut conflicts::ReadSet>,
-    ) -> Result<tokio::sync::mpsc::UnboundedReceiver<PeekResult>, Error> {
+    ) -> Result<PendingRead, Error> {
         self.check_shape(query.depends_on(), ts)?;
         for id in query.depends_on() {
             *self.checkpoints.reads.entry(id).or_insert(0) += 1;
@@ -184,7 +194,7 @@ impl State {
             }
             _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply: tx }),
         }
-        Ok(rx)
+        Ok(PendingRead { rx, then: None })
     }
 
     /// Adds what `query` reads to `reads`: the keys a fast-path `lookup`
@@ -211,39 +221,22 @@ impl State {
 
     /// A fast-path read (`planner::fast_path`): the workers seek the keys
     /// in the arrangement; the rest of `query` is evaluated over the rows
-    /// they find. Answers as a dataflow read does: one reply per worker.
-    pub(super) fn lookup(&mut self, query: RelationExpr, lookup: crate::planner::fast_path::Lookup, ts: Timestamp) -> tokio::sync::mpsc::UnboundedReceiver<PeekResult> {
+    /// they find when they are collected (`Coordinator::collect`).
+    pub(super) fn lookup(&mut self, query: RelationExpr, lookup: crate::planner::fast_path::Lookup, ts: Timestamp) -> PendingRead {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
-        let workers = self.dataflow.workers();
         let values = lookup.index.is_some();
         let keys = Arc::new(lookup.keys);
-        self.dataflow.broadcast(Command::Lookup { id: lookup.arrangement, keys, values, time: ts, reply: found_tx });
-        let on = lookup.on;
-        tokio::spawn(async move {
-            let mut rows = Vec::new();
-            let mut answer = Ok(());
-            for _ in 0..workers {
-                match found.recv().await {
-                    Some(Ok(part)) => rows.extend(part),
-                    Some(Err(e)) => answer = Err(e),
-                    // A worker stopped: the reader sees the channel close.
-                    None => return,
-                }
-            }
-            let result = answer.and_then(|_| {
-                crate::planner::fast_path::substitute(query, on, rows)
-                    .eval_constant()
-                    .unwrap_or_else(|| Err(EvalError::Internal("a fast-path plan could not be evaluated".into())))
-            });
-            let _ = tx.send(result);
-            for _ in 1..workers {
-                let _ = tx.send(Ok(Vec::new()));
-            }
-        });
-        rx
+        self.dataflow.broadcast(Command::Lookup { id: lookup.arrangement, keys, values, time: ts, reply: tx });
+        PendingRead { rx, then: Some((query, lookup.on)) }
     }
+}
 
+/// A read the workers were asked for (`State::read`), to be collected
+/// (`Coordinator::collect`): their parts, and for a fast-path lookup the
+/// plan to evaluate over the rows found, with the relation they stand for.
+pub(super) struct PendingRead {
+    rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>,
+    then: Option<(RelationExpr, GlobalId)>,
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a

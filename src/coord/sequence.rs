@@ -9,6 +9,11 @@
 use super::*;
 
 impl Coordinator {
+    /// Binds and runs one statement for `session`.
+    ///
+    /// (Statements other than reads await their work boxed: this future
+    /// is built and moved for every statement, a prepared point read
+    /// included, and stays as small as a read needs.)
     pub(super) async fn execute_inner(
         &self,
         session: &mut Session,
@@ -33,9 +38,8 @@ impl Coordinator {
         };
         let first = match generic {
             Some(found) => {
-                let (plan, deps) = found?;
                 drop(seen);
-                with_read_plan(plan, deps, snapshot.as_deref(), session)
+                with_read_plan(found?, snapshot.as_deref(), session)
             }
             None => {
                 let first = run_heavy(session.statement_len, || bind(&seen, snapshot.is_some(), session, stmt, &mut p))?;
@@ -62,14 +66,14 @@ impl Coordinator {
             // being built counts what it holds so far).
             let ts = state.write_ts;
             drop(state);
-            self.settle(ts, std::time::Duration::from_secs(1)).await;
+            Box::pin(self.settle(ts, std::time::Duration::from_secs(1))).await;
             state = self.state.lock().await;
             if let Some(gone) = deps.iter().find(|d| !state.catalog_of(session.txn.as_ref()).items.contains_key(d)) {
                 return Err(Error::SerializationFailure(format!(
                     "relation {gone} was dropped while this statement measured relation sizes; run it again"
                 )));
             }
-            let measured = self.relation_sizes(state.catalog_of(session.txn.as_ref())).await;
+            let measured = Box::pin(self.relation_sizes(state.catalog_of(session.txn.as_ref()))).await;
             let _ = snapshot.sizes.set(measured);
         }
         if p.types.len() > params.len() && params.is_empty() {
@@ -115,7 +119,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
             }
             plan @ (Plan::Insert { .. } | Plan::Update { .. } | Plan::Delete { .. } | Plan::Truncate { .. }) => {
-                self.execute_write(state, session, writing, plan).await
+                Box::pin(self.execute_write(state, session, writing, plan)).await
             }
             Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::Rename { id, new_name, tag, .. } => {
@@ -168,10 +172,10 @@ impl Coordinator {
                     alter::constraint_name(catalog, item, &constraint)
                 };
                 let edit = crate::sql::ddl_text::ColumnEdit::Constraint(*constraint, name);
-                self.alter_table(&mut state, session, table, edit, None, false).await
+                Box::pin(self.alter_table(&mut state, session, table, edit, None, false)).await
             }
             Plan::AlterColumns { table, edit, rows: map, cascade } => {
-                self.alter_table(&mut state, session, table, edit, map, cascade).await
+                Box::pin(self.alter_table(&mut state, session, table, edit, map, cascade)).await
             }
             Plan::Comment { id, column, comment } => {
                 match session.txn.as_mut() {
@@ -216,7 +220,7 @@ impl Coordinator {
             }
             Plan::Checkpoint => {
                 drop(state);
-                self.checkpoint_round().await?;
+                Box::pin(self.checkpoint_round()).await?;
                 Ok(ExecuteResponse::Command { tag: "CHECKPOINT".into(), rows: None })
             }
             Plan::CreateTable { ref schema, ref name, if_not_exists, .. }
@@ -366,11 +370,11 @@ impl Coordinator {
                         let names: BTreeMap<GlobalId, String> =
                             state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
                         drop(state);
-                        self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes)).await
+                        Box::pin(self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes))).await
                     }
                     ShowKind::Hydration => {
                         drop(state);
-                        self.hydration_rows().await
+                        Box::pin(self.hydration_rows()).await
                     }
                     ShowKind::Checkpoints => {
                         let mut rows = Vec::new();
@@ -430,7 +434,7 @@ impl Coordinator {
                     return Ok(ExecuteResponse::Command { tag: "ROLLBACK".into(), rows: None });
                 }
                 drop(state);
-                self.commit_txn(txn).await?;
+                Box::pin(self.commit_txn(txn)).await?;
                 Ok(ExecuteResponse::Command { tag: "COMMIT".into(), rows: None })
             }
             Plan::Savepoint { name } => {
@@ -566,9 +570,6 @@ impl Coordinator {
         if !candidate || !session.generic_plans.second_run(stmt, types, catalog, &vars) {
             return;
         }
-        if !candidate {
-            return;
-        }
         let mut p = Params { types: types.to_vec(), values: None, generic: true };
         let generic = {
             let bc = BindCatalog::new(catalog, session.info());
@@ -579,10 +580,15 @@ impl Coordinator {
 }
 
 /// A plan from a generic plan (`generic`), bound against the shared
-/// catalog `catalog`, with its read planned.
-fn with_read_plan(plan: Plan, deps: Vec<GlobalId>, catalog: Option<&Catalog>, session: &Session) -> Bound {
-    let read = match (&plan, catalog) {
-        (Plan::Select { query, .. }, Some(c)) => Some(ReadPlan::new(c, c, session, query.clone())),
+/// catalog `catalog`, with its read planned: optimized already unless
+/// the session's own writes are to be read too.
+fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>, session: &Session) -> Bound {
+    let super::generic::Instance { plan, deps, optimized } = instance;
+    let read = match (&plan, catalog, optimized) {
+        (Plan::Select { query, .. }, Some(_), Some(optimized)) if !session::reads_own_writes(session) => {
+            Some(ReadPlan::optimized(query.clone(), optimized))
+        }
+        (Plan::Select { query, .. }, Some(c), _) => Some(ReadPlan::new(c, c, session, query.clone())),
         _ => None,
     };
     Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false }

@@ -278,6 +278,12 @@ pub(super) fn own_writes(catalog: &Catalog, session: &Session, query: RelationEx
     }
 }
 
+/// Whether the session has uncommitted writes or DDL of its own that its
+/// reads see (`own_writes` changes what they read).
+pub(super) fn reads_own_writes(session: &Session) -> bool {
+    session.txn.as_ref().is_some_and(|t| txn::overlays(&t.writes, t.ddl.as_deref()))
+}
+
 /// How many times an autocommit write is run again after a conflict
 /// before it runs alone.
 pub(super) const AUTOCOMMIT_RETRIES: u32 = 5;

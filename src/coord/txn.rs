@@ -259,16 +259,22 @@ impl Drop for ReadHold {
 /// (no dataflow has them yet): a created table is read as its buffered
 /// rows alone, a created materialized view as its defining query.
 pub fn overlay(expr: RelationExpr, writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, block: Option<&TxnCatalog>, catalog: &Catalog) -> RelationExpr {
+    if !overlays(writes, block) {
+        return expr;
+    }
     let mut written: BTreeSet<GlobalId> = writes.iter().filter(|(_, w)| !w.is_empty()).map(|(id, _)| *id).collect();
     let none = (BTreeSet::new(), BTreeMap::new());
     let (created, reshaped) = block.map_or((&none.0, &none.1), |tc| (&tc.created, &tc.reshaped));
-    if written.is_empty() && created.is_empty() && reshaped.is_empty() {
-        return expr;
-    }
     // A materialized view over a created item is read as its query too.
     written.extend(created.iter().copied());
     let ctx = Overlay { writes, written: &written, created, reshaped, catalog };
     ctx.rewrite(expr, 0)
+}
+
+/// Whether `overlay` changes anything: some rows written, or items
+/// created or reshaped in the block.
+pub fn overlays(writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, block: Option<&TxnCatalog>) -> bool {
+    writes.values().any(|w| !w.is_empty()) || block.is_some_and(|tc| !tc.created.is_empty() || !tc.reshaped.is_empty())
 }
 
 /// What `overlay` rewrites with.
