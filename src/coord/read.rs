@@ -139,12 +139,12 @@ impl ReadPlan {
     pub(super) fn new(seen: &Catalog, indexes: &dyn crate::planner::IndexCatalog, session: &Session, query: RelationExpr) -> ReadPlan {
         let bound = session::own_writes(seen, session, query);
         let optimized = crate::planner::optimize(bound.clone(), indexes);
-        let constant = optimized.eval_constant();
-        ReadPlan { bound, optimized, constant }
+        ReadPlan::optimized(bound, optimized)
     }
 
-    /// A read already optimized (a prepared query's, `generic`), for a
-    /// session that has no uncommitted writes of its own to read.
+    /// A read already optimized (by `new`, or a prepared query's kept by
+    /// its generic plan for a session with no uncommitted writes of its
+    /// own to read).
     pub(super) fn optimized(bound: RelationExpr, optimized: RelationExpr) -> ReadPlan {
         let constant = optimized.eval_constant();
         ReadPlan { bound, optimized, constant }

@@ -11,9 +11,10 @@ use super::*;
 impl Coordinator {
     /// Binds and runs one statement for `session`.
     ///
-    /// (Statements other than reads await their work boxed: this future
-    /// is built and moved for every statement, a prepared point read
-    /// included, and stays as small as a read needs.)
+    /// (The large awaits of statements other than reads — writes, ALTER,
+    /// CHECKPOINT, COMMIT, SHOW of sizes — are boxed: this future is built
+    /// and moved for every statement, a prepared point read included, and
+    /// stays about as small as a read needs.)
     pub(super) async fn execute_inner(
         &self,
         session: &mut Session,
