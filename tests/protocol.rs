@@ -767,6 +767,21 @@ async fn prepared_writes_apply_each_runs_values() {
     let err = client.execute(&insert, &[&1i32, &0i32]).await.unwrap_err();
     assert_eq!(err.code().map(|c| c.code()), Some("23505"));
     assert_eq!(client.execute(&insert, &[&6i32, &60i32]).await.unwrap(), 1);
+    // In a block, they see the block's own uncommitted rows (their kept
+    // optimized plans read only what is committed), and write none of
+    // them once it rolls back.
+    for end in ["ROLLBACK", "COMMIT"] {
+        exec(&client, "BEGIN").await;
+        exec(&client, "INSERT INTO gw (k, n) VALUES (8, 80)").await;
+        assert_eq!(client.execute(&update, &[&1i32, &8i32]).await.unwrap(), 1, "{end}");
+        assert_eq!(client.execute(&delete, &[&6i32]).await.unwrap(), 1, "{end}");
+        assert_eq!(query_text(&client, "SELECT n FROM gw WHERE k = 8").await, rows(&[&["81"]]), "{end}");
+        exec(&client, end).await;
+    }
+    assert_eq!(
+        query_text(&client, "SELECT k, n FROM gw WHERE k >= 6 ORDER BY k").await,
+        rows(&[&["8", "81"]])
+    );
     // Another table of that name: the statements write into it.
     exec(&other, "DROP TABLE gw; CREATE TABLE gw (k integer, n integer, t timestamptz)").await;
     assert_eq!(client.execute(&insert, &[&7i32, &70i32]).await.unwrap(), 1);

@@ -169,10 +169,9 @@ impl CommitLog {
                 "could not serialize access: the transaction stayed open while too much else was written; retry it".into(),
             ));
         }
-        for (ts, written) in &self.entries {
-            if *ts <= read {
-                continue;
-            }
+        // Timestamps increase along the log: start at the first after `read`.
+        let start = self.entries.partition_point(|(ts, _)| *ts <= read);
+        for (ts, written) in self.entries.range(start..) {
             if *ts > through {
                 break;
             }

@@ -303,7 +303,7 @@ impl Coordinator {
 
     /// A COPY's rows in a transaction block, or an empty COPY.
     async fn copy_in_block(&self, session: &mut Session, table: GlobalId, table_name: String, rows: Vec<Row>) -> Result<u64, Error> {
-        let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
+        let own_token = match self.take_token(session, &|| "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
             Err(e) => {
                 super::abort(session);
@@ -338,7 +338,7 @@ impl Coordinator {
             return Err(e);
         }
         let feed = Arc::clone(&self.load_feed).lock_owned().await;
-        let own_token = match self.take_token(session, "COPY".into(), super::Want::Blind).await {
+        let own_token = match self.take_token(session, &|| "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
             Err(e) => {
                 super::abort(session);

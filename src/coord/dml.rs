@@ -23,20 +23,26 @@ use super::txn::Txn;
 use std::sync::Arc;
 
 impl Coordinator {
-    /// Runs an INSERT, UPDATE, DELETE or TRUNCATE plan. The coordinator
-    /// lock is let go while key locks are waited for and while the workers
-    /// answer the statement's reads.
+    /// Runs an INSERT, UPDATE, DELETE or TRUNCATE plan; `optimized`: the
+    /// rows it writes (its query), optimized already (a generic plan's,
+    /// `generic`). The coordinator lock is let go while key locks are
+    /// waited for and while the workers answer the statement's reads.
     pub(super) async fn execute_write(
         &self,
         mut state: tokio::sync::MutexGuard<'_, State>,
         session: &mut Session,
         writing: bool,
         plan: Plan,
+        optimized: Option<crate::expr::RelationExpr>,
     ) -> Result<ExecuteResponse, Error> {
+        // The query as the session sees it, optimized.
+        let planned = |state: &State, session: &Session, query| match optimized {
+            Some(optimized) => optimized,
+            None => crate::planner::optimize(Self::with_own_writes(state, session, query), &state.catalog),
+        };
         match plan {
             Plan::Insert { table, table_name, desc, source, returning, on_conflict } => {
-                let source = Self::with_own_writes(&state, session, source);
-                let source = crate::planner::optimize(source, &state.catalog);
+                let source = planned(&state, session, source);
                 let (rows, st) = self.rows_of(state, session, writing, source).await?;
                 state = st;
                 let mut proposed = Vec::with_capacity(rows.len());
@@ -77,8 +83,7 @@ impl Coordinator {
                 // The rows to change and their new values are a query, so
                 // subqueries work; a commit that changes what it read
                 // before this one commits fails it (`conflicts`).
-                let selection = Self::with_own_writes(&state, session, selection);
-                let selection = crate::planner::optimize(selection, &state.catalog);
+                let selection = planned(&state, session, selection);
                 let state = self.lock_keys(state, session, table, &selection).await?;
                 let (rows, mut state) = self.read_rows(state, session, writing, selection).await?;
                 let width = desc.arity();
@@ -110,8 +115,7 @@ impl Coordinator {
                 Ok(written("UPDATE", n, returning, returned))
             }
             Plan::Delete { table, selection, returning, .. } => {
-                let selection = Self::with_own_writes(&state, session, selection);
-                let selection = crate::planner::optimize(selection, &state.catalog);
+                let selection = planned(&state, session, selection);
                 let state = self.lock_keys(state, session, table, &selection).await?;
                 let (rows, mut state) = self.read_rows(state, session, writing, selection).await?;
                 let n = rows.len() as u64;

@@ -16,12 +16,13 @@
 //! never for a statement that reads the session or the system catalog
 //! (those are computed while binding).
 //!
-//! A query's generic plan also keeps its read optimized with the
-//! placeholders in place (`planner::optimize` folds no placeholder: it is
-//! not a literal), kept only if, with the values of the run that made it,
+//! A generic plan also keeps its query (a read, or the rows a write
+//! inserts or changes) optimized with the placeholders in place
+//! (`planner::optimize` folds no placeholder: it is not a literal), kept
+//! only if, with the values of the run that made it,
 //! it is exactly what optimizing that run's plan gave; a run with its
-//! values in place then reads without optimizing again (what a prepared
-//! point read spends most of its planning on).
+//! values in place then reads or writes without optimizing again (what a
+//! prepared point read or keyed write spends most of its planning on).
 //!
 //! Owns: the session's generic plans and putting values in them. Must not:
 //! bind (`sequence` does) or run plans.
@@ -71,8 +72,9 @@ enum Known {
 struct Generic {
     plan: Plan,
     deps: Vec<GlobalId>,
-    /// A query's read, optimized with the placeholders in place, if that
-    /// is what optimizing with values gives (`optimized_template`).
+    /// Its query (`query_of`: a read, or a write's rows), optimized with
+    /// the placeholders in place, if that is what optimizing with values
+    /// gives (`optimized_template`).
     optimized: Option<RelationExpr>,
 }
 
@@ -81,7 +83,8 @@ struct Generic {
 pub struct Instance {
     pub plan: Plan,
     pub deps: Vec<GlobalId>,
-    /// The query's read, optimized, if the generic plan keeps it.
+    /// Its query (a read, or a write's rows), optimized, if the generic
+    /// plan keeps it.
     pub optimized: Option<RelationExpr>,
 }
 
@@ -141,10 +144,7 @@ impl GenericPlans {
     ) {
         let known = match generic.filter(|(plan, _)| same_plan(plan, params, custom)) {
             Some((plan, deps)) => {
-                let optimized = match &plan {
-                    Plan::Select { query, .. } => optimized_template(query, params, catalog.as_ref()),
-                    _ => None,
-                };
+                let optimized = query_of(&plan).and_then(|query| optimized_template(query, params, catalog.as_ref()));
                 Known::Generic(Generic { plan, deps, optimized })
             }
             None => Known::None,
@@ -255,6 +255,17 @@ fn optimized_template(generic: &RelationExpr, params: &[Datum], catalog: &Catalo
     fill_query(&mut custom, params).ok()?;
     finish_query(&mut custom, at);
     (filled == crate::planner::optimize(custom, catalog)).then_some(template)
+}
+
+/// The query of a plan that may be generic: what a `SELECT` reads, what
+/// an `INSERT` inserts, the rows an `UPDATE` or `DELETE` changes.
+pub(super) fn query_of(plan: &Plan) -> Option<&RelationExpr> {
+    match plan {
+        Plan::Select { query, .. } => Some(query),
+        Plan::Insert { source, returning: None, on_conflict: None, .. } => Some(source),
+        Plan::Update { selection, returning: None, .. } | Plan::Delete { selection, returning: None, .. } => Some(selection),
+        _ => None,
+    }
 }
 
 /// Sets the statement time of a query's calls that read it.
@@ -389,5 +400,51 @@ mod tests {
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![])), &custom);
         assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
         assert!(plans.instantiate(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars).is_none());
+    }
+}
+
+#[cfg(test)]
+mod insert_tests {
+    use super::*;
+    use crate::coord::catalog::{BindCatalog, Item};
+    use crate::coord::Session;
+    use crate::repr::{ColumnType, RelationDesc};
+    use crate::sql::{ItemKind, Params};
+
+    #[test]
+    fn a_prepared_insert_of_values_has_a_generic_plan() {
+        let mut catalog = Catalog::default();
+        let mut t = Item::bare(1, "public", "t", ItemKind::Table, vec![]);
+        t.desc = RelationDesc::new(
+            vec!["k".into(), "at".into()],
+            vec![ColumnType::new(ScalarType::Int32, true), ColumnType::new(ScalarType::TimestampTz { precision: None }, true)],
+        );
+        catalog.insert(t);
+        let catalog = Arc::new(catalog);
+        let stmt = crate::sql::parse("INSERT INTO t VALUES ($1, now()), ($1 + 1, DEFAULT)").unwrap().remove(0);
+        let types = vec![Some(ScalarType::Int32)];
+        let vars = BTreeMap::new();
+        let bind = |values: Option<Vec<Datum>>| {
+            let generic = values.is_none();
+            let mut p = Params { types: types.clone(), values, generic };
+            crate::sql::bind_statement(&BindCatalog::new(&catalog, Session::default().info()), &stmt, &mut p)
+        };
+        let custom = bind(Some(vec![Datum::Int32(5)])).unwrap();
+        // Binding with placeholders works: VALUES with a parameter are not
+        // computed while binding.
+        let generic = bind(None).unwrap();
+        let mut plans = GenericPlans::default();
+        plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((generic, vec![1])), &custom);
+        let before = chrono::Utc::now();
+        let Instance { plan, .. } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
+        let Plan::Insert { source, .. } = plan else { panic!("not an insert") };
+        let rows: Vec<Vec<Datum>> = source.eval_constant().unwrap().unwrap().into_iter().map(|(r, _)| r.unpack()).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!((&rows[0][0], &rows[1][0], &rows[1][1]), (&Datum::Int32(9), &Datum::Int32(10), &Datum::Null));
+        // The run's own statement time, not the one the plan was made at.
+        match &rows[0][1] {
+            Datum::TimestampTz(at) => assert!(*at >= before, "{at} is before the run"),
+            other => panic!("not a time: {other:?}"),
+        }
     }
 }

@@ -52,7 +52,7 @@ impl Coordinator {
             }
         };
         let mut state = self.state.lock().await;
-        let Bound { plan, read, deps, create_sql, sizes, .. } = match &snapshot {
+        let Bound { plan, read, deps, create_sql, sizes, write_query, .. } = match &snapshot {
             Some(s) if !state.catalog.is(s) => {
                 p = params_for(params);
                 bind(state.catalog_of(session.txn.as_ref()), false, session, stmt, &mut p)?
@@ -120,7 +120,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
             }
             plan @ (Plan::Insert { .. } | Plan::Update { .. } | Plan::Delete { .. } | Plan::Truncate { .. }) => {
-                Box::pin(self.execute_write(state, session, writing, plan)).await
+                Box::pin(self.execute_write(state, session, writing, plan, write_query)).await
             }
             Plan::Maintenance { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
             Plan::Rename { id, new_name, tag, .. } => {
@@ -544,6 +544,9 @@ struct Bound {
     sizes: Option<Arc<crate::expr::func::catalog::CatalogSnapshot>>,
     /// It read the session or the system catalog while being bound.
     read_session: bool,
+    /// The rows an `INSERT`, `UPDATE` or `DELETE` writes (its query),
+    /// optimized already: kept by its generic plan.
+    write_query: Option<RelationExpr>,
 }
 
 impl Coordinator {
@@ -585,14 +588,18 @@ impl Coordinator {
 /// the session's own writes are to be read too.
 fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>, session: &Session) -> Bound {
     let super::generic::Instance { plan, deps, optimized } = instance;
-    let read = match (&plan, catalog, optimized) {
-        (Plan::Select { query, .. }, Some(_), Some(optimized)) if !session::reads_own_writes(session) => {
-            Some(ReadPlan::optimized(query.clone(), optimized))
-        }
-        (Plan::Select { query, .. }, Some(c), _) => Some(ReadPlan::new(c, c, session, query.clone())),
+    // The kept optimized query serves unless the session's own
+    // uncommitted writes change what it reads.
+    let optimized = match (catalog, optimized, super::generic::query_of(&plan)) {
+        (Some(c), Some(optimized), Some(query)) if !session::sees_own_writes(c, session, query) => Some(optimized),
         _ => None,
     };
-    Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false }
+    let (read, write_query) = match (&plan, catalog, optimized) {
+        (Plan::Select { query, .. }, Some(_), Some(optimized)) => (Some(ReadPlan::optimized(query.clone(), optimized)), None),
+        (Plan::Select { query, .. }, Some(c), None) => (Some(ReadPlan::new(c, c, session, query.clone())), None),
+        (_, _, optimized) => (None, optimized),
+    };
+    Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query }
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:
@@ -621,7 +628,7 @@ fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut
         }
         _ => None,
     };
-    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes, read_session: bc.read_system.get() })
+    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes, read_session: bc.read_system.get(), write_query: None })
 }
 
 /// Parameters with their values, typed as the values arrived (as

@@ -144,12 +144,13 @@ impl Coordinator {
             (false, true) => Want::RowsAlone,
             (false, false) => Want::Rows,
         };
-        self.take_token(session, verb(stmt), want).await
+        self.take_token(session, &|| verb(stmt), want).await
     }
 
-    /// `take_write_token` for a write (or DDL) described by its verb (also
-    /// used by COPY FROM when its data is complete).
-    pub(super) async fn take_token(&self, session: &mut Session, verb: String, want: Want) -> Result<Option<Token>, Error> {
+    /// `take_write_token` for a write (or DDL) whose verb `verb` gives
+    /// (named only in an error; also used by COPY FROM when its data is
+    /// complete).
+    pub(super) async fn take_token(&self, session: &mut Session, verb: &(dyn Fn() -> String + Sync), want: Want) -> Result<Option<Token>, Error> {
         // After a restart, nothing is written before the tables are loaded.
         self.wait_ready().await?;
         let Some(txn) = session.txn.as_mut() else {
@@ -173,7 +174,7 @@ impl Coordinator {
         // DDL in a block is part of it (`txn_ddl`): like a write, it holds
         // the write token until the block ends.
         if txn.read_only {
-            return Err(Error::ReadOnlyTransaction(format!("cannot execute {verb} in a read-only transaction")));
+            return Err(Error::ReadOnlyTransaction(format!("cannot execute {} in a read-only transaction", verb())));
         }
         match (&txn.token, want) {
             (None, Want::Ddl) => {
@@ -282,6 +283,12 @@ pub(super) fn own_writes(catalog: &Catalog, session: &Session, query: RelationEx
 /// reads see (`own_writes` changes what they read).
 pub(super) fn reads_own_writes(session: &Session) -> bool {
     session.txn.as_ref().is_some_and(|t| txn::overlays(&t.writes, t.ddl.as_deref()))
+}
+
+/// Whether the session's own uncommitted writes or DDL change what
+/// `query` reads (`own_writes`, against `catalog`).
+pub(super) fn sees_own_writes(catalog: &Catalog, session: &Session, query: &RelationExpr) -> bool {
+    reads_own_writes(session) && own_writes(catalog, session, query.clone()) != *query
 }
 
 /// How many times an autocommit write is run again after a conflict

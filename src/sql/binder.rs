@@ -8,7 +8,7 @@ use crate::sql::expr::ExprCtx;
 use crate::sql::plan::{ItemKind, Plan, ShowKind, UniqueKey};
 use crate::sql::query::Cte;
 use crate::sql::scope::Scope;
-use crate::sql::subquery::CorrFrame;
+use crate::sql::subquery::{self, CorrFrame};
 use crate::sql::types::{assignable, scalar_type_from_sql};
 use crate::sql::{CatalogEntry, SqlCatalog, Stmt};
 use sqlparser::ast::{
@@ -62,6 +62,12 @@ pub struct Binder<'a> {
     /// is being bound, if it is correlated: a WITH query whose relation
     /// starts with that prefix (`query::CtePrefix`) may be read there.
     pub block_outer: Option<crate::repr::GlobalId>,
+    /// How many parameter references (`$n`) have been bound so far: an
+    /// `INSERT`'s VALUES row that refers to one is kept as expressions,
+    /// not folded to constants (`bind_insert`), so that its plan is the
+    /// same whether bound with values or with placeholders (a generic
+    /// plan, `coord/generic.rs`).
+    pub params_bound: u64,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -114,6 +120,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         settings: Vec::new(),
         record_outputs: false,
         block_outer: None,
+        params_bound: 0,
     };
     let mut plan = match stmt {
         Stmt::Sql(s) => b.bind_statement(s)?,
@@ -734,7 +741,8 @@ impl Binder<'_> {
         // Postgres does for unknown-typed literals.
         let (src, src_types) = match source.body.as_ref() {
             SetExpr::Values(values) if source.order_by.is_none() && source.limit_clause.is_none() => {
-                let mut rows = Vec::new();
+                let params_before = self.params_bound;
+                let mut exprs_rows = Vec::with_capacity(values.rows.len());
                 for row in &values.rows {
                     let row = &row.content;
                     if row.len() > targets.len() {
@@ -743,10 +751,10 @@ impl Binder<'_> {
                     if row.len() < targets.len() {
                         return Err(Error::Syntax("INSERT has more target columns than expressions".into()));
                     }
-                    let mut datums = Vec::new();
+                    let mut exprs = Vec::with_capacity(row.len());
                     for (e, &col) in row.iter().zip(&targets) {
                         if crate::sql::defaults::is_default_keyword(e) {
-                            datums.push(self.column_default(&entry, col)?.eval(&[])?);
+                            exprs.push(self.column_default(&entry, col)?);
                             continue;
                         }
                         let empty = Scope::default();
@@ -763,13 +771,29 @@ impl Binder<'_> {
                                 )));
                             }
                         }
-                        let x = self.coerce(b, target_ty)?;
-                        datums.push(x.eval(&[])?);
+                        exprs.push(self.coerce(b, target_ty)?);
                     }
-                    rows.push((Row::from_datums(datums), 1));
+                    exprs_rows.push(exprs);
                 }
                 let types = targets.iter().map(|c| desc.types[*c].clone()).collect::<Vec<_>>();
-                (RelationExpr::Constant { rows, types: types.clone() }, types)
+                if self.params_bound == params_before {
+                    // Constant rows, computed once here.
+                    let mut rows = Vec::with_capacity(exprs_rows.len());
+                    for exprs in exprs_rows {
+                        let datums = exprs.iter().map(|x| x.eval(&[])).collect::<Result<Vec<_>, _>>()?;
+                        rows.push((Row::from_datums(datums), 1));
+                    }
+                    (RelationExpr::Constant { rows, types: types.clone() }, types)
+                } else {
+                    // Rows with parameters stay expressions, computed when
+                    // the statement runs: one plan serves every run of a
+                    // prepared INSERT (its generic plan).
+                    let parts = exprs_rows.into_iter().map(|exprs| {
+                        let n = exprs.len();
+                        subquery::project(subquery::map(subquery::unit(), exprs), (0..n).collect())
+                    });
+                    (subquery::union(parts.collect()), types)
+                }
             }
             _ => {
                 let block = self.bind_query(source)?;

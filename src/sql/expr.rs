@@ -478,6 +478,7 @@ impl Binder<'_> {
                     self.params.types.resize(n, None);
                 }
                 let idx = n - 1;
+                self.params_bound += 1;
                 if let Some(ty) = self.params.types[idx].clone() {
                     let expr = match &self.params.values {
                         Some(vals) => ScalarExpr::Literal(vals.get(idx).cloned().unwrap_or(Datum::Null), ty.clone()),
