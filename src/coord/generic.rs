@@ -401,18 +401,12 @@ mod tests {
         assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
         assert!(plans.instantiate(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars).is_none());
     }
-}
-
-#[cfg(test)]
-mod insert_tests {
-    use super::*;
-    use crate::coord::catalog::{BindCatalog, Item};
-    use crate::coord::Session;
-    use crate::repr::{ColumnType, RelationDesc};
-    use crate::sql::{ItemKind, Params};
 
     #[test]
     fn a_prepared_insert_of_values_has_a_generic_plan() {
+        use crate::coord::catalog::{BindCatalog, Item};
+        use crate::coord::Session;
+        use crate::sql::{ItemKind, Params};
         let mut catalog = Catalog::default();
         let mut t = Item::bare(1, "public", "t", ItemKind::Table, vec![]);
         t.desc = RelationDesc::new(

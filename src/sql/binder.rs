@@ -788,11 +788,7 @@ impl Binder<'_> {
                     // Rows with parameters stay expressions, computed when
                     // the statement runs: one plan serves every run of a
                     // prepared INSERT (its generic plan).
-                    let parts = exprs_rows.into_iter().map(|exprs| {
-                        let n = exprs.len();
-                        subquery::project(subquery::map(subquery::unit(), exprs), (0..n).collect())
-                    });
-                    (subquery::union(parts.collect()), types)
+                    (subquery::expression_rows(exprs_rows), types)
                 }
             }
             _ => {

@@ -296,11 +296,7 @@ impl Binder<'_> {
         }
         // A row whose evaluation fails (1/0) is an error when read, as in
         // Postgres, not when bound.
-        let parts = exprs_rows.into_iter().map(|exprs| {
-            let n = exprs.len();
-            project(map(unit(), exprs), (0..n).collect())
-        });
-        Ok((union(parts.collect()), desc))
+        Ok((crate::sql::subquery::expression_rows(exprs_rows), desc))
     }
 
     /// Replaces each select item that is a call of a set-returning

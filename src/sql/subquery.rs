@@ -218,6 +218,16 @@ pub fn unit() -> RelationExpr {
     RelationExpr::Constant { rows: vec![(Row::empty(), 1)], types: vec![] }
 }
 
+/// Rows computed from expressions when read (`VALUES` whose rows are not
+/// all constants): one row per list of expressions, each of one arity.
+pub fn expression_rows(rows: Vec<Vec<ScalarExpr>>) -> RelationExpr {
+    let parts = rows.into_iter().map(|exprs| {
+        let n = exprs.len();
+        project(map(unit(), exprs), (0..n).collect())
+    });
+    union(parts.collect())
+}
+
 /// NULL literals for columns of these types (all made nullable).
 pub fn nulls(types: &[ColumnType]) -> Vec<ScalarExpr> {
     types.iter().map(|t| ScalarExpr::null(t.scalar.clone())).collect()
