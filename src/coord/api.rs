@@ -49,8 +49,9 @@ pub struct Session {
     /// The open transaction block, if any (its writes, read timestamp,
     /// write token).
     pub(crate) txn: Option<crate::coord::txn::Txn>,
-    /// Session variables set with `SET`.
-    pub vars: std::collections::BTreeMap<String, String>,
+    /// Session variables set with `SET` (shared until changed, so that
+    /// a statement can keep the values it started with for nothing).
+    pub vars: std::sync::Arc<std::collections::BTreeMap<String, String>>,
     /// The values `RESET` returns to: those the client gave at start-up.
     pub defaults: std::collections::BTreeMap<String, String>,
     /// SQL-level prepared statements (`PREPARE`), with their parameter types.
@@ -84,16 +85,16 @@ impl Session {
         self.database = if database.is_empty() { self.user.clone() } else { database.to_string() };
         self.backend_pid = backend_pid;
         if !application_name.is_empty() {
-            self.vars.insert("application_name".into(), application_name.to_string());
+            std::sync::Arc::make_mut(&mut self.vars).insert("application_name".into(), application_name.to_string());
         }
-        self.defaults = self.vars.clone();
+        self.defaults = (*self.vars).clone();
     }
 
     /// Settings the client gave at start-up: the session's values and its
     /// defaults.
     pub fn start_with(&mut self, settings: std::collections::BTreeMap<String, String>) {
-        self.vars.extend(settings);
-        self.defaults = self.vars.clone();
+        std::sync::Arc::make_mut(&mut self.vars).extend(settings);
+        self.defaults = (*self.vars).clone();
     }
 
     /// A new transaction id.
@@ -103,7 +104,7 @@ impl Session {
 
     /// What a statement of this session knows of it.
     pub fn info(&self) -> crate::sql::SessionInfo {
-        let mut set = self.vars.clone();
+        let mut set = (*self.vars).clone();
         set.entry("session_authorization".into()).or_insert_with(|| self.user.clone());
         let settings = crate::sql::Settings::new(crate::coord::settings::defaults(), set);
         crate::sql::SessionInfo {

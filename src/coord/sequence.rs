@@ -94,7 +94,7 @@ impl Coordinator {
                 for (name, value, local) in settings {
                     // SET LOCAL outside a transaction block has no effect.
                     if !local || session.in_transaction {
-                        settings::set(&mut session.vars, &name, value)?;
+                        settings::set(Arc::make_mut(&mut session.vars), &name, value)?;
                     }
                 }
                 Ok(ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" })
@@ -398,11 +398,11 @@ impl Coordinator {
                 Ok(ExecuteResponse::Rows { desc: show_desc(&kind), origins: Vec::new(), rows, tag: "SHOW" })
             }
             Plan::ResetVariable { name } => {
-                settings::reset(&mut session.vars, &session.defaults, name.as_deref())?;
+                settings::reset(Arc::make_mut(&mut session.vars), &session.defaults, name.as_deref())?;
                 Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
             }
             Plan::SetVariable { name, value } => {
-                settings::set(&mut session.vars, &name, value)?;
+                settings::set(Arc::make_mut(&mut session.vars), &name, value)?;
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
             Plan::SessionCleanup { tag } => Ok(ExecuteResponse::Command { tag, rows: None }),
@@ -412,7 +412,7 @@ impl Coordinator {
                 }
                 session.cursors.clear();
                 session.prepared.clear();
-                settings::reset(&mut session.vars, &session.defaults, None)?;
+                settings::reset(Arc::make_mut(&mut session.vars), &session.defaults, None)?;
                 Ok(ExecuteResponse::Command { tag: "DISCARD ALL".into(), rows: None })
             }
             Plan::StartTransaction { read_only } => {

@@ -313,7 +313,7 @@ impl Connection {
         }
         let before = session.vars.clone();
         let result = self.coord.execute(&mut session, stmt, params).await;
-        if session.vars != before {
+        if !Arc::ptr_eq(&session.vars, &before) && session.vars != before {
             let changes = crate::coord::settings::reported_changes(&before, &session.vars);
             self.reported.lock().await.extend(changes);
         }
