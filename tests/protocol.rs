@@ -789,3 +789,39 @@ async fn prepared_writes_apply_each_runs_values() {
     client.execute(&update, &[&1i32, &7i32]).await.unwrap();
     assert_eq!(query_text(&client, "SELECT k, n, t IS NULL FROM gw ORDER BY n").await, rows(&[&["7", "71", "t"], &["7", "72", "t"]]));
 }
+
+/// Deeply nested expressions are refused with 54001 (or answered), never a
+/// stack overflow that takes the server down: left-deep `+`, `OR` and `||`
+/// chains, bound in the coordinator and evaluated in a worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_expressions_are_refused_not_fatal() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE deep (a integer, s text)").await;
+    exec(&client, "INSERT INTO deep VALUES (1, 'x')").await;
+    let chain = |term: &str, op: &str, n: usize| vec![term; n].join(op);
+
+    // As deep as the limit: answered, in the coordinator and in a worker.
+    let sum = client.query_one(&format!("SELECT {}", chain("1", "+", 9_000)), &[]).await.unwrap();
+    assert_eq!(sum.get::<_, i32>(0), 9_000);
+    let sum = client.query_one(&format!("SELECT {} FROM deep", chain("a", "+", 9_000)), &[]).await.unwrap();
+    assert_eq!(sum.get::<_, i32>(0), 9_000);
+
+    // Deeper: 54001, with both protocols.
+    for sql in [
+        format!("SELECT {}", chain("1", "+", 30_000)),
+        format!("SELECT count(*) FROM deep WHERE {}", chain("a = 1", " OR ", 50_000)),
+        format!("SELECT {} FROM deep", chain("s", " || ", 100_000)),
+        format!("SELECT {}", chain("1", "+", 1_000_000)),
+    ] {
+        let what = &sql[..40];
+        let msg = expect_code(client.simple_query(&sql).await, &SqlState::STATEMENT_TOO_COMPLEX, what);
+        assert_eq!(msg, "stack depth limit exceeded");
+        expect_code(client.prepare(&sql).await, &SqlState::STATEMENT_TOO_COMPLEX, what);
+    }
+
+    // The server and the session are still there.
+    let other = server.connect().await;
+    assert_eq!(other.query_one("SELECT a FROM deep", &[]).await.unwrap().get::<_, i32>(0), 1);
+    assert_eq!(client.query_one("SELECT 2", &[]).await.unwrap().get::<_, i32>(0), 2);
+}

@@ -68,6 +68,9 @@ pub struct Binder<'a> {
     /// same whether bound with values or with placeholders (a generic
     /// plan, `coord/generic.rs`).
     pub params_bound: u64,
+    /// How many expressions enclose the one being bound
+    /// (`expr::MAX_EXPR_DEPTH` bounds it).
+    pub expr_depth: usize,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -121,6 +124,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         record_outputs: false,
         block_outer: None,
         params_bound: 0,
+        expr_depth: 0,
     };
     let mut plan = match stmt {
         Stmt::Sql(s) => b.bind_statement(s)?,

@@ -5,6 +5,7 @@ use crate::expr::func::cast;
 use crate::expr::{AggregateExpr, AggregateFunc, BinaryFunc, ScalarExpr, UnaryFunc, VariadicFunc};
 use crate::repr::{ColumnType, Datum, Error, ScalarType};
 use crate::sql::binder::{ident, Binder};
+use crate::repr::EvalError;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{Host, SubqueryKind};
 use crate::sql::window::WindowCall;
@@ -34,6 +35,18 @@ pub struct Bound {
     pub nullable: bool,
     pub unknown: Option<Unknown>,
 }
+
+/// How deeply expressions may nest, operands within operands (a
+/// left-deep `1+1+...` of 10,000 terms is 10,000 deep). Deeper is refused
+/// with 54001 here, as PostgreSQL refuses what would pass its
+/// `max_stack_depth`, so that no later step (planner, evaluation in a
+/// worker, dropping the plan) meets a deeper expression than this.
+pub const MAX_EXPR_DEPTH: usize = 10_000;
+
+/// Stack left below which the binder continues on a new heap segment of
+/// `STACK_GROWTH` bytes (`stacker`).
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_GROWTH: usize = 8 * 1024 * 1024;
 
 impl Bound {
     fn typed(expr: ScalarExpr, ty: ScalarType, nullable: bool) -> Bound {
@@ -171,7 +184,21 @@ impl Binder<'_> {
         }
     }
 
+    /// Binds an expression (54001 past `MAX_EXPR_DEPTH` levels of
+    /// operands within operands).
     pub fn bind_expr(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<Bound, Error> {
+        if self.expr_depth >= MAX_EXPR_DEPTH {
+            return Err(Error::Eval(EvalError::StackDepthExceeded));
+        }
+        self.expr_depth += 1;
+        // A level takes kilobytes of stack here: below the limit the
+        // binder grows its stack on the heap rather than overflow it.
+        let bound = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.bind_expr_here(e, ctx));
+        self.expr_depth -= 1;
+        bound
+    }
+
+    fn bind_expr_here(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<Bound, Error> {
         // In a grouped query, an expression equal to a group key is that
         // key's output column.
         if ctx.grouping.is_some() && !matches!(e, Expr::Value(_) | Expr::Nested(_)) {

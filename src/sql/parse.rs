@@ -11,7 +11,9 @@
 use super::copy::check_copy_from_stdin_is_last;
 use super::ItemKind;
 use crate::repr::Error;
-use sqlparser::ast::{Ident, ObjectName, Statement};
+use super::expr::MAX_EXPR_DEPTH;
+use sqlparser::ast::{Expr, Ident, ObjectName, Statement, Visit, Visitor};
+use std::ops::ControlFlow;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -166,13 +168,48 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
     let tokens = copy_booleans(tokens);
+    // An expression is at most as deep as the statement has tokens.
+    let may_be_deep = tokens.len() > MAX_EXPR_DEPTH;
     let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
     let stmts = statements(&mut parser).map_err(|e| match e {
         ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
         e => Error::Syntax(syntax_message(&e.to_string())),
     })?;
+    let stmts = if may_be_deep { refuse_deep(stmts, sql.len())? } else { stmts };
     check_copy_from_stdin_is_last(sql, &stmts)?;
     Ok(stmts)
+}
+
+/// `stmts`, unless an expression in one nests deeper than
+/// `MAX_EXPR_DEPTH` (54001). sqlparser builds a left-deep chain such as
+/// `1+1+...` in a loop, as deep as it is long, below its recursion
+/// limit; refused here, no later step (cloning, comparing, binding,
+/// dropping: each recurses once per level) meets a deeper tree.
+fn refuse_deep(stmts: Vec<Stmt>, sql_len: usize) -> Result<Vec<Stmt>, Error> {
+    /// Expressions entered and not yet left; stops past the limit, so
+    /// the walk itself recurses no deeper than that.
+    struct Depth(usize);
+    impl Visitor for Depth {
+        type Break = ();
+        fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.0 += 1;
+            if self.0 > MAX_EXPR_DEPTH { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        }
+        fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.0 -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let deep = stmts.iter().any(|s| matches!(s, Stmt::Sql(s) if s.visit(&mut Depth(0)).is_break()));
+    if !deep {
+        return Ok(stmts);
+    }
+    // Dropping the tree recurses once per level too: on a stack sized for
+    // the deepest tree the text can hold (a level is at least two bytes,
+    // `1+`, and its drop takes well under 512 bytes of stack).
+    let stack = sql_len.saturating_mul(256).clamp(16 << 20, 16 << 30);
+    stacker::grow(stack, move || drop(stmts));
+    Err(Error::Eval(crate::repr::EvalError::StackDepthExceeded))
 }
 
 /// sqlparser's `parse_statements`, trying ripple's own statements first.
