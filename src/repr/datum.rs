@@ -40,6 +40,18 @@ pub enum Datum {
     Array(Vec<Datum>),
 }
 
+/// Whether `v`, parsed from the decimal text `s`, is what `s` says: not a
+/// finite number that overflowed to infinity or a non-zero one that
+/// underflowed to zero (PostgreSQL refuses both with 22003; subnormal
+/// values are kept, as PostgreSQL keeps them).
+pub fn finite_f64_in_range(s: &str, v: f64) -> bool {
+    if v.is_infinite() {
+        return false;
+    }
+    let mantissa = s.split(['e', 'E']).next().unwrap_or(s);
+    v != 0.0 || !mantissa.bytes().any(|b| matches!(b, b'1'..=b'9'))
+}
+
 impl Datum {
     pub fn is_null(&self) -> bool {
         matches!(self, Datum::Null)
@@ -226,11 +238,19 @@ impl Datum {
                     "infinity" | "+infinity" | "inf" | "+inf" => f64::INFINITY,
                     "-infinity" | "-inf" => f64::NEG_INFINITY,
                     "nan" => f64::NAN,
-                    s => s.parse::<f64>().map_err(|_| invalid())?,
+                    s => {
+                        let v = s.parse::<f64>().map_err(|_| invalid())?;
+                        if !finite_f64_in_range(s, v) {
+                            return Err(EvalError::OutOfRange(format!(
+                                "\"{text}\" is out of range for type double precision"
+                            )));
+                        }
+                        v
+                    }
                 };
                 if matches!(ty, ScalarType::Float32) {
                     let f = v as f32;
-                    if f.is_infinite() && v.is_finite() {
+                    if (f.is_infinite() && v.is_finite()) || (f == 0.0 && v != 0.0) {
                         return Err(EvalError::OutOfRange(format!(
                             "\"{text}\" is out of range for type real"
                         )));

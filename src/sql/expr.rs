@@ -535,6 +535,9 @@ impl Binder<'_> {
             // is kept as double precision rather than rejected.
             Err(_) => {
                 let v: f64 = n.parse().map_err(|_| Error::Syntax(format!("invalid number \"{n}\"")))?;
+                if !crate::repr::datum::finite_f64_in_range(n, v) {
+                    return Err(Error::Eval(EvalError::OutOfRange(format!("number \"{n}\" is out of range"))));
+                }
                 Ok(Bound::typed(ScalarExpr::Literal(Datum::Float64(v), ScalarType::Float64), ScalarType::Float64, false))
             }
         }
