@@ -13,11 +13,6 @@ use clap::Parser;
 use ripple::coord::{CoordConfig, Coordinator};
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc's thread-local free lists: under point reads and small writes
-/// glibc's malloc and free took about a fifth of the server's CPU.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A Postgres-compatible database that keeps SQL views up to date
 /// incrementally.
 #[derive(Parser, Debug)]
