@@ -820,6 +820,10 @@ async fn deep_expressions_are_refused_not_fatal() {
         expect_code(client.prepare(&sql).await, &SqlState::STATEMENT_TOO_COMPLEX, what);
     }
 
+    // A chain that ends in a syntax error is dropped as safely.
+    let broken = format!("SELECT {} )", chain("1", "+", 5_000_000));
+    expect_code(client.simple_query(&broken).await, &SqlState::SYNTAX_ERROR, "deep chain, then a syntax error");
+
     // The server and the session are still there.
     let other = server.connect().await;
     assert_eq!(other.query_one("SELECT a FROM deep", &[]).await.unwrap().get::<_, i32>(0), 1);

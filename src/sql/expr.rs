@@ -3,9 +3,8 @@
 
 use crate::expr::func::cast;
 use crate::expr::{AggregateExpr, AggregateFunc, BinaryFunc, ScalarExpr, UnaryFunc, VariadicFunc};
-use crate::repr::{ColumnType, Datum, Error, ScalarType};
+use crate::repr::{ColumnType, Datum, Error, EvalError, ScalarType};
 use crate::sql::binder::{ident, Binder};
-use crate::repr::EvalError;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{Host, SubqueryKind};
 use crate::sql::window::WindowCall;

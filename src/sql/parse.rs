@@ -168,14 +168,25 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
     let tokens = copy_booleans(tokens);
-    // An expression is at most as deep as the statement has tokens.
-    let may_be_deep = tokens.len() > MAX_EXPR_DEPTH;
-    let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
-    let stmts = statements(&mut parser).map_err(|e| match e {
-        ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
-        e => Error::Syntax(syntax_message(&e.to_string())),
-    })?;
-    let stmts = if may_be_deep { refuse_deep(stmts, sql.len())? } else { stmts };
+    let parsed = |tokens| {
+        let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
+        statements(&mut parser).map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => Error::Eval(crate::repr::EvalError::StackDepthExceeded),
+            e => Error::Syntax(syntax_message(&e.to_string())),
+        })
+    };
+    // An expression is at most as deep as the statement has tokens. A
+    // statement that may be deeper than the limit is parsed, checked and,
+    // when refused or ending in a syntax error, dropped (each recursing
+    // once per level) on a stack sized for the deepest tree its text can
+    // hold: a level is at least two bytes (`1+`) and takes well under 512
+    // bytes of stack.
+    let stmts = if tokens.len() > MAX_EXPR_DEPTH {
+        let stack = sql.len().saturating_mul(256).clamp(16 << 20, 16 << 30);
+        stacker::grow(stack, || parsed(tokens).and_then(refuse_deep))?
+    } else {
+        parsed(tokens)?
+    };
     check_copy_from_stdin_is_last(sql, &stmts)?;
     Ok(stmts)
 }
@@ -185,7 +196,7 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
 /// `1+1+...` in a loop, as deep as it is long, below its recursion
 /// limit; refused here, no later step (cloning, comparing, binding,
 /// dropping: each recurses once per level) meets a deeper tree.
-fn refuse_deep(stmts: Vec<Stmt>, sql_len: usize) -> Result<Vec<Stmt>, Error> {
+fn refuse_deep(stmts: Vec<Stmt>) -> Result<Vec<Stmt>, Error> {
     /// Expressions entered and not yet left; stops past the limit, so
     /// the walk itself recurses no deeper than that.
     struct Depth(usize);
@@ -201,15 +212,10 @@ fn refuse_deep(stmts: Vec<Stmt>, sql_len: usize) -> Result<Vec<Stmt>, Error> {
         }
     }
     let deep = stmts.iter().any(|s| matches!(s, Stmt::Sql(s) if s.visit(&mut Depth(0)).is_break()));
-    if !deep {
-        return Ok(stmts);
+    if deep {
+        return Err(Error::Eval(crate::repr::EvalError::StackDepthExceeded));
     }
-    // Dropping the tree recurses once per level too: on a stack sized for
-    // the deepest tree the text can hold (a level is at least two bytes,
-    // `1+`, and its drop takes well under 512 bytes of stack).
-    let stack = sql_len.saturating_mul(256).clamp(16 << 20, 16 << 30);
-    stacker::grow(stack, move || drop(stmts));
-    Err(Error::Eval(crate::repr::EvalError::StackDepthExceeded))
+    Ok(stmts)
 }
 
 /// sqlparser's `parse_statements`, trying ripple's own statements first.
