@@ -13,6 +13,10 @@ use clap::Parser;
 use ripple::coord::{CoordConfig, Coordinator};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc for small blocks, glibc for large ones (see `ripple::heap`).
+#[global_allocator]
+static ALLOCATOR: ripple::heap::Allocator = ripple::heap::Allocator;
+
 /// A Postgres-compatible database that keeps SQL views up to date
 /// incrementally.
 #[derive(Parser, Debug)]
