@@ -485,17 +485,27 @@ impl Storage {
         // entries it folded are still there.
         self.db.write(batch).map_err(rocks_err("writing a table snapshot failed"))?;
         self.forget_loads(&loads.iter().map(|l| (table, *l)).collect::<Vec<_>>());
-        // Let RocksDB drop the folded entries' space now: flush every
-        // column family (so no WAL file is kept alive by an old memtable),
-        // then compact the table's range (the range tombstone and what it
-        // covers go).
+        Ok(Some(bytes))
+    }
+
+    /// Lets RocksDB drop the space of what folds deleted from `tables`'
+    /// logs: flushes every column family (so no WAL file is kept alive by
+    /// an old memtable), then compacts each table's range (the range
+    /// tombstones and what they cover go). Costly (the memtables' flush
+    /// and the compaction of level 0 rewrite more than the tables), so the
+    /// compactor calls it once per many folds, or when writes pause; a
+    /// flush's file syncs delay the commits' WAL syncs that run beside it.
+    pub fn reclaim_folded(&self, tables: &[GlobalId]) -> Result<(), Error> {
         for name in [CF_CATALOG, CF_TABLE_LOG, CF_META] {
             let cf = self.cf(name)?;
-            self.db.flush_cf(cf).map_err(rocks_err("flushing after a fold failed"))?;
+            self.db.flush_cf(cf).map_err(rocks_err("flushing after folds failed"))?;
         }
-        let compact_end = if loads.is_empty() { end.to_vec() } else { codec::table_end(table) };
-        self.db.compact_range_cf(log, Some(&start[..]), Some(&compact_end[..]));
-        Ok(Some(bytes))
+        let log = self.cf(CF_TABLE_LOG)?;
+        for &table in tables {
+            let start = codec::log_key(table, SNAPSHOT_TS, SNAPSHOT_SEQ);
+            self.db.compact_range_cf(log, Some(&start[..]), Some(&codec::table_end(table)[..]));
+        }
+        Ok(())
     }
 
     /// Keeps folds (`fold_table`) from going past `time`: the log keeps
