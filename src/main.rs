@@ -58,6 +58,12 @@ struct Args {
     /// twice in memory while it is checkpointed.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     checkpoint_chunk_bytes: usize,
+
+    /// Sessions that may be open at once; a client past it is refused with
+    /// 53300 ("sorry, too many clients already"), as in PostgreSQL.
+    #[arg(long, value_name = "N", default_value_t = ripple::server::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
 }
 
 fn main() -> ExitCode {
@@ -96,6 +102,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let workers = args.workers as usize;
+    ripple::coord::set_server_values([("max_connections", args.max_connections.to_string())]);
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
@@ -139,7 +146,7 @@ async fn run(args: Args) -> Result<(), String> {
     );
 
     tokio::select! {
-        result = ripple::server::serve_listener(listener, coord) => {
+        result = ripple::server::serve_listener(listener, coord, ripple::server::ServerConfig { max_connections: args.max_connections as usize }) => {
             result.map_err(|e| format!("server failed: {e}"))
         }
         signal = shutdown_signal() => {

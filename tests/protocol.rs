@@ -829,3 +829,47 @@ async fn deep_expressions_are_refused_not_fatal() {
     assert_eq!(other.query_one("SELECT a FROM deep", &[]).await.unwrap().get::<_, i32>(0), 1);
     assert_eq!(client.query_one("SELECT 2", &[]).await.unwrap().get::<_, i32>(0), 2);
 }
+
+/// `--max-connections`: sessions past the limit are refused at start-up
+/// with FATAL 53300, a refused attempt takes no slot, and a closed session
+/// gives its slot back; `SHOW max_connections` reports the limit and `SET`
+/// cannot change it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_max_connections_are_refused() {
+    let server = TestServer::start_with(1, &["--max-connections", "3"]);
+    let held = [server.connect().await, server.connect().await, server.connect().await];
+    assert_eq!(query_text(&held[0], "SHOW max_connections").await, rows(&[&["3"]]));
+    let err = held[0].batch_execute("SET max_connections = 10").await.unwrap_err();
+    assert!(describe_error(&err).contains("cannot be changed"), "{}", describe_error(&err));
+    for _ in 0..3 {
+        let err = match tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await {
+            Ok(_) => panic!("a fourth session was accepted with --max-connections 3"),
+            Err(e) => e,
+        };
+        let db = err.as_db_error().unwrap_or_else(|| panic!("not a server error: {err}"));
+        assert_eq!(db.code(), &SqlState::TOO_MANY_CONNECTIONS);
+        assert_eq!(db.severity(), "FATAL");
+        assert_eq!(db.message(), "sorry, too many clients already");
+    }
+    // The sessions still work, and a closed one's slot is free again once
+    // the server has seen it close.
+    assert_eq!(query_text(&held[2], "SELECT 1").await, rows(&[&["1"]]));
+    let [a, b, c] = held;
+    drop(c);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let fourth = loop {
+        match tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await {
+            Ok((client, conn)) => {
+                tokio::spawn(conn);
+                break client;
+            }
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "the closed session's slot never came back: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert_eq!(query_text(&fourth, "SELECT 2").await, rows(&[&["2"]]));
+    assert_eq!(query_text(&a, "SELECT 3").await, rows(&[&["3"]]));
+    drop(b);
+}

@@ -53,6 +53,7 @@ mod sequence;
 mod session;
 mod stats;
 pub(crate) mod settings;
+pub use settings::set_server_values;
 mod system;
 pub(crate) mod txn;
 mod txn_ddl;

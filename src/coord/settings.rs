@@ -21,24 +21,42 @@ pub struct Setting {
     pub description: &'static str,
     /// Reported but not settable (`server_version`...).
     pub read_only: bool,
+    /// Read-only because the server's command line sets it
+    /// (`max_connections`): it changes with a restart.
+    pub at_start: bool,
 }
 
 const fn s(name: &'static str, default: &'static str, category: &'static str, description: &'static str) -> Setting {
-    Setting { name, default, category, description, read_only: false }
+    Setting { name, default, category, description, read_only: false, at_start: false }
 }
 
 const fn fixed(name: &'static str, default: &'static str, description: &'static str) -> Setting {
-    Setting { name, default, category: "Preset Options", description, read_only: true }
+    Setting { name, default, category: "Preset Options", description, read_only: true, at_start: false }
 }
 
-/// Every setting, by lower-case name.
+/// Values of read-only settings the server's command line decides
+/// (`max_connections`), fixed for the life of the process as PostgreSQL's
+/// postmaster settings are.
+static SERVER_VALUES: std::sync::OnceLock<BTreeMap<&'static str, String>> = std::sync::OnceLock::new();
+
+/// Sets the values of read-only settings decided at start
+/// (`max_connections`). Called once, before any session starts; later
+/// calls are ignored (the first values stay, so every session sees one).
+pub fn set_server_values(values: impl IntoIterator<Item = (&'static str, String)>) {
+    let _ = SERVER_VALUES.set(values.into_iter().filter(|(name, _)| find(name).is_some_and(|s| s.read_only)).collect());
+}
+
 /// Every known setting's default value, by name (shared by every
 /// session's `sql::Settings`).
 pub fn defaults() -> std::sync::Arc<std::collections::BTreeMap<String, String>> {
     static DEFAULTS: std::sync::OnceLock<std::sync::Arc<std::collections::BTreeMap<String, String>>> =
         std::sync::OnceLock::new();
     DEFAULTS
-        .get_or_init(|| std::sync::Arc::new(SETTINGS.iter().map(|s| (s.name.to_string(), s.default.to_string())).collect()))
+        .get_or_init(|| {
+            let server = SERVER_VALUES.get();
+            let value = |s: &Setting| server.and_then(|v| v.get(s.name)).cloned().unwrap_or_else(|| s.default.to_string());
+            std::sync::Arc::new(SETTINGS.iter().map(|s| (s.name.to_string(), value(s))).collect())
+        })
         .clone()
 }
 
@@ -51,6 +69,14 @@ pub static SETTINGS: &[Setting] = &[
     fixed("max_index_keys", "32", "Shows the maximum number of index keys."),
     fixed("max_function_args", "100", "Shows the maximum number of function arguments."),
     fixed("block_size", "8192", "Shows the size of a disk block."),
+    Setting {
+        name: "max_connections",
+        default: "100",
+        category: "Connections and Authentication / Connection Settings",
+        description: "Sets the maximum number of concurrent connections.",
+        read_only: true,
+        at_start: true,
+    },
     fixed("lc_collate", "C", "Shows the collation order locale."),
     fixed("lc_ctype", "C", "Shows the character classification and case conversion locale."),
     fixed("is_superuser", "on", "Shows whether the current user is a superuser."),
@@ -132,7 +158,10 @@ pub fn set(vars: &mut BTreeMap<String, String>, name: &str, value: String) -> Re
     let name = canonical(name);
     match find(&name) {
         None => return Err(unknown(&name)),
-        Some(s) if s.read_only => return Err(Error::InvalidParameter(format!("parameter \"{name}\" cannot be changed"))),
+        Some(s) if s.at_start => {
+            return Err(Error::CantChangeRuntimeParam(format!("parameter \"{name}\" cannot be changed without restarting the server")));
+        }
+        Some(s) if s.read_only => return Err(Error::CantChangeRuntimeParam(format!("parameter \"{name}\" cannot be changed"))),
         Some(_) => {}
     }
     if value.eq_ignore_ascii_case("default") {

@@ -76,6 +76,7 @@ pub enum SqlState {
     InvalidCursorName,
     DuplicateCursor,
     ObjectNotInPrerequisiteState,
+    CantChangeRuntimeParam,
 }
 
 impl SqlState {
@@ -151,6 +152,7 @@ impl SqlState {
             SqlState::InvalidCursorName => "34000",
             SqlState::DuplicateCursor => "42P03",
             SqlState::ObjectNotInPrerequisiteState => "55000",
+            SqlState::CantChangeRuntimeParam => "55P02",
         }
     }
 }
@@ -467,6 +469,10 @@ pub enum Error {
     /// fetch from a `NO SCROLL` cursor.
     #[error("{0}")]
     ObjectNotInPrerequisiteState(String),
+    /// `SET` of a setting that is only reported (55P02): `server_version`,
+    /// or `max_connections`, which the server's command line decides.
+    #[error("{0}")]
+    CantChangeRuntimeParam(String),
     /// A statement that would change one row twice (21000): `ON CONFLICT
     /// DO UPDATE command cannot affect row a second time`.
     #[error("{0}")]
@@ -534,6 +540,7 @@ impl Error {
             Error::UndefinedCursor(_) => SqlState::InvalidCursorName,
             Error::DuplicateCursor(_) => SqlState::DuplicateCursor,
             Error::ObjectNotInPrerequisiteState(_) => SqlState::ObjectNotInPrerequisiteState,
+            Error::CantChangeRuntimeParam(_) => SqlState::CantChangeRuntimeParam,
         }
     }
 

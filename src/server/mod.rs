@@ -11,6 +11,9 @@
 //! sub-protocol), `copy_format` (the text and CSV formats) and
 //! `copy_binary` (the binary format).
 //!
+//! At most `ServerConfig::max_connections` sessions are open at once; a
+//! start-up past it is refused with FATAL 53300 (`startup`).
+//!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
 //!
@@ -44,6 +47,23 @@ use crate::repr::Error;
 
 pub use connection::{Connection, PreparedStatement};
 pub use startup::SERVER_VERSION;
+
+/// What the server enforces per connection.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Sessions that may be open at once; a start-up past it is refused
+    /// with 53300 (`--max-connections`, `SHOW max_connections`).
+    pub max_connections: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS }
+    }
+}
+
+/// PostgreSQL's default `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
 
 /// The handlers of one connection. pgwire asks for them once per
 /// connection, so each connection gets its own `Connection` and with it its
@@ -89,17 +109,17 @@ where
     let listener = bind(&addr)
         .await
         .map_err(|e| Error::Internal(format!("could not listen on {addr}: {e}")))?;
-    serve_listener(listener, coord).await
+    serve_listener(listener, coord, ServerConfig::default()).await
 }
 
 /// Serves connections accepted on `listener` forever, one task per
 /// connection. A failing connection is logged and never affects others.
-pub async fn serve_listener(listener: TcpListener, coord: Coordinator) -> Result<(), Error> {
+pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: ServerConfig) -> Result<(), Error> {
     static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "accepting connections");
     }
-    let startup = Arc::new(startup::RippleStartup::new());
+    let slots = startup::ConnectionSlots::new(config.max_connections);
     let cancels = Arc::new(ConnectionManager::new());
     loop {
         let (socket, peer) = match listener.accept().await {
@@ -112,7 +132,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator) -> Result
             }
         };
         let coord = coord.clone();
-        let startup = startup.clone();
+        let startup = Arc::new(startup::RippleStartup::new(slots.clone()));
         let cancels = cancels.clone();
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {

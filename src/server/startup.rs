@@ -1,13 +1,16 @@
 //! Connection start-up: protocol negotiation, (no) authentication, the
-//! ParameterStatus values a client sees, and BackendKeyData.
+//! connection limit (`max_connections`), the ParameterStatus values a
+//! client sees, and BackendKeyData.
 //!
-//! Owns: the start-up phase of the wire protocol. Must not know SQL semantics
-//! or dataflow. TLS is not offered: with no TLS acceptor pgwire answers an
+//! Owns: the start-up phase of the wire protocol and the count of sessions
+//! against the limit. Must not know SQL semantics or dataflow. TLS is not offered: with no TLS acceptor pgwire answers an
 //! SSLRequest (and a GSSENCRequest) with 'N' and the client continues in
 //! plaintext.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use futures::Sink;
@@ -24,16 +27,59 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 pub use crate::coord::settings::SERVER_VERSION;
 
-/// Accepts every user and database without authentication.
-#[derive(Debug, Default)]
+/// How many sessions may be open at once (`--max-connections`) and how
+/// many are. Shared by every connection.
+#[derive(Debug)]
+pub struct ConnectionSlots {
+    max: usize,
+    open: AtomicUsize,
+}
+
+impl ConnectionSlots {
+    pub fn new(max: usize) -> Arc<ConnectionSlots> {
+        Arc::new(ConnectionSlots { max, open: AtomicUsize::new(0) })
+    }
+
+    /// Takes a slot if one is free.
+    fn take(&self) -> bool {
+        self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1)).is_ok()
+    }
+
+    fn give_back(&self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The start-up of one connection. Accepts every user and database
+/// without authentication, while fewer than `max_connections` sessions are
+/// open (53300 past it, as PostgreSQL). A session holds its slot until the
+/// connection closes (this handler is dropped with the connection).
+#[derive(Debug)]
 pub struct RippleStartup {
     keys: RandomPidSecretKeyGenerator,
+    slots: Arc<ConnectionSlots>,
+    holds_slot: AtomicBool,
 }
 
 impl RippleStartup {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(slots: Arc<ConnectionSlots>) -> Self {
+        RippleStartup { keys: RandomPidSecretKeyGenerator::default(), slots, holds_slot: AtomicBool::new(false) }
     }
+}
+
+impl Drop for RippleStartup {
+    fn drop(&mut self) {
+        if *self.holds_slot.get_mut() {
+            self.slots.give_back();
+        }
+    }
+}
+
+/// A FATAL error that ends the start-up (the connection closes after it).
+fn fatal(code: &str, message: String) -> PgWireError {
+    let mut info = pgwire::error::ErrorInfo::new("FATAL".to_string(), code.to_string(), message);
+    info.severity_nonlocalized = Some("FATAL".to_string());
+    PgWireError::UserError(Box::new(info))
 }
 
 /// The ParameterStatus messages sent after authentication.
@@ -103,13 +149,16 @@ impl StartupHandler for RippleStartup {
             // Settings given at start-up must be valid, or the client
             // cannot connect (FATAL, as in Postgres).
             if let Err(e) = crate::coord::settings::startup_settings(client.metadata()) {
-                let mut info = pgwire::error::ErrorInfo::new(
-                    "FATAL".to_string(),
-                    e.sqlstate().code().to_string(),
-                    e.to_string(),
-                );
-                info.severity_nonlocalized = Some("FATAL".to_string());
-                return Err(PgWireError::UserError(Box::new(info)));
+                return Err(fatal(e.sqlstate().code(), e.to_string()));
+            }
+            // A start-up message comes once per connection (pgwire), so
+            // this takes at most one slot.
+            if !self.holds_slot.load(Ordering::Acquire) {
+                if !self.slots.take() {
+                    tracing::info!(peer = %client.socket_addr(), max = self.slots.max, "refused a connection: too many clients");
+                    return Err(fatal("53300", "sorry, too many clients already".to_string()));
+                }
+                self.holds_slot.store(true, Ordering::Release);
             }
             let (pid, secret_key) = self.keys.generate(&*client);
             client.set_pid_and_secret_key(pid, secret_key);
@@ -128,6 +177,21 @@ impl StartupHandler for RippleStartup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_are_bounded_and_given_back() {
+        let slots = ConnectionSlots::new(2);
+        assert!(slots.take());
+        assert!(slots.take());
+        assert!(!slots.take());
+        slots.give_back();
+        assert!(slots.take());
+        assert!(!slots.take());
+        let startup = RippleStartup::new(slots.clone());
+        startup.holds_slot.store(true, Ordering::Release);
+        drop(startup);
+        assert!(slots.take());
+    }
 
     #[test]
     fn parameters() {

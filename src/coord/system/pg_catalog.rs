@@ -695,7 +695,13 @@ fn settings(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 t(s.category),
                 t(s.description),
                 null(),
-                t(if s.read_only { "internal" } else { "user" }),
+                t(if s.at_start {
+                    "postmaster"
+                } else if s.read_only {
+                    "internal"
+                } else {
+                    "user"
+                }),
                 t("string"),
                 t("default"),
                 null(),
