@@ -839,6 +839,12 @@ async fn connections_past_max_connections_are_refused() {
     let server = TestServer::start_with(1, &["--max-connections", "3"]);
     let held = [server.connect().await, server.connect().await, server.connect().await];
     assert_eq!(query_text(&held[0], "SHOW max_connections").await, rows(&[&["3"]]));
+    let mut pids = Vec::new();
+    for c in &held {
+        pids.push(query_text(c, "SELECT pg_backend_pid()").await);
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "sessions share a backend pid: {pids:?}");
     let err = held[0].batch_execute("SET max_connections = 10").await.unwrap_err();
     assert!(describe_error(&err).contains("cannot be changed"), "{}", describe_error(&err));
     for _ in 0..3 {
@@ -872,4 +878,48 @@ async fn connections_past_max_connections_are_refused() {
     assert_eq!(query_text(&fourth, "SELECT 2").await, rows(&[&["2"]]));
     assert_eq!(query_text(&a, "SELECT 3").await, rows(&[&["3"]]));
     drop(b);
+}
+
+/// `idle_in_transaction_session_timeout`: a session idle inside a
+/// transaction block for longer than its setting is ended with FATAL
+/// 25P03, its block rolled back and its key locks let go; a session idle
+/// outside a block, or a block that keeps working, is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_transactions_are_ended_by_their_timeout() {
+    use std::time::{Duration, Instant};
+    let server = TestServer::start(1);
+    let admin = server.connect().await;
+    exec(&admin, "CREATE TABLE idle_t (id int PRIMARY KEY, v text)").await;
+    let (idle, conn) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await.unwrap();
+    let conn = tokio::spawn(conn);
+    idle.batch_execute("SET idle_in_transaction_session_timeout = '300ms'").await.unwrap();
+    // Idle outside a block: not limited.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    idle.batch_execute("BEGIN; INSERT INTO idle_t VALUES (1, 'idle')").await.unwrap();
+    // A block that keeps working (statements 100 ms apart over a second,
+    // extended protocol) is not ended.
+    for i in 2..12 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        idle.execute(&format!("INSERT INTO idle_t VALUES ({i}, 'busy')"), &[]).await.unwrap();
+    }
+    // Idle in the block: ended.
+    let ended = tokio::time::timeout(Duration::from_secs(10), conn)
+        .await
+        .expect("the session idle in its transaction was never ended")
+        .unwrap();
+    let err = ended.expect_err("the connection ended without an error");
+    let db = err.as_db_error().unwrap_or_else(|| panic!("not a server error: {err}"));
+    assert_eq!(db.code(), &SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT);
+    assert_eq!(db.severity(), "FATAL");
+    assert_eq!(db.message(), "terminating connection due to idle-in-transaction timeout");
+    assert!(idle.batch_execute("SELECT 1").await.is_err());
+    // Its block was rolled back and its lock on key 1 let go: another
+    // session writes the key at once.
+    let started = Instant::now();
+    exec(&admin, "INSERT INTO idle_t VALUES (1, 'after')").await;
+    assert!(started.elapsed() < Duration::from_secs(5), "the ended session's key lock was held");
+    assert_eq!(query_text(&admin, "SELECT id, v FROM idle_t ORDER BY id").await, rows(&[&["1", "after"]]));
+    // The server serves new sessions as before.
+    let again = server.connect().await;
+    assert_eq!(query_text(&again, "SELECT count(*) FROM idle_t").await, rows(&[&["1"]]));
 }

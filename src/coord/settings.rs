@@ -291,7 +291,18 @@ pub fn reported_changes(before: &BTreeMap<String, String>, after: &BTreeMap<Stri
 
 /// A session's statement timeout, if one is set.
 pub fn statement_timeout(vars: &BTreeMap<String, String>) -> Option<std::time::Duration> {
-    let ms = parse_duration_ms(vars.get("statement_timeout")?)?;
+    timeout(vars, "statement_timeout")
+}
+
+/// How long a session may wait for its client inside a transaction block
+/// (`idle_in_transaction_session_timeout`), if that is limited.
+pub fn idle_in_transaction_timeout(vars: &BTreeMap<String, String>) -> Option<std::time::Duration> {
+    timeout(vars, "idle_in_transaction_session_timeout")
+}
+
+/// The duration setting `name` (milliseconds without a unit), if above 0.
+fn timeout(vars: &BTreeMap<String, String>, name: &str) -> Option<std::time::Duration> {
+    let ms = parse_duration_ms(vars.get(name)?)?;
     (ms > 0).then(|| std::time::Duration::from_millis(ms))
 }
 

@@ -71,6 +71,8 @@ pub struct BoundParams {
 /// for an empty query.
 pub struct StatementParser {
     coord: Coordinator,
+    /// Parse is a message from the client: the session is not idle.
+    idle: Arc<super::idle::IdleWatch>,
 }
 
 #[async_trait]
@@ -86,6 +88,7 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        self.idle.disarm();
         let mut stmts = crate::coord::run_heavy(sql.len(), || self.coord.parse(sql)).map_err(|e| pg_error(&e))?;
         if stmts.len() > 1 {
             return Err(user_error(
@@ -138,6 +141,8 @@ pub struct Connection {
     /// by statement, kept while the catalog and search_path stay as they
     /// were (`Described`).
     described: Mutex<std::collections::HashMap<usize, Described>>,
+    /// The idle-in-transaction timeout's deadline (`idle.rs`).
+    idle: Arc<super::idle::IdleWatch>,
 }
 
 /// A statement's description and what it was made from. The statement is
@@ -217,10 +222,11 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
 
 impl Connection {
     /// A new connection with a fresh session.
-    pub fn new(coord: Coordinator, cancels: Arc<pgwire::api::ConnectionManager>) -> Self {
+    pub fn new(coord: Coordinator, cancels: Arc<pgwire::api::ConnectionManager>, idle: Arc<super::idle::IdleWatch>) -> Self {
         let session = coord.new_session();
         let parser = Arc::new(StatementParser {
             coord: coord.clone(),
+            idle: idle.clone(),
         });
         Connection {
             coord,
@@ -232,7 +238,24 @@ impl Connection {
             reported: Mutex::new(Vec::new()),
             portals: Mutex::new(std::collections::HashMap::new()),
             described: Mutex::new(std::collections::HashMap::new()),
+            idle,
         }
+    }
+
+    /// After answering a statement: arms the idle-in-transaction timeout
+    /// if the session is left in a transaction block (and no COPY is
+    /// receiving data), with the session's setting.
+    pub(super) async fn watch_idle(&self) {
+        let timeout = {
+            let session = self.session.lock().await;
+            if session.in_transaction {
+                crate::coord::settings::idle_in_transaction_timeout(&session.vars)
+            } else {
+                None
+            }
+        };
+        let copying = self.copy_in.lock().await.is_some();
+        self.idle.arm(if copying { None } else { timeout });
     }
 
     /// Tells the session who its client is, once (the start-up message's
@@ -491,9 +514,10 @@ impl Connection {
     }
 }
 
-#[async_trait]
-impl SimpleQueryHandler for Connection {
-    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+impl Connection {
+    /// `on_query`'s work (the idle-in-transaction watch around it is
+    /// `on_query`'s).
+    async fn simple_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore,
@@ -528,6 +552,22 @@ impl SimpleQueryHandler for Connection {
             .await?;
         Ok(())
     }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.disarm();
+        let result = self.simple_query(client, query).await;
+        self.watch_idle().await;
+        result
+    }
 
     async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
     where
@@ -544,169 +584,13 @@ impl SimpleQueryHandler for Connection {
     }
 }
 
-#[async_trait]
-impl ExtendedQueryHandler for Connection {
-    type Statement = PreparedStatement;
-    type QueryParser = StatementParser;
-
-    fn query_parser(&self) -> Arc<Self::QueryParser> {
-        self.parser.clone()
-    }
-
-    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+impl Connection {
+    /// `on_execute`'s work (`on_execute` disarms the idle-in-transaction
+    /// watch first; the Sync after it arms it).
+    async fn execute_message<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        match message.target_type {
-            TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
-            TARGET_TYPE_BYTE_PORTAL => {
-                client.portal_store().rm_portal(name);
-                self.portals.lock().await.remove(name);
-            }
-            _ => {}
-        }
-        client.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
-        Ok(())
-    }
-
-    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        self.identify(&*client).await;
-        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
-        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
-        match client.portal_store().get_statement(statement_name) {
-            Some(Entry::Value(stmt)) => {
-                let portal = Arc::new(self.bind_portal(&message, stmt).await?);
-                client.portal_store().put_portal(portal.clone());
-                if !portal_name.is_empty() {
-                    self.portals.lock().await.insert(portal_name.to_string(), portal);
-                }
-            }
-            Some(Entry::Empty) => {
-                if !message.parameters.is_empty() {
-                    return Err(user_error(
-                        PROTOCOL_VIOLATION,
-                        format!(
-                            "bind message supplies {} parameters, but prepared statement \"{}\" requires 0",
-                            message.parameters.len(),
-                            display_name(statement_name)
-                        ),
-                    ));
-                }
-                client.portal_store().put_empty_portal(portal_name);
-            }
-            None => {
-                return Err(user_error(
-                    INVALID_SQL_STATEMENT_NAME,
-                    format!(
-                        "prepared statement \"{}\" does not exist",
-                        display_name(statement_name)
-                    ),
-                ));
-            }
-        }
-        // (Replies of the extended protocol are fed, not flushed: they go
-        // out together at Sync or Flush, one write instead of one each.)
-        client
-            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
-            .await?;
-        Ok(())
-    }
-
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        self.identify(&*client).await;
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let columns = match message.target_type {
-            TARGET_TYPE_BYTE_STATEMENT => {
-                let (params, columns, origins) = match client.portal_store().get_statement(name) {
-                    Some(Entry::Value(stmt)) => {
-                        let desc = self.describe(&stmt).await?;
-                        (desc.params, desc.columns, desc.origins)
-                    }
-                    Some(Entry::Empty) => (vec![], None, vec![]),
-                    None => {
-                        return Err(user_error(
-                            INVALID_SQL_STATEMENT_NAME,
-                            format!(
-                                "prepared statement \"{}\" does not exist",
-                                display_name(name)
-                            ),
-                        ));
-                    }
-                };
-                let oids = params.iter().map(ScalarType::oid).collect();
-                client
-                    .feed(PgWireBackendMessage::ParameterDescription(
-                        ParameterDescription::new(oids),
-                    ))
-                    .await?;
-                // Result formats are not known before Bind: describe as text.
-                columns.map(|desc| {
-                    let formats = vec![FieldFormat::Text; desc.arity()];
-                    (desc, origins, formats)
-                })
-            }
-            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
-                Some(Entry::Value(portal)) => {
-                    let desc = self.describe(&portal.statement).await?;
-                    match desc.columns {
-                        Some(columns) => {
-                            let codes = match &portal.statement.statement.bound {
-                                Some(b) => b.result_formats.as_slice(),
-                                None => &[],
-                            };
-                            let formats = resolve_formats(codes, columns.arity(), "result column")?;
-                            Some((columns, desc.origins, formats))
-                        }
-                        None => None,
-                    }
-                }
-                Some(Entry::Empty) => None,
-                None => {
-                    return Err(user_error(
-                        INVALID_CURSOR_NAME,
-                        format!("portal \"{}\" does not exist", display_name(name)),
-                    ));
-                }
-            },
-            other => return Err(PgWireError::InvalidTargetType(other)),
-        };
-        match columns {
-            Some((desc, origins, formats)) => {
-                client
-                    .feed(PgWireBackendMessage::RowDescription(row_description(
-                        &desc, &origins, &formats,
-                    )))
-                    .await?
-            }
-            None => {
-                client
-                    .feed(PgWireBackendMessage::NoData(NoData::new()))
-                    .await?
-            }
-        }
-        Ok(())
-    }
-
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::PortalStore: PortalStore<Statement = PreparedStatement>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
@@ -822,6 +706,199 @@ impl ExtendedQueryHandler for Connection {
         }
         self.send_reported(client).await?;
         client.set_state(PgWireConnectionState::ReadyForQuery);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = PreparedStatement;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.disarm();
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
+            TARGET_TYPE_BYTE_PORTAL => {
+                client.portal_store().rm_portal(name);
+                self.portals.lock().await.remove(name);
+            }
+            _ => {}
+        }
+        client.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+        Ok(())
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.disarm();
+        self.identify(&*client).await;
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(stmt)) => {
+                let portal = Arc::new(self.bind_portal(&message, stmt).await?);
+                client.portal_store().put_portal(portal.clone());
+                if !portal_name.is_empty() {
+                    self.portals.lock().await.insert(portal_name.to_string(), portal);
+                }
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(user_error(
+                        PROTOCOL_VIOLATION,
+                        format!(
+                            "bind message supplies {} parameters, but prepared statement \"{}\" requires 0",
+                            message.parameters.len(),
+                            display_name(statement_name)
+                        ),
+                    ));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => {
+                return Err(user_error(
+                    INVALID_SQL_STATEMENT_NAME,
+                    format!(
+                        "prepared statement \"{}\" does not exist",
+                        display_name(statement_name)
+                    ),
+                ));
+            }
+        }
+        // (Replies of the extended protocol are fed, not flushed: they go
+        // out together at Sync or Flush, one write instead of one each.)
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.disarm();
+        self.identify(&*client).await;
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let columns = match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                let (params, columns, origins) = match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(stmt)) => {
+                        let desc = self.describe(&stmt).await?;
+                        (desc.params, desc.columns, desc.origins)
+                    }
+                    Some(Entry::Empty) => (vec![], None, vec![]),
+                    None => {
+                        return Err(user_error(
+                            INVALID_SQL_STATEMENT_NAME,
+                            format!(
+                                "prepared statement \"{}\" does not exist",
+                                display_name(name)
+                            ),
+                        ));
+                    }
+                };
+                let oids = params.iter().map(ScalarType::oid).collect();
+                client
+                    .feed(PgWireBackendMessage::ParameterDescription(
+                        ParameterDescription::new(oids),
+                    ))
+                    .await?;
+                // Result formats are not known before Bind: describe as text.
+                columns.map(|desc| {
+                    let formats = vec![FieldFormat::Text; desc.arity()];
+                    (desc, origins, formats)
+                })
+            }
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let desc = self.describe(&portal.statement).await?;
+                    match desc.columns {
+                        Some(columns) => {
+                            let codes = match &portal.statement.statement.bound {
+                                Some(b) => b.result_formats.as_slice(),
+                                None => &[],
+                            };
+                            let formats = resolve_formats(codes, columns.arity(), "result column")?;
+                            Some((columns, desc.origins, formats))
+                        }
+                        None => None,
+                    }
+                }
+                Some(Entry::Empty) => None,
+                None => {
+                    return Err(user_error(
+                        INVALID_CURSOR_NAME,
+                        format!("portal \"{}\" does not exist", display_name(name)),
+                    ));
+                }
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        match columns {
+            Some((desc, origins, formats)) => {
+                client
+                    .feed(PgWireBackendMessage::RowDescription(row_description(
+                        &desc, &origins, &formats,
+                    )))
+                    .await?
+            }
+            None => {
+                client
+                    .feed(PgWireBackendMessage::NoData(NoData::new()))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.disarm();
+        self.execute_message(client, message).await
+    }
+
+    /// ReadyForQuery (as pgwire's default), with the idle-in-transaction
+    /// timeout armed if the session is left in a block: from here the
+    /// session waits for its client.
+    async fn on_sync<C>(&self, client: &mut C, _message: pgwire::messages::extendedquery::Sync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        self.watch_idle().await;
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(client.transaction_status())))
+            .await?;
+        client.flush().await?;
         Ok(())
     }
 

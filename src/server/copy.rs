@@ -562,6 +562,31 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let result = self.finish_copy_in(client).await;
+        self.watch_idle().await;
+        result
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.copy_in.lock().await.take();
+        self.watch_idle().await;
+        pg_error(&Error::CopyFromStdinFailed(fail.message))
+    }
+}
+
+impl Connection {
+    /// CopyDone: applies the COPY FROM STDIN that received the data.
+    async fn finish_copy_in<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let Some(copy) = self.copy_in.lock().await.take() else {
             return Ok(());
         };
@@ -586,16 +611,6 @@ impl CopyHandler for Connection {
                 Err(pg_error(&e))
             }
         }
-    }
-
-    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        self.copy_in.lock().await.take();
-        pg_error(&Error::CopyFromStdinFailed(fail.message))
     }
 }
 

@@ -12,7 +12,10 @@
 //! `copy_binary` (the binary format).
 //!
 //! At most `ServerConfig::max_connections` sessions are open at once; a
-//! start-up past it is refused with FATAL 53300 (`startup`).
+//! start-up past it is refused with FATAL 53300 (`startup`). A session
+//! idle inside a transaction block for longer than its
+//! `idle_in_transaction_session_timeout` is ended with FATAL 25P03
+//! (`idle`).
 //!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
@@ -26,10 +29,12 @@ mod convert;
 mod copy;
 mod copy_binary;
 mod copy_format;
+mod idle;
 mod portal_cursor;
 mod startup;
 
 use std::fmt::Display;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -120,6 +125,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
         tracing::info!(%addr, "accepting connections");
     }
     let slots = startup::ConnectionSlots::new(config.max_connections);
+    let keys = Arc::new(pgwire::api::RandomPidSecretKeyGenerator::default());
     let cancels = Arc::new(ConnectionManager::new());
     loop {
         let (socket, peer) = match listener.accept().await {
@@ -132,20 +138,37 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
             }
         };
         let coord = coord.clone();
-        let startup = Arc::new(startup::RippleStartup::new(slots.clone()));
+        let startup = Arc::new(startup::RippleStartup::new(slots.clone(), keys.clone()));
         let cancels = cancels.clone();
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             tracing::debug!(conn_id, %peer, "connection opened");
+            let idle = idle::IdleWatch::new();
+            // A second handle on the socket, to send the idle-in-transaction
+            // timeout's FATAL after the protocol loop (which owns the
+            // socket) is dropped.
+            let spare = socket.as_fd().try_clone_to_owned().map(std::net::TcpStream::from);
             let handlers = ConnectionHandlers {
-                connection: Arc::new(Connection::new(coord, cancels.clone())),
+                connection: Arc::new(Connection::new(coord, cancels.clone(), idle.clone())),
                 startup,
                 cancels,
             };
-            match process_socket(socket, None, handlers).await {
-                Ok(()) => tracing::debug!(conn_id, %peer, "connection closed"),
-                Err(e) => {
+            // The loop and with it the session (rolled back) are dropped
+            // when the select ends.
+            let ended = tokio::select! {
+                ended = process_socket(socket, None, handlers) => Some(ended),
+                () = idle.expired() => None,
+            };
+            match ended {
+                Some(Ok(())) => tracing::debug!(conn_id, %peer, "connection closed"),
+                Some(Err(e)) => {
                     tracing::debug!(conn_id, %peer, error = %e, "connection closed with error")
+                }
+                None => {
+                    tracing::info!(conn_id, %peer, "terminating connection due to idle-in-transaction timeout");
+                    if let Ok(spare) = spare {
+                        idle::terminate(spare);
+                    }
                 }
             }
         });

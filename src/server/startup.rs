@@ -56,14 +56,15 @@ impl ConnectionSlots {
 /// connection closes (this handler is dropped with the connection).
 #[derive(Debug)]
 pub struct RippleStartup {
-    keys: RandomPidSecretKeyGenerator,
+    /// Shared by every connection: it numbers backend pids in order.
+    keys: Arc<RandomPidSecretKeyGenerator>,
     slots: Arc<ConnectionSlots>,
     holds_slot: AtomicBool,
 }
 
 impl RippleStartup {
-    pub fn new(slots: Arc<ConnectionSlots>) -> Self {
-        RippleStartup { keys: RandomPidSecretKeyGenerator::default(), slots, holds_slot: AtomicBool::new(false) }
+    pub fn new(slots: Arc<ConnectionSlots>, keys: Arc<RandomPidSecretKeyGenerator>) -> Self {
+        RippleStartup { keys, slots, holds_slot: AtomicBool::new(false) }
     }
 }
 
@@ -187,7 +188,7 @@ mod tests {
         slots.give_back();
         assert!(slots.take());
         assert!(!slots.take());
-        let startup = RippleStartup::new(slots.clone());
+        let startup = RippleStartup::new(slots.clone(), Default::default());
         startup.holds_slot.store(true, Ordering::Release);
         drop(startup);
         assert!(slots.take());
