@@ -6,10 +6,11 @@
 //! The connection arms the watch when it sends ReadyForQuery with the
 //! session in a block (`arm`: the end of a simple query, Sync, the end of
 //! a COPY) and disarms it when the client's next message arrives
-//! (`disarm`: Query, Parse, Bind, Describe, Execute, Close); the connection's task races the protocol loop
-//! against `expired` (`serve_listener`) and, when the watch wins, drops the
-//! loop (and with it the session, which rolls the block back and lets its
-//! locks go), sends FATAL 25P03 and closes the socket.
+//! (`disarm`: Query, Parse, Bind, Describe, Execute, Close). The
+//! connection's task races the protocol loop against `expired`
+//! (`serve_listener`) and, when the watch wins, drops the loop (and with
+//! it the session, which rolls the block back and lets its locks go),
+//! sends FATAL 25P03 and closes the socket.
 //!
 //! Owns: the deadline and the termination message. Must not: read settings
 //! (the connection passes the timeout) or touch the session.
