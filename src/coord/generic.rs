@@ -50,8 +50,9 @@ struct Entry {
     /// The catalog it was bound against (`Weak`: its address is not
     /// reused while the entry holds it).
     catalog: Weak<Catalog>,
-    /// The session's settings then.
-    vars: BTreeMap<String, String>,
+    /// The session's settings then (shared with the session until it
+    /// changes one).
+    vars: Arc<BTreeMap<String, String>>,
     known: Known,
 }
 
@@ -89,8 +90,15 @@ pub struct Instance {
 }
 
 impl Entry {
-    fn matches(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
-        self.catalog.as_ptr() == Arc::as_ptr(catalog) && self.types == types && self.vars == *vars && self.stmt == *stmt
+    /// (Cheapest first: this runs for every kept entry on every run of a
+    /// prepared statement. The statement before the settings: it tells
+    /// entries apart, where the settings are the same map in all of
+    /// them, compared by address unless a SET made a new one.)
+    fn matches(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
+        self.catalog.as_ptr() == Arc::as_ptr(catalog)
+            && self.types == types
+            && self.stmt == *stmt
+            && (Arc::ptr_eq(&self.vars, vars) || *self.vars == **vars)
     }
 }
 
@@ -103,7 +111,7 @@ impl GenericPlans {
         params: &[Datum],
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
-        vars: &BTreeMap<String, String>,
+        vars: &Arc<BTreeMap<String, String>>,
     ) -> Option<Result<Instance, Error>> {
         let entry = self.0.iter().find(|e| e.matches(stmt, types, catalog, vars))?;
         let Known::Generic(generic) = &entry.known else { return None };
@@ -112,7 +120,7 @@ impl GenericPlans {
 
     /// Whether to make `stmt`'s generic plan now (`learn`): on its second
     /// run for this catalog and these settings. Notes its first.
-    pub fn second_run(&mut self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &BTreeMap<String, String>) -> bool {
+    pub fn second_run(&mut self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
         match self.0.iter().find(|e| e.matches(stmt, types, catalog, vars)) {
             Some(e) => matches!(e.known, Known::RanOnce),
             None => {
@@ -138,7 +146,7 @@ impl GenericPlans {
         params: &[Datum],
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
-        vars: &BTreeMap<String, String>,
+        vars: &Arc<BTreeMap<String, String>>,
         generic: Option<(Plan, Vec<GlobalId>)>,
         custom: &Plan,
     ) {
@@ -337,7 +345,7 @@ mod tests {
     fn a_plan_that_binding_with_values_gives_is_kept_and_filled() {
         let catalog = Arc::new(Catalog::default());
         let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
-        let vars = BTreeMap::new();
+        let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let custom = select(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32));
         let mut plans = GenericPlans::default();
@@ -354,7 +362,7 @@ mod tests {
         assert_eq!((query, deps), (expected, vec![1]));
         // Another catalog, other settings or other parameter types: none.
         assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &Arc::new(Catalog::default()), &vars).is_none());
-        let other_vars = BTreeMap::from([("search_path".to_string(), "x".to_string())]);
+        let other_vars = Arc::new(BTreeMap::from([("search_path".to_string(), "x".to_string())]));
         assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &other_vars).is_none());
         assert!(plans.instantiate(&stmt, &[Datum::Int64(9)], &[Some(ScalarType::Int64)], &catalog, &vars).is_none());
     }
@@ -364,7 +372,7 @@ mod tests {
         // `$1 = 5` folds to TRUE (and the filter goes) only with 5 in place.
         let catalog = Arc::new(Catalog::default());
         let stmt = crate::sql::parse("SELECT a FROM t WHERE $1 = 5").unwrap().remove(0);
-        let vars = BTreeMap::new();
+        let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let five = |v: ScalarExpr| v.call_binary(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32), BinaryFunc::Eq);
         let plan = |v: ScalarExpr| {
@@ -393,7 +401,7 @@ mod tests {
         // As when binding computed something from the value itself.
         let catalog = Arc::new(Catalog::default());
         let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
-        let vars = BTreeMap::new();
+        let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let custom = select(ScalarExpr::Literal(Datum::Int32(6), ScalarType::Int32));
         let mut plans = GenericPlans::default();
@@ -417,7 +425,7 @@ mod tests {
         let catalog = Arc::new(catalog);
         let stmt = crate::sql::parse("INSERT INTO t VALUES ($1, now()), ($1 + 1, DEFAULT)").unwrap().remove(0);
         let types = vec![Some(ScalarType::Int32)];
-        let vars = BTreeMap::new();
+        let vars = Arc::new(BTreeMap::new());
         let bind = |values: Option<Vec<Datum>>| {
             let generic = values.is_none();
             let mut p = Params { types: types.clone(), values, generic };

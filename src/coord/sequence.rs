@@ -594,12 +594,20 @@ fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>,
         (Some(c), Some(optimized), Some(query)) if !session::sees_own_writes(c, session, query) => Some(optimized),
         _ => None,
     };
-    let (read, write_query) = match (&plan, catalog, optimized) {
-        (Plan::Select { query, .. }, Some(_), Some(optimized)) => (Some(ReadPlan::optimized(query.clone(), optimized)), None),
-        (Plan::Select { query, .. }, Some(c), None) => (Some(ReadPlan::new(c, c, session, query.clone())), None),
+    // A read's query moves into its read plan (a plan with a read plan
+    // is run from that alone).
+    let mut plan = plan;
+    let (read, write_query) = match (&mut plan, catalog, optimized) {
+        (Plan::Select { query, .. }, Some(_), Some(optimized)) => (Some(ReadPlan::optimized(taken(query), optimized)), None),
+        (Plan::Select { query, .. }, Some(c), None) => (Some(ReadPlan::new(c, c, session, taken(query))), None),
         (_, _, optimized) => (None, optimized),
     };
     Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query }
+}
+
+/// A query taken out of a plan (an empty constant left in its place).
+fn taken(query: &mut RelationExpr) -> RelationExpr {
+    std::mem::replace(query, RelationExpr::Constant { rows: Vec::new(), types: Vec::new() })
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:

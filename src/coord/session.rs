@@ -64,27 +64,29 @@ impl Coordinator {
             }
         };
         let writing = own_token.is_some() || session.txn.as_ref().is_some_and(|t| t.token.is_some());
-        let cancel = session.cancel.take();
         // (CHECKPOINT runs to its end: a round stopped half-way would
         // leave the workers' checkpoint state ahead of the recorded one.)
-        let result = if class == StmtClass::Other && !matches!(stmt, Stmt::Checkpoint) {
-            // A read may stop at any point: a CancelRequest or the
-            // statement timeout ends it (writes run to their end, so that
-            // what is reported is what happened).
-            let timeout = settings::statement_timeout(&session.vars);
-            let run = self.execute_inner(session, stmt, params, writing);
-            tokio::select! {
+        // A read may stop at any point: a CancelRequest or the statement
+        // timeout ends it (writes run to their end, so that what is
+        // reported is what happened; a write may stop only while it waits
+        // for key locks, through the session's `cancel`).
+        let interruptible = class == StmtClass::Other && !matches!(stmt, Stmt::Checkpoint);
+        let (cancel, timeout) = match interruptible {
+            true => (session.cancel.take(), settings::statement_timeout(&session.vars)),
+            false => (None, None),
+        };
+        // (One future for both kinds: it is the largest part of this one,
+        // built for every statement.)
+        let run = self.execute_inner(session, stmt, params, writing);
+        let result = match interruptible {
+            true => tokio::select! {
                 r = run => r,
                 _ = canceled(cancel) => Err(Error::Canceled),
                 _ = sleep_for(timeout) => Err(Error::StatementTimeout),
-            }
-        } else {
-            // A write may stop only while it waits for key locks.
-            session.cancel = cancel;
-            let r = self.execute_inner(session, stmt, params, writing).await;
-            session.cancel = None;
-            r
+            },
+            false => run.await,
         };
+        session.cancel = None;
         if session.txn.as_ref().is_some_and(|t| t.implicit) {
             // The one-statement transaction of an autocommit write.
             let txn = session.txn.take();
@@ -279,16 +281,10 @@ pub(super) fn own_writes(catalog: &Catalog, session: &Session, query: RelationEx
     }
 }
 
-/// Whether the session has uncommitted writes or DDL of its own that its
-/// reads see (`own_writes` changes what they read).
-pub(super) fn reads_own_writes(session: &Session) -> bool {
-    session.txn.as_ref().is_some_and(|t| txn::overlays(&t.writes, t.ddl.as_deref()))
-}
-
 /// Whether the session's own uncommitted writes or DDL change what
 /// `query` reads (`own_writes`, against `catalog`).
 pub(super) fn sees_own_writes(catalog: &Catalog, session: &Session, query: &RelationExpr) -> bool {
-    reads_own_writes(session) && own_writes(catalog, session, query.clone()) != *query
+    session.txn.as_ref().is_some_and(|t| txn::overlay_changes(query, &t.writes, t.ddl.as_deref(), catalog))
 }
 
 /// How many times an autocommit write is run again after a conflict

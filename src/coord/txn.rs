@@ -277,6 +277,28 @@ pub fn overlays(writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, block: Option<&Tx
     writes.values().any(|w| !w.is_empty()) || block.is_some_and(|tc| !tc.created.is_empty() || !tc.reshaped.is_empty())
 }
 
+/// Whether `overlay` changes `expr`, found without rewriting it: it reads
+/// a table the block wrote rows of, created or changed the columns of, or
+/// a materialized view over one of those (or created in the block).
+pub fn overlay_changes(expr: &RelationExpr, writes: &BTreeMap<GlobalId, Vec<(Row, Diff)>>, block: Option<&TxnCatalog>, catalog: &Catalog) -> bool {
+    if !overlays(writes, block) {
+        return false;
+    }
+    let wrote = |id: &GlobalId| writes.get(id).is_some_and(|w| !w.is_empty());
+    let made = |id: &GlobalId| block.is_some_and(|tc| tc.created.contains(id) || tc.reshaped.contains_key(id));
+    let reads = expr.depends_on();
+    if reads.iter().any(|id| wrote(id) || made(id)) {
+        return true;
+    }
+    let mut written: BTreeSet<GlobalId> = writes.iter().filter(|(_, w)| !w.is_empty()).map(|(id, _)| *id).collect();
+    if let Some(tc) = block {
+        written.extend(tc.created.iter().copied());
+    }
+    reads.iter().any(|id| {
+        catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::MaterializedView && i.plan.is_some() && depends_on_any(*id, &written, catalog))
+    })
+}
+
 /// What `overlay` rewrites with.
 struct Overlay<'a> {
     writes: &'a BTreeMap<GlobalId, Vec<(Row, Diff)>>,
@@ -386,6 +408,20 @@ mod tests {
         let r = |i| Row::pack(&[Datum::Int32(i)]);
         let out = consolidate(vec![(r(1), 1), (r(2), 1), (r(1), -1), (r(2), 1)]);
         assert_eq!(out, vec![(r(2), 2)]);
+    }
+
+    #[test]
+    fn overlay_changes_what_overlay_rewrites() {
+        let catalog = Catalog::default();
+        let get = |id| RelationExpr::Get { id, name: format!("t{id}"), types: vec![] };
+        let mut writes = BTreeMap::new();
+        writes.insert(1, vec![(Row::pack(&[Datum::Int32(1)]), 1)]);
+        writes.insert(3, vec![]);
+        for expr in [get(1), get(2), get(3), RelationExpr::Union { inputs: vec![get(2), get(1)] }] {
+            let rewritten = overlay(expr.clone(), &writes, None, &catalog);
+            assert_eq!(overlay_changes(&expr, &writes, None, &catalog), rewritten != expr, "{expr:?}");
+        }
+        assert!(!overlay_changes(&get(1), &BTreeMap::new(), None, &catalog));
     }
 
     #[test]
