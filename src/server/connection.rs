@@ -335,7 +335,10 @@ impl Connection {
             session.cancel = Some(handle.start_query().await);
         }
         let before = session.vars.clone();
-        let result = self.coord.execute(&mut session, stmt, params).await;
+        // Boxed: the statement's future is large (it may run any kind of
+        // statement), and each protocol handler that awaits this one would
+        // otherwise hold, and move, a copy of its space.
+        let result = Box::pin(self.coord.execute(&mut session, stmt, params)).await;
         if !Arc::ptr_eq(&session.vars, &before) && session.vars != before {
             let changes = crate::coord::settings::reported_changes(&before, &session.vars);
             self.reported.lock().await.extend(changes);
