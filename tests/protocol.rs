@@ -830,6 +830,63 @@ async fn deep_expressions_are_refused_not_fatal() {
     assert_eq!(client.query_one("SELECT 2", &[]).await.unwrap().get::<_, i32>(0), 2);
 }
 
+/// A string parameter holding a NUL or bytes that are not UTF-8 is refused
+/// with 22021, as PostgreSQL's text input refuses it, and nothing is
+/// written; a binary numeric with a digit out of range is 22P03.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_with_nul_and_malformed_numerics_are_refused() {
+    let server = TestServer::start_with(1, &[]);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE s (v text, n numeric)").await.unwrap();
+    let err = client.execute("INSERT INTO s (v) VALUES ($1)", &[&"a\0b"]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::CHARACTER_NOT_IN_REPERTOIRE), "{}", describe_error(&err));
+    assert!(describe_error(&err).contains("0x00"), "{}", describe_error(&err));
+    // (numeric 1.0001 in binary with its second digit replaced by 10000)
+    let stmt = client.prepare_typed("INSERT INTO s (n) VALUES ($1)", &[tokio_postgres::types::Type::NUMERIC]).await.unwrap();
+    let err = client.execute(&stmt, &[&RawNumeric(vec![0, 2, 0, 0, 0, 0, 0, 4, 0, 1, 0x27, 0x10])]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::INVALID_BINARY_REPRESENTATION), "{}", describe_error(&err));
+    client.execute(&stmt, &[&RawNumeric(vec![0, 2, 0, 0, 0, 0, 0, 4, 0, 1, 0, 1])]).await.unwrap();
+    assert_eq!(query_text(&client, "SELECT count(v), sum(n) FROM s").await, rows(&[&["0", "1.0001"]]));
+}
+
+/// A parameter's bytes as given, sent as a binary `numeric`.
+#[derive(Debug)]
+struct RawNumeric(Vec<u8>);
+
+impl tokio_postgres::types::ToSql for RawNumeric {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+    tokio_postgres::types::accepts!(NUMERIC);
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// A connection that sends no start-up message is closed once
+/// `--authentication-timeout` passes (PostgreSQL's authentication_timeout:
+/// silent sockets cannot hold the server's resources); a session that
+/// started is not affected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_do_not_start_up_in_time_are_closed() {
+    use tokio::io::AsyncReadExt;
+    let server = TestServer::start_with(1, &["--authentication-timeout", "1"]);
+    let session = server.connect().await;
+    assert_eq!(query_text(&session, "SHOW authentication_timeout").await, rows(&[&["1s"]]));
+    let started = std::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(("127.0.0.1", server.port())).await.unwrap();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(20), silent.read(&mut buf))
+        .await
+        .expect("a connection that never started up was kept open");
+    assert!(matches!(read, Ok(0) | Err(_)), "the server sent something: {read:?}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "closed before its timeout");
+    assert_eq!(query_text(&session, "SELECT 1").await, rows(&[&["1"]]));
+}
+
 /// `--max-connections`: sessions past the limit are refused at start-up
 /// with FATAL 53300, a refused attempt takes no slot, and a closed session
 /// gives its slot back; `SHOW max_connections` reports the limit and `SET`

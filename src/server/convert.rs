@@ -381,12 +381,8 @@ pub fn decode_binary_bytes(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
 
 /// Decodes a text-format parameter of type `ty` (see [`parse_text_value`]).
 pub fn decode_text_param(bytes: &[u8], ty: &ScalarType) -> PgWireResult<Datum> {
-    let text = std::str::from_utf8(bytes).map_err(|_| {
-        user_error(
-            CHARACTER_NOT_IN_REPERTOIRE,
-            "invalid byte sequence for encoding \"UTF8\"",
-        )
-    })?;
+    // Not UTF-8, or a NUL (which no Postgres text value holds).
+    let text = super::copy_format::utf8(bytes).map_err(|e| user_error(CHARACTER_NOT_IN_REPERTOIRE, e.to_string()))?;
     parse_text_value(text, ty).map_err(|e| pg_error(&e))
 }
 
@@ -425,6 +421,13 @@ pub fn decode_binary_param<S: Clone>(
     match raw {
         None => Ok(Datum::Null),
         Some(raw) => decode_binary_value(raw, ty).ok_or_else(|| {
+            // A string that is not UTF-8 or holds a NUL is an encoding
+            // error, as Postgres's receive functions report it.
+            if ty.is_string() {
+                if let Err(e) = super::copy_format::utf8(raw) {
+                    return user_error(CHARACTER_NOT_IN_REPERTOIRE, e.to_string());
+                }
+            }
             user_error(
                 INVALID_BINARY_REPRESENTATION,
                 format!("incorrect binary data format in bind parameter {}", idx + 1),
@@ -442,6 +445,20 @@ fn from_sql<'a, T: FromSql<'a>>(pg: &Type, raw: &'a [u8]) -> Option<T> {
     T::from_sql(pg, raw).ok()
 }
 
+/// Whether `raw` is a well-formed binary `numeric` as Postgres's
+/// `numeric_recv` accepts it: a digit count that matches the length, a
+/// known sign, a display scale in range, and base-10000 digits 0..=9999.
+fn numeric_binary_is_valid(raw: &[u8]) -> bool {
+    let word = |i: usize| raw.get(2 * i..2 * i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let (Some(ndigits), Some(sign), Some(dscale)) = (word(0), word(2), word(3)) else { return false };
+    let ndigits = ndigits as i16;
+    ndigits >= 0
+        && raw.len() == 8 + 2 * ndigits as usize
+        && matches!(sign, 0x0000 | 0x4000 | 0xC000 | 0xD000 | 0xF000)
+        && dscale & 0xC000 == 0
+        && (0..ndigits as usize).all(|i| word(4 + i).is_some_and(|d| d <= 9999))
+}
+
 /// Decodes a (non-NULL) value of type `ty` from PostgreSQL's binary
 /// receive format: a binary parameter, a field of binary COPY data.
 /// `None` if the bytes are not a valid value of the type.
@@ -454,9 +471,12 @@ pub fn decode_binary_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
         ScalarType::Int64 => Datum::Int64(from_sql(&pg, raw)?),
         ScalarType::Float32 => Datum::Float32(from_sql(&pg, raw)?),
         ScalarType::Float64 => Datum::Float64(from_sql(&pg, raw)?),
-        ScalarType::Numeric { .. } => Datum::Numeric(from_sql(&pg, raw)?),
+        ScalarType::Numeric { .. } if numeric_binary_is_valid(raw) => Datum::Numeric(from_sql(&pg, raw)?),
+        ScalarType::Numeric { .. } => return None,
+        // (Postgres's text receive refuses NUL as it refuses bytes that
+        // are not UTF-8.)
         ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => {
-            Datum::Text(from_sql(&pg, raw)?)
+            Datum::Text(from_sql::<String>(&pg, raw).filter(|s| !s.contains('\0'))?)
         }
         ScalarType::Date => match raw.try_into().map(i32::from_be_bytes) {
             Ok(i32::MAX) => Datum::Date(infinity(true)),
@@ -525,6 +545,42 @@ mod tests {
         let info = error_info(&Error::UndefinedTable("t\0".into()));
         assert_eq!(info.code, "42P01");
         assert!(!info.message.contains('\0'));
+    }
+
+    #[test]
+    fn strings_with_nul_or_bad_utf8_are_encoding_errors() {
+        for bytes in [&b"a\0b"[..], &b"\xff"[..]] {
+            match decode_text_param(bytes, &ScalarType::Text) {
+                Err(PgWireError::UserError(info)) => assert_eq!(info.code, "22021"),
+                other => panic!("{other:?}"),
+            }
+            assert!(decode_binary_value(bytes, &ScalarType::Text).is_none());
+        }
+        assert_eq!(decode_binary_value(b"ab", &ScalarType::Text), Some(Datum::Text("ab".into())));
+    }
+
+    #[test]
+    fn binary_numerics_are_checked_as_postgres_does() {
+        let numeric = ScalarType::Numeric { precision: None, scale: None };
+        // ndigits, weight, sign, dscale, then base-10000 digits: 1.5000
+        let value = |digits: &[u16], sign: u16, dscale: u16| {
+            let mut b = Vec::new();
+            for w in [digits.len() as u16, 0, sign, dscale].iter().chain(digits) {
+                b.extend_from_slice(&w.to_be_bytes());
+            }
+            b
+        };
+        assert_eq!(
+            decode_binary_value(&value(&[1, 5000], 0, 4), &numeric),
+            Some(Datum::Numeric(Decimal::from_str("1.5000").unwrap()))
+        );
+        assert!(decode_binary_value(&value(&[1, 10000], 0, 4), &numeric).is_none());
+        assert!(decode_binary_value(&value(&[1, 0xFFFF], 0, 4), &numeric).is_none());
+        assert!(decode_binary_value(&value(&[1], 0x1234, 0), &numeric).is_none());
+        assert!(decode_binary_value(&value(&[1], 0, 0x4000), &numeric).is_none());
+        let mut short = value(&[1, 2], 0, 0);
+        short.pop();
+        assert!(decode_binary_value(&short, &numeric).is_none());
     }
 
     #[test]
