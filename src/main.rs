@@ -64,13 +64,6 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = ripple::server::DEFAULT_MAX_CONNECTIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
-
-    /// Seconds a client has to finish its start-up (PostgreSQL's
-    /// `authentication_timeout`); a connection still starting up then is
-    /// closed, so silent sockets cannot hold the server's resources.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60,
-          value_parser = clap::value_parser!(u64).range(1..=600))]
-    authentication_timeout: u64,
 }
 
 fn main() -> ExitCode {
@@ -109,14 +102,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let workers = args.workers as usize;
-    let auth_timeout = match args.authentication_timeout {
-        n if n % 60 == 0 => format!("{}min", n / 60),
-        n => format!("{n}s"),
-    };
-    ripple::coord::set_server_values([
-        ("max_connections", args.max_connections.to_string()),
-        ("authentication_timeout", auth_timeout),
-    ]);
+    ripple::coord::set_server_values([("max_connections", args.max_connections.to_string())]);
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
@@ -160,10 +146,7 @@ async fn run(args: Args) -> Result<(), String> {
     );
 
     tokio::select! {
-        result = ripple::server::serve_listener(listener, coord, ripple::server::ServerConfig {
-            max_connections: args.max_connections as usize,
-            authentication_timeout: std::time::Duration::from_secs(args.authentication_timeout),
-        }) => {
+        result = ripple::server::serve_listener(listener, coord, ripple::server::ServerConfig { max_connections: args.max_connections as usize }) => {
             result.map_err(|e| format!("server failed: {e}"))
         }
         signal = shutdown_signal() => {

@@ -81,6 +81,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "authentication_timeout",
         default: "1min",
         category: "Connections and Authentication / Authentication",
+        // (pgwire's fixed start-up deadline, `process_socket`.)
         description: "Sets the maximum allowed time to complete client authentication.",
         read_only: true,
         at_start: true,

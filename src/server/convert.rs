@@ -420,18 +420,12 @@ pub fn decode_binary_param<S: Clone>(
         .ok_or_else(|| user_error(PROTOCOL_VIOLATION, format!("bind message has no parameter {}", idx + 1)))?;
     match raw {
         None => Ok(Datum::Null),
-        Some(raw) => decode_binary_value(raw, ty).ok_or_else(|| {
-            // A string that is not UTF-8 or holds a NUL is an encoding
-            // error, as Postgres's receive functions report it.
-            if ty.is_string() {
-                if let Err(e) = super::copy_format::utf8(raw) {
-                    return user_error(CHARACTER_NOT_IN_REPERTOIRE, e.to_string());
-                }
-            }
-            user_error(
+        Some(raw) => decode_binary_value(raw, ty).ok_or_else(|| match binary_value_error(raw, ty) {
+            e @ Error::CharacterNotInRepertoire(_) => pg_error(&e),
+            _ => user_error(
                 INVALID_BINARY_REPRESENTATION,
                 format!("incorrect binary data format in bind parameter {}", idx + 1),
-            )
+            ),
         }),
     }
 }
@@ -443,6 +437,16 @@ fn from_sql<'a, T: FromSql<'a>>(pg: &Type, raw: &'a [u8]) -> Option<T> {
         return None;
     }
     T::from_sql(pg, raw).ok()
+}
+
+/// Why `raw` (a binary parameter, a binary COPY field) is not a value of
+/// `ty`: a string that is not UTF-8 or holds a NUL is 22021, as Postgres's
+/// string receive functions say; anything else 22P03.
+pub fn binary_value_error(raw: &[u8], ty: &ScalarType) -> Error {
+    match super::copy_format::utf8(raw) {
+        Err(e) if ty.is_string() => Error::CharacterNotInRepertoire(e.to_string()),
+        _ => Error::InvalidBinaryRepresentation("incorrect binary data format".into()),
+    }
 }
 
 /// Whether `raw` is a well-formed binary `numeric` as Postgres's

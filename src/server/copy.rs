@@ -37,10 +37,10 @@ use super::connection::{Connection, status_after};
 use pgwire::api::results::FieldFormat;
 
 use super::convert::{
-    INTERNAL_ERROR, decode_binary_value, encode_rows, field_infos, parse_text_value, pg_error, user_error,
+    INTERNAL_ERROR, binary_value_error, decode_binary_value, encode_rows, field_infos, parse_text_value, pg_error, user_error,
 };
 use super::copy_binary::{self, BinaryDecoder, BinaryFormatError, Tuple};
-use super::copy_format::{CopyDecoder, CopyEncoder, CopyFormatError, Record, utf8};
+use super::copy_format::{CopyDecoder, CopyEncoder, CopyFormatError, Record};
 use crate::coord::{Coordinator, CopyFormat, CopyOptions, CopyTarget, Session};
 use crate::repr::{Datum, Error, RelationDesc, Row, RowPacker, ScalarType};
 
@@ -267,17 +267,6 @@ fn row_of_tuple(target: &CopyTarget, tuple: &Tuple<'_>) -> Result<Vec<Datum>, Er
     target
         .table_row(values)
         .map_err(|e| e.with_context(binary_context(table, line, None)))
-}
-
-/// Why `raw` is not a value of `ty`: a string that is not UTF-8 (22021,
-/// as Postgres's string receive functions say), otherwise 22P03.
-fn binary_value_error(raw: &[u8], ty: &ScalarType) -> Error {
-    if ty.is_string() {
-        if let Err(e) = utf8(raw) {
-            return format_error(e);
-        }
-    }
-    Error::InvalidBinaryRepresentation("incorrect binary data format".into())
 }
 
 /// The table row of one record, with Postgres's errors and CONTEXT.

@@ -15,8 +15,9 @@
 //! start-up past it is refused with FATAL 53300 (`startup`). A session
 //! idle inside a transaction block for longer than its
 //! `idle_in_transaction_session_timeout` is ended with FATAL 25P03
-//! (`idle`). A connection that has not finished its start-up within
-//! `ServerConfig::authentication_timeout` is closed.
+//! (`idle`). A connection that has not finished its start-up within 60 s
+//! is closed by pgwire's `process_socket` (PostgreSQL's default
+//! `authentication_timeout`, which `SHOW` reports).
 //!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
@@ -60,19 +61,13 @@ pub struct ServerConfig {
     /// Sessions that may be open at once; a start-up past it is refused
     /// with 53300 (`--max-connections`, `SHOW max_connections`).
     pub max_connections: usize,
-    /// How long a client has to finish its start-up; a connection still
-    /// starting up then is closed (`--authentication-timeout`).
-    pub authentication_timeout: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS, authentication_timeout: DEFAULT_AUTHENTICATION_TIMEOUT }
+        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS }
     }
 }
-
-/// PostgreSQL's default `authentication_timeout`.
-pub const DEFAULT_AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// PostgreSQL's default `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
@@ -146,8 +141,6 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
         };
         let coord = coord.clone();
         let startup = Arc::new(startup::RippleStartup::new(slots.clone(), keys.clone()));
-        let starting = startup.clone();
-        let auth_timeout = config.authentication_timeout;
         let cancels = cancels.clone();
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
@@ -167,16 +160,12 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
             let ended = tokio::select! {
                 ended = process_socket(socket, None, handlers) => Ended::Closed(ended),
                 () = idle.expired() => Ended::IdleInTransaction,
-                () = starting.timeout(auth_timeout) => Ended::StartupTimeout,
             };
             match ended {
                 Ended::Closed(Ok(())) => tracing::debug!(conn_id, %peer, "connection closed"),
                 Ended::Closed(Err(e)) => {
                     tracing::debug!(conn_id, %peer, error = %e, "connection closed with error")
                 }
-                // As PostgreSQL, closed without a message: the client has
-                // not been told how to read one.
-                Ended::StartupTimeout => tracing::info!(conn_id, %peer, "closed a connection that did not finish its start-up in time"),
                 Ended::IdleInTransaction => {
                     tracing::info!(conn_id, %peer, "terminating connection due to idle-in-transaction timeout");
                     if let Ok(spare) = spare {
@@ -194,6 +183,4 @@ enum Ended {
     Closed(Result<(), std::io::Error>),
     /// Idle in a transaction block past its timeout.
     IdleInTransaction,
-    /// Its start-up did not finish within `authentication_timeout`.
-    StartupTimeout,
 }

@@ -60,22 +60,11 @@ pub struct RippleStartup {
     keys: Arc<RandomPidSecretKeyGenerator>,
     slots: Arc<ConnectionSlots>,
     holds_slot: AtomicBool,
-    /// The start-up finished (ReadyForQuery sent).
-    started: AtomicBool,
 }
 
 impl RippleStartup {
     pub fn new(slots: Arc<ConnectionSlots>, keys: Arc<RandomPidSecretKeyGenerator>) -> Self {
-        RippleStartup { keys, slots, holds_slot: AtomicBool::new(false), started: AtomicBool::new(false) }
-    }
-
-    /// Resolves once `limit` has passed with the start-up unfinished
-    /// (never, if it finished by then).
-    pub async fn timeout(&self, limit: std::time::Duration) {
-        tokio::time::sleep(limit).await;
-        if self.started.load(Ordering::Acquire) {
-            std::future::pending::<()>().await;
-        }
+        RippleStartup { keys, slots, holds_slot: AtomicBool::new(false) }
     }
 }
 
@@ -181,7 +170,6 @@ impl StartupHandler for RippleStartup {
             );
             // AuthenticationOk, ParameterStatus*, BackendKeyData, ReadyForQuery.
             finish_authentication(client, &RippleParameters).await?;
-            self.started.store(true, Ordering::Release);
         }
         Ok(())
     }
