@@ -718,7 +718,12 @@ async fn prepared_queries_answer_as_bound_anew() {
     exec(&client, "BEGIN; INSERT INTO gp VALUES (5, 'mine')").await;
     assert_eq!(v(client.query(&by_key, &[&5i32]).await.unwrap()), vec!["mine"]);
     assert_eq!(v(client.query(&by_key, &[&1i32]).await.unwrap()), vec!["a"]);
+    // Rows it changed and deleted, as TPC-B reads the balance it updated.
+    exec(&client, "UPDATE gp SET v = 'changed' WHERE k = 2; DELETE FROM gp WHERE k = 3").await;
+    assert_eq!(v(client.query(&by_key, &[&2i32]).await.unwrap()), vec!["changed"]);
+    assert_eq!(v(client.query(&by_key, &[&3i32]).await.unwrap()), Vec::<String>::new());
     exec(&client, "ROLLBACK").await;
+    assert_eq!(v(client.query(&by_key, &[&2i32]).await.unwrap()), vec!["b"]);
     assert_eq!(v(client.query(&by_key, &[&5i32]).await.unwrap()), Vec::<String>::new());
     // The table dropped and created again by another session.
     exec(&other, "DROP TABLE gp; CREATE TABLE gp (k integer, v text); INSERT INTO gp VALUES (1, 'new')").await;

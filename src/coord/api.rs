@@ -55,7 +55,7 @@ pub struct Session {
     /// The values `RESET` returns to: those the client gave at start-up.
     pub defaults: std::collections::BTreeMap<String, String>,
     /// SQL-level prepared statements (`PREPARE`), with their parameter types.
-    pub prepared: std::collections::BTreeMap<String, (crate::sql::Stmt, Vec<Option<ScalarType>>)>,
+    pub prepared: std::collections::BTreeMap<String, (std::sync::Arc<crate::sql::Stmt>, Vec<Option<ScalarType>>)>,
     /// Who connected, to which database, under which process id (what
     /// `current_user`, `current_database()` and `pg_backend_pid()` say).
     pub user: String,

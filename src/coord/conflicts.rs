@@ -71,13 +71,12 @@ impl ReadSet {
                 Some(Access::Whole) => return Some(*table),
                 Some(Access::Keys(by_columns)) => {
                     for (row, _) in rows {
-                        let datums = row.unpack();
                         for (columns, keys) in by_columns {
-                            let Some(vals) = columns.iter().map(|c| datums.get(*c).cloned()).collect::<Option<Vec<_>>>() else {
-                                return Some(*table);
-                            };
-                            if keys.contains(&Row::pack(&vals)) {
-                                return Some(*table);
+                            // (The key's bytes, copied from the row: a
+                            // key packs its values as the row holds them.)
+                            match row.as_ref().try_project(columns) {
+                                Some(key) if !keys.contains(&key) => {}
+                                _ => return Some(*table),
                             }
                         }
                     }
@@ -232,6 +231,16 @@ mod tests {
         let mut one_key = ReadSet::default();
         one_key.keys(1, &[0], &[key(9)]);
         assert!(log.check(&one_key, 20, 30, name).is_err());
+        // A text key, and a key column past the end of a row written.
+        log.record(40, Arc::new(vec![(3, vec![(Row::pack(&[Datum::Int32(1), Datum::Text("b".into())]), 1)])]));
+        let mut text = ReadSet::default();
+        text.keys(3, &[1], &[Row::pack(&[Datum::Text("a".into())])]);
+        log.check(&text, 30, 40, name).unwrap();
+        text.keys(3, &[1], &[Row::pack(&[Datum::Text("b".into())])]);
+        assert!(log.check(&text, 30, 40, name).is_err());
+        let mut past = ReadSet::default();
+        past.keys(3, &[5], &[key(1)]);
+        assert!(log.check(&past, 30, 40, name).is_err());
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub struct GenericPlans(Vec<Entry>);
 
 #[derive(Debug)]
 struct Entry {
-    stmt: Stmt,
+    /// (Held: while it is, no other statement has its address.)
+    stmt: Arc<Stmt>,
     /// The types of the parameter values it was made for.
     types: Vec<Option<ScalarType>>,
     /// The catalog it was bound against (`Weak`: its address is not
@@ -75,54 +76,86 @@ struct Generic {
     deps: Vec<GlobalId>,
     /// Its query (`query_of`: a read, or a write's rows), optimized with
     /// the placeholders in place, if that is what optimizing with values
-    /// gives (`optimized_template`).
-    optimized: Option<RelationExpr>,
+    /// gives (`optimized_template`), and the query as bound.
+    optimized: Option<(RelationExpr, Arc<RelationExpr>)>,
 }
 
 /// A generic plan with a run's values in place (`GenericPlans::instantiate`).
 #[derive(Debug)]
 pub struct Instance {
+    /// The plan; without its query (an empty constant in its place)
+    /// where `bound` holds it.
     pub plan: Plan,
     pub deps: Vec<GlobalId>,
     /// Its query (a read, or a write's rows), optimized, if the generic
     /// plan keeps it.
     pub optimized: Option<RelationExpr>,
+    /// With `optimized`: the query as bound, its values put in only if
+    /// it is needed (a run reads and writes through `optimized`).
+    pub bound: Option<Deferred>,
+}
+
+/// A generic plan's query as bound, with a run's values to put in it
+/// when it is needed (`Deferred::query`).
+#[derive(Debug)]
+pub struct Deferred {
+    template: Arc<RelationExpr>,
+    params: Vec<Datum>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+impl Deferred {
+    /// The query with the run's values and statement time in place.
+    pub fn query(self) -> Result<RelationExpr, Error> {
+        let mut query = (*self.template).clone();
+        fill_query(&mut query, &self.params)?;
+        finish_query(&mut query, self.now);
+        Ok(query)
+    }
 }
 
 impl Entry {
-    /// (Cheapest first: this runs for every kept entry on every run of a
+    /// (Cheapest first: this runs for kept entries on every run of a
     /// prepared statement. The statement before the settings: it tells
     /// entries apart, where the settings are the same map in all of
     /// them, compared by address unless a SET made a new one.)
-    fn matches(&self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
+    fn matches(&self, same_stmt: impl Fn(&Arc<Stmt>) -> bool, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
         self.catalog.as_ptr() == Arc::as_ptr(catalog)
             && self.types == types
-            && self.stmt == *stmt
+            && same_stmt(&self.stmt)
             && (Arc::ptr_eq(&self.vars, vars) || *self.vars == **vars)
     }
 }
 
 impl GenericPlans {
+    /// The entry of `stmt`: the one made for this very statement (a
+    /// prepared statement run again: compared by address), else one made
+    /// for an equal statement (the same text sent again).
+    fn entry(&self, stmt: &Arc<Stmt>, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> Option<usize> {
+        let position = |same: &dyn Fn(&Arc<Stmt>) -> bool| self.0.iter().position(|e| e.matches(same, types, catalog, vars));
+        position(&|s| Arc::ptr_eq(s, stmt)).or_else(|| position(&|s| **s == **stmt))
+    }
+
     /// `stmt`'s generic plan with `params` in place, and what it depends
     /// on; `None` if it has none for this catalog and these settings.
     pub fn instantiate(
         &self,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
         vars: &Arc<BTreeMap<String, String>>,
     ) -> Option<Result<Instance, Error>> {
-        let entry = self.0.iter().find(|e| e.matches(stmt, types, catalog, vars))?;
+        let entry = &self.0[self.entry(stmt, types, catalog, vars)?];
         let Known::Generic(generic) = &entry.known else { return None };
         Some(instance(generic, params, chrono::Utc::now()))
     }
 
     /// Whether to make `stmt`'s generic plan now (`learn`): on its second
     /// run for this catalog and these settings. Notes its first.
-    pub fn second_run(&mut self, stmt: &Stmt, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
-        match self.0.iter().find(|e| e.matches(stmt, types, catalog, vars)) {
-            Some(e) => matches!(e.known, Known::RanOnce),
+    pub fn second_run(&mut self, stmt: &Arc<Stmt>, types: &[Option<ScalarType>], catalog: &Arc<Catalog>, vars: &Arc<BTreeMap<String, String>>) -> bool {
+        match self.entry(stmt, types, catalog, vars) {
+            Some(i) => matches!(self.0[i].known, Known::RanOnce),
             None => {
                 self.record(Entry {
                     stmt: stmt.clone(),
@@ -142,7 +175,7 @@ impl GenericPlans {
     #[allow(clippy::too_many_arguments)]
     pub fn learn(
         &mut self,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
@@ -152,13 +185,14 @@ impl GenericPlans {
     ) {
         let known = match generic.filter(|(plan, _)| same_plan(plan, params, custom)) {
             Some((plan, deps)) => {
-                let optimized = query_of(&plan).and_then(|query| optimized_template(query, params, catalog.as_ref()));
+                let optimized = query_of(&plan)
+                    .and_then(|query| optimized_template(query, params, catalog.as_ref()).map(|o| (o, Arc::new(query.clone()))));
                 Known::Generic(Generic { plan, deps, optimized })
             }
             None => Known::None,
         };
-        match self.0.iter_mut().find(|e| e.matches(stmt, types, catalog, vars)) {
-            Some(e) => e.known = known,
+        match self.entry(stmt, types, catalog, vars) {
+            Some(i) => self.0[i].known = known,
             None => self.record(Entry {
                 stmt: stmt.clone(),
                 types: types.to_vec(),
@@ -234,19 +268,64 @@ pub fn may_be_generic(plan: &Plan) -> bool {
 
 /// A generic plan with `params` in place, at statement time `now`.
 fn instance(generic: &Generic, params: &[Datum], now: chrono::DateTime<chrono::Utc>) -> Result<Instance, Error> {
-    let mut plan = generic.plan.clone();
-    fill(&mut plan, params)?;
-    crate::sql::finish_plan(&mut plan, now)?;
-    let optimized = match &generic.optimized {
-        Some(template) => {
+    let deps = generic.deps.clone();
+    match &generic.optimized {
+        Some((template, bound)) => {
             let mut query = template.clone();
             fill_query(&mut query, params)?;
             finish_query(&mut query, now);
-            Some(query)
+            // (The plan's other parts hold no placeholder and read no
+            // statement time: those of a plan that may be generic.)
+            let plan = without_query(&generic.plan);
+            let bound = Deferred { template: bound.clone(), params: params.to_vec(), now };
+            Ok(Instance { plan, deps, optimized: Some(query), bound: Some(bound) })
         }
-        None => None,
-    };
-    Ok(Instance { plan, deps: generic.deps.clone(), optimized })
+        None => {
+            let mut plan = generic.plan.clone();
+            fill(&mut plan, params)?;
+            crate::sql::finish_plan(&mut plan, now)?;
+            Ok(Instance { plan, deps, optimized: None, bound: None })
+        }
+    }
+}
+
+/// A copy of a plan that may be generic without its query (an empty
+/// constant in its place).
+fn without_query(plan: &Plan) -> Plan {
+    let empty = || RelationExpr::Constant { rows: Vec::new(), types: Vec::new() };
+    match plan {
+        Plan::Select { desc, origins, finishing, settings, .. } => {
+            Plan::Select { query: empty(), desc: desc.clone(), origins: origins.clone(), finishing: finishing.clone(), settings: settings.clone() }
+        }
+        Plan::Insert { table, table_name, desc, returning: None, on_conflict: None, .. } => Plan::Insert {
+            table: *table,
+            table_name: table_name.clone(),
+            desc: desc.clone(),
+            source: empty(),
+            returning: None,
+            on_conflict: None,
+        },
+        Plan::Update { table, table_name, desc, assignments, returning: None, .. } => Plan::Update {
+            table: *table,
+            table_name: table_name.clone(),
+            desc: desc.clone(),
+            selection: empty(),
+            assignments: assignments.clone(),
+            returning: None,
+        },
+        Plan::Delete { table, table_name, returning: None, .. } => {
+            Plan::Delete { table: *table, table_name: table_name.clone(), selection: empty(), returning: None }
+        }
+        other => other.clone(),
+    }
+}
+
+/// Puts a query taken out of a plan that may be generic back in it.
+pub(super) fn put_query(plan: &mut Plan, query: RelationExpr) {
+    match plan {
+        Plan::Select { query: q, .. } | Plan::Insert { source: q, .. } | Plan::Update { selection: q, .. } | Plan::Delete { selection: q, .. } => *q = query,
+        _ => {}
+    }
 }
 
 /// A generic query optimized with its placeholders in place, if putting
@@ -344,7 +423,7 @@ mod tests {
     #[test]
     fn a_plan_that_binding_with_values_gives_is_kept_and_filled() {
         let catalog = Arc::new(Catalog::default());
-        let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
+        let stmt = Arc::new(crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0));
         let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let custom = select(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32));
@@ -354,12 +433,15 @@ mod tests {
         assert!(plans.second_run(&stmt, &types, &catalog, &vars));
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((select(placeholder(false)), vec![1])), &custom);
         assert!(!plans.second_run(&stmt, &types, &catalog, &vars));
-        let Instance { plan, deps, optimized } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
+        let Instance { plan, deps, optimized, bound } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
         let Plan::Select { query, .. } = plan else { panic!("not a query") };
         let Plan::Select { query: expected, .. } = select(ScalarExpr::Literal(Datum::Int32(9), ScalarType::Int32)) else { panic!() };
-        // Its read comes optimized, as optimizing with the values gives.
+        // Its read comes optimized, as optimizing with the values gives;
+        // the query as bound is left out of the plan, the values put in
+        // when it is asked for.
         assert_eq!(optimized, Some(crate::planner::optimize(expected.clone(), &*catalog)));
-        assert_eq!((query, deps), (expected, vec![1]));
+        assert_eq!(query, RelationExpr::Constant { rows: vec![], types: vec![] });
+        assert_eq!((bound.unwrap().query().unwrap(), deps), (expected, vec![1]));
         // Another catalog, other settings or other parameter types: none.
         assert!(plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &Arc::new(Catalog::default()), &vars).is_none());
         let other_vars = Arc::new(BTreeMap::from([("search_path".to_string(), "x".to_string())]));
@@ -371,7 +453,7 @@ mod tests {
     fn an_optimization_that_depends_on_the_values_is_not_kept() {
         // `$1 = 5` folds to TRUE (and the filter goes) only with 5 in place.
         let catalog = Arc::new(Catalog::default());
-        let stmt = crate::sql::parse("SELECT a FROM t WHERE $1 = 5").unwrap().remove(0);
+        let stmt = Arc::new(crate::sql::parse("SELECT a FROM t WHERE $1 = 5").unwrap().remove(0));
         let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let five = |v: ScalarExpr| v.call_binary(ScalarExpr::Literal(Datum::Int32(5), ScalarType::Int32), BinaryFunc::Eq);
@@ -400,7 +482,7 @@ mod tests {
     fn a_plan_that_differs_from_binding_with_values_is_not_used() {
         // As when binding computed something from the value itself.
         let catalog = Arc::new(Catalog::default());
-        let stmt = crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0);
+        let stmt = Arc::new(crate::sql::parse("SELECT a FROM t WHERE a = $1").unwrap().remove(0));
         let vars = Arc::new(BTreeMap::new());
         let types = vec![Some(ScalarType::Int32)];
         let custom = select(ScalarExpr::Literal(Datum::Int32(6), ScalarType::Int32));
@@ -423,7 +505,7 @@ mod tests {
         );
         catalog.insert(t);
         let catalog = Arc::new(catalog);
-        let stmt = crate::sql::parse("INSERT INTO t VALUES ($1, now()), ($1 + 1, DEFAULT)").unwrap().remove(0);
+        let stmt = Arc::new(crate::sql::parse("INSERT INTO t VALUES ($1, now()), ($1 + 1, DEFAULT)").unwrap().remove(0));
         let types = vec![Some(ScalarType::Int32)];
         let vars = Arc::new(BTreeMap::new());
         let bind = |values: Option<Vec<Datum>>| {
@@ -438,8 +520,12 @@ mod tests {
         let mut plans = GenericPlans::default();
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((generic, vec![1])), &custom);
         let before = chrono::Utc::now();
-        let Instance { plan, .. } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
+        let Instance { plan, bound, .. } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
         let Plan::Insert { source, .. } = plan else { panic!("not an insert") };
+        let source = match bound {
+            Some(bound) => bound.query().unwrap(),
+            None => source,
+        };
         let rows: Vec<Vec<Datum>> = source.eval_constant().unwrap().unwrap().into_iter().map(|(r, _)| r.unpack()).collect();
         assert_eq!(rows.len(), 2);
         assert_eq!((&rows[0][0], &rows[1][0], &rows[1][1]), (&Datum::Int32(9), &Datum::Int32(10), &Datum::Null));

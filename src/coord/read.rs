@@ -35,7 +35,7 @@ impl Coordinator {
             loop {
                 match state.recovery.checkpoint_read(&deps) {
                     CheckpointRead::At(ts) => {
-                        let query = crate::planner::optimize(state.recovery.substitute(bound), &state.catalog);
+                        let query = crate::planner::optimize(state.recovery.substitute(bound.into_query()?), &state.catalog);
                         if let Some(rows) = query.eval_constant() {
                             return Ok(finish(expand(rows?)?, finishing));
                         }
@@ -127,7 +127,7 @@ impl Coordinator {
 /// Planned where the statement is bound, without the coordinator lock when
 /// the session sees the shared catalog.
 pub(super) struct ReadPlan {
-    bound: RelationExpr,
+    bound: BoundQuery,
     optimized: RelationExpr,
     constant: Option<Result<Vec<(Row, Diff)>, EvalError>>,
 }
@@ -139,15 +139,31 @@ impl ReadPlan {
     pub(super) fn new(seen: &Catalog, indexes: &dyn crate::planner::IndexCatalog, session: &Session, query: RelationExpr) -> ReadPlan {
         let bound = session::own_writes(seen, session, query);
         let optimized = crate::planner::optimize(bound.clone(), indexes);
-        ReadPlan::optimized(bound, optimized)
+        ReadPlan::optimized(BoundQuery::Query(bound), optimized)
     }
 
     /// A read already optimized (by `new`, or a prepared query's kept by
     /// its generic plan for a session with no uncommitted writes of its
     /// own to read).
-    pub(super) fn optimized(bound: RelationExpr, optimized: RelationExpr) -> ReadPlan {
+    pub(super) fn optimized(bound: BoundQuery, optimized: RelationExpr) -> ReadPlan {
         let constant = optimized.eval_constant();
         ReadPlan { bound, optimized, constant }
+    }
+}
+
+/// A read's query as bound (what a read of checkpoint contents after a
+/// restart plans again), or a generic plan's, its values put in only then.
+pub(super) enum BoundQuery {
+    Query(RelationExpr),
+    Deferred(super::generic::Deferred),
+}
+
+impl BoundQuery {
+    pub(super) fn into_query(self) -> Result<RelationExpr, Error> {
+        match self {
+            BoundQuery::Query(q) => Ok(q),
+            BoundQuery::Deferred(d) => d.query(),
+        }
     }
 }
 
@@ -169,13 +185,14 @@ impl State {
         ts: Timestamp,
         reads: Option<&mut conflicts::ReadSet>,
     ) -> Result<PendingRead, Error> {
-        self.check_shape(query.depends_on(), ts)?;
-        for id in query.depends_on() {
-            *self.checkpoints.reads.entry(id).or_insert(0) += 1;
+        let deps = query.depends_on();
+        self.check_shape(deps.iter().copied(), ts)?;
+        for id in &deps {
+            *self.checkpoints.reads.entry(*id).or_insert(0) += 1;
         }
         let lookup = crate::planner::fast_path::find(&query, &self.catalog);
         if let Some(reads) = reads {
-            self.note_reads(&query, lookup.as_ref(), reads);
+            self.note_reads(&deps, lookup.as_ref(), reads);
         }
         if let Some(lookup) = lookup {
             self.catalog.stats.scanned([], [lookup.on]);
@@ -186,7 +203,7 @@ impl State {
             .iter()
             .filter_map(|ix| self.catalog.items.get(&ix.id).and_then(|i| i.index.as_ref()).map(|(on, _)| *on))
             .collect();
-        self.catalog.stats.scanned(query.depends_on(), indexed);
+        self.catalog.stats.scanned(deps, indexed);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         match &query {
             RelationExpr::Get { id, .. } => {
@@ -197,10 +214,11 @@ impl State {
         Ok(PendingRead { rx, then: None })
     }
 
-    /// Adds what `query` reads to `reads`: the keys a fast-path `lookup`
-    /// seeks in a table, else whole tables (those under a view too).
-    pub(super) fn note_reads(&self, query: &RelationExpr, lookup: Option<&crate::planner::fast_path::Lookup>, reads: &mut conflicts::ReadSet) {
-        for id in query.depends_on() {
+    /// Adds what a query that reads `deps` reads to `reads`: the keys a
+    /// fast-path `lookup` seeks in a table, else whole tables (those under
+    /// a view too).
+    pub(super) fn note_reads(&self, deps: &[GlobalId], lookup: Option<&crate::planner::fast_path::Lookup>, reads: &mut conflicts::ReadSet) {
+        for &id in deps {
             let Some(item) = self.catalog.items.get(&id) else { continue };
             match lookup {
                 Some(l) if l.on == id && item.kind == ItemKind::Table => reads.keys(id, &l.columns, &l.keys),

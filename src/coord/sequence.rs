@@ -18,7 +18,7 @@ impl Coordinator {
     pub(super) async fn execute_inner(
         &self,
         session: &mut Session,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         writing: bool,
     ) -> Result<ExecuteResponse, Error> {
@@ -40,7 +40,7 @@ impl Coordinator {
         let first = match generic {
             Some(found) => {
                 drop(seen);
-                with_read_plan(found?, snapshot.as_deref(), session)
+                with_read_plan(found?, snapshot.as_deref(), session)?
             }
             None => {
                 let first = run_heavy(session.statement_len, || bind(&seen, snapshot.is_some(), session, stmt, &mut p))?;
@@ -193,7 +193,7 @@ impl Coordinator {
                 if session.prepared.contains_key(&name) {
                     return Err(Error::DuplicatePreparedStatement(format!("prepared statement \"{name}\" already exists")));
                 }
-                session.prepared.insert(name, (*stmt, types));
+                session.prepared.insert(name, (Arc::new(*stmt), types));
                 Ok(ExecuteResponse::Command { tag: "PREPARE".into(), rows: None })
             }
             Plan::ExecutePrepared { name, params } => {
@@ -557,7 +557,7 @@ impl Coordinator {
     fn learn_generic(
         &self,
         session: &mut Session,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         types: &[Option<ScalarType>],
         catalog: &Arc<Catalog>,
@@ -586,28 +586,52 @@ impl Coordinator {
 /// A plan from a generic plan (`generic`), bound against the shared
 /// catalog `catalog`, with its read planned: optimized already unless
 /// the session's own writes are to be read too.
-fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>, session: &Session) -> Bound {
-    let super::generic::Instance { plan, deps, optimized } = instance;
-    // The kept optimized query serves unless the session's own
-    // uncommitted writes change what it reads.
-    let optimized = match (catalog, optimized, super::generic::query_of(&plan)) {
-        (Some(c), Some(optimized), Some(query)) if !session::sees_own_writes(c, session, query) => Some(optimized),
-        _ => None,
+fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>, session: &Session) -> Result<Bound, Error> {
+    let super::generic::Instance { mut plan, deps, optimized, bound } = instance;
+    // The kept optimized query serves as it is unless the session's own
+    // uncommitted writes change what it reads; a read then has them put
+    // in it where they need no planning again (`own_writes_keep_plan`).
+    // (What the optimized query reads is what the plan's query reads.)
+    let own = match (catalog, optimized.as_ref().or_else(|| super::generic::query_of(&plan))) {
+        (Some(c), Some(query)) => session::sees_own_writes(c, session, query),
+        _ => false,
     };
     // A read's query moves into its read plan (a plan with a read plan
-    // is run from that alone).
-    let mut plan = plan;
-    let (read, write_query) = match (&mut plan, catalog, optimized) {
-        (Plan::Select { query, .. }, Some(_), Some(optimized)) => (Some(ReadPlan::optimized(taken(query), optimized)), None),
-        (Plan::Select { query, .. }, Some(c), None) => (Some(ReadPlan::new(c, c, session, taken(query))), None),
-        (_, _, optimized) => (None, optimized),
+    // is run from that alone); a write that is planned again gets its
+    // query back.
+    let bound_of = |bound: Option<super::generic::Deferred>, query: &mut RelationExpr| match bound {
+        Some(deferred) => read::BoundQuery::Deferred(deferred),
+        None => read::BoundQuery::Query(taken(query)),
     };
-    Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query }
+    let (read, write_query) = match (&mut plan, catalog, optimized) {
+        (Plan::Select { query, .. }, _, Some(optimized)) if !own => (Some(ReadPlan::optimized(bound_of(bound, query), optimized)), None),
+        (Plan::Select { query, .. }, Some(c), Some(optimized)) if session::own_writes_keep_plan(c, session, &optimized) => {
+            // (A read in a transaction block never reads its query as
+            // bound: that is for reads of checkpoints after a restart.)
+            (Some(ReadPlan::optimized(bound_of(bound, query), session::own_writes(c, session, optimized))), None)
+        }
+        (Plan::Select { query, .. }, Some(c), _) => (Some(ReadPlan::new(c, c, session, bound_of(bound, query).into_query()?)), None),
+        (plan, _, optimized) => {
+            // A write reads and writes through its optimized query unless
+            // it is to read its own transaction's writes.
+            let write_query = optimized.filter(|_| !own && !matches!(plan, Plan::Select { .. }));
+            if let (Some(deferred), None) = (bound, &write_query) {
+                super::generic::put_query(plan, deferred.query()?);
+            }
+            (None, write_query)
+        }
+    };
+    Ok(Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query })
+}
+
+/// An empty constant, standing for a query taken out of its plan.
+fn empty() -> RelationExpr {
+    RelationExpr::Constant { rows: Vec::new(), types: Vec::new() }
 }
 
 /// A query taken out of a plan (an empty constant left in its place).
 fn taken(query: &mut RelationExpr) -> RelationExpr {
-    std::mem::replace(query, RelationExpr::Constant { rows: Vec::new(), types: Vec::new() })
+    std::mem::replace(query, empty())
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:

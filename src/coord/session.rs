@@ -19,8 +19,8 @@ impl Coordinator {
     /// was visible. After a few tries it runs alone (the write token held
     /// exclusively), so a write that reads much, such as an UPDATE that
     /// scans a table others keep writing, still finishes.
-    pub async fn execute(&self, session: &mut Session, stmt: &Stmt, params: &[Datum]) -> Result<ExecuteResponse, Error> {
-        let class = match stmt {
+    pub async fn execute(&self, session: &mut Session, stmt: &Arc<Stmt>, params: &[Datum]) -> Result<ExecuteResponse, Error> {
+        let class = match &**stmt {
             Stmt::Sql(Statement::Execute { name: Some(name), .. }) => {
                 let name = name.0.last().and_then(|p| p.as_ident()).map(sql::binder_names::ident).unwrap_or_default();
                 session.prepared.get(&name).map_or(StmtClass::Other, |(s, _)| StmtClass::of(s))
@@ -51,7 +51,7 @@ impl Coordinator {
     pub(super) async fn execute_once(
         &self,
         session: &mut Session,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         class: StmtClass,
         alone: bool,
@@ -70,7 +70,7 @@ impl Coordinator {
         // timeout ends it (writes run to their end, so that what is
         // reported is what happened; a write may stop only while it waits
         // for key locks, through the session's `cancel`).
-        let interruptible = class == StmtClass::Other && !matches!(stmt, Stmt::Checkpoint);
+        let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint);
         let (cancel, timeout) = match interruptible {
             true => (session.cancel.take(), settings::statement_timeout(&session.vars)),
             false => (None, None),
@@ -279,6 +279,19 @@ pub(super) fn own_writes(catalog: &Catalog, session: &Session, query: RelationEx
         Some(txn) => txn::overlay(query, &txn.writes, txn.ddl.as_deref(), catalog),
         None => query,
     }
+}
+
+/// Whether the session's own writes may be put in `query` as the
+/// optimizer left it (`own_writes` after `planner::optimize` instead of
+/// before, the same rows): the plan only reads, maps, filters, projects
+/// and unions tables, which the writes replace with their rows and the
+/// changes. Not where it reads a view (read as its query, unoptimized,
+/// once a table under it changed), joins (their plans name
+/// arrangements), or in a block that ran DDL.
+pub(super) fn own_writes_keep_plan(catalog: &Catalog, session: &Session, query: &RelationExpr) -> bool {
+    session.txn.as_ref().is_some_and(|t| t.ddl.is_none())
+        && query.is_linear()
+        && query.depends_on().iter().all(|id| catalog.items.get(id).is_some_and(|i| i.kind == ItemKind::Table))
 }
 
 /// Whether the session's own uncommitted writes or DDL change what

@@ -30,6 +30,16 @@ impl Key {
         key_value(&self.columns, row)
     }
 
+    /// `of` a packed row, decoding only the key's columns.
+    fn of_packed(&self, row: &Row) -> Option<Row> {
+        let last = self.columns.iter().max().map_or(0, |c| c + 1);
+        let mut needed = vec![false; last];
+        for c in &self.columns {
+            needed[*c] = true;
+        }
+        key_value(&self.columns, &row.unpack_needed(&needed))
+    }
+
     /// `Key (a, b)=(1, x)` as Postgres writes it in DETAIL lines.
     fn describe(&self, key: &Row) -> String {
         let vals: Vec<String> = key.unpack().iter().map(|d| d.to_string()).collect();
@@ -73,7 +83,7 @@ impl UniqueKeys {
     ) -> Result<(), Error> {
         let mut key = Key { owner, name: name.to_string(), columns: columns.to_vec(), column_names, present: HashMap::new() };
         for (row, diff) in rows {
-            if let Some(k) = key.of(&row.unpack()) {
+            if let Some(k) = key.of_packed(row) {
                 let n = key.present.entry(k.clone()).or_insert(0);
                 *n += diff;
                 if *n > 1 {
@@ -95,7 +105,7 @@ impl UniqueKeys {
         let Some(keys) = self.by_table.get_mut(&table) else { return };
         for key in keys {
             for (row, diff) in rows {
-                if let Some(k) = key.of(&row.unpack()) {
+                if let Some(k) = key.of_packed(row) {
                     *key.present.entry(k).or_insert(0) += diff;
                 }
             }
@@ -198,10 +208,12 @@ impl UniqueKeys {
             for (i, key) in keys.iter().enumerate() {
                 let mut delta: HashMap<Row, Diff> = HashMap::new();
                 for (row, diff) in rows {
-                    if let Some(k) = key.of(&row.unpack()) {
+                    if let Some(k) = key.of_packed(row) {
                         *delta.entry(k).or_insert(0) += diff;
                     }
                 }
+                // (A row changed in place keeps its key: no change.)
+                delta.retain(|_, d| *d != 0);
                 let before = pending.deltas.get(&(*table, i));
                 for (k, d) in &delta {
                     let earlier = before.and_then(|b| b.get(k)).copied().unwrap_or(0);

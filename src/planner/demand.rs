@@ -17,9 +17,25 @@
 use crate::expr::{RelationExpr, ScalarExpr};
 use std::collections::HashMap;
 
+/// The planned joins met so far (as they are before annotation), each
+/// with the union of what its occurrences read, and which of them each
+/// join node of the plan is. Identical joins are found by comparing them
+/// (a plan has few), each node once; a node is known by its address,
+/// which stays put while the plan is only annotated (and so is found
+/// again even where comparing a join with itself fails: a NaN literal).
+#[derive(Default)]
+struct Joins {
+    found: Vec<(RelationExpr, Vec<bool>)>,
+    nodes: HashMap<usize, usize>,
+}
+
+fn address(expr: &RelationExpr) -> usize {
+    expr as *const RelationExpr as usize
+}
+
 /// Annotates every planned join in `expr` with the columns read above it.
-pub fn annotate_join_demand(expr: RelationExpr) -> RelationExpr {
-    let mut joins: HashMap<String, Vec<bool>> = HashMap::new();
+pub fn annotate_join_demand(mut expr: RelationExpr) -> RelationExpr {
+    let mut joins = Joins::default();
     // Demands only grow, and are bounded by the arities: this terminates.
     loop {
         let mut changed = false;
@@ -28,15 +44,28 @@ pub fn annotate_join_demand(expr: RelationExpr) -> RelationExpr {
             break;
         }
     }
-    apply(expr, &joins)
+    apply(&mut expr, &joins);
+    expr
 }
 
-fn collect(expr: &RelationExpr, mut demand: Vec<bool>, joins: &mut HashMap<String, Vec<bool>>, changed: &mut bool) {
+fn collect(expr: &RelationExpr, mut demand: Vec<bool>, joins: &mut Joins, changed: &mut bool) {
     if let RelationExpr::Join { plan: Some(_), .. } = expr {
-        let entry = joins.entry(format!("{expr:?}")).or_insert_with(|| {
-            *changed = true;
-            vec![false; demand.len()]
-        });
+        let at = match joins.nodes.get(&address(expr)) {
+            Some(at) => *at,
+            None => {
+                let at = match joins.found.iter().position(|(j, _)| j == expr) {
+                    Some(at) => at,
+                    None => {
+                        *changed = true;
+                        joins.found.push((expr.clone(), vec![false; demand.len()]));
+                        joins.found.len() - 1
+                    }
+                };
+                joins.nodes.insert(address(expr), at);
+                at
+            }
+        };
+        let entry = &mut joins.found[at].1;
         for (have, want) in entry.iter_mut().zip(&demand) {
             if *want && !*have {
                 *have = true;
@@ -50,18 +79,16 @@ fn collect(expr: &RelationExpr, mut demand: Vec<bool>, joins: &mut HashMap<Strin
     }
 }
 
-fn apply(expr: RelationExpr, joins: &HashMap<String, Vec<bool>>) -> RelationExpr {
-    // The key is the subtree before annotation, as `collect` saw it.
-    let key = matches!(expr, RelationExpr::Join { plan: Some(_), .. }).then(|| format!("{expr:?}"));
-    let mut expr = expr;
+/// Records in each planned join the demand `collect` found for it (the
+/// plan is annotated in place: its nodes keep their addresses).
+fn apply(expr: &mut RelationExpr, joins: &Joins) {
+    let demand = joins.nodes.get(&address(expr)).map(|at| &joins.found[*at].1).filter(|d| d.iter().any(|x| !x)).cloned();
+    if let RelationExpr::Join { plan: Some(plan), .. } = expr {
+        plan.demand = demand;
+    }
     for child in expr.children_mut() {
-        let c = std::mem::replace(child, RelationExpr::Union { inputs: vec![] });
-        *child = apply(c, joins);
+        apply(child, joins);
     }
-    if let (Some(key), RelationExpr::Join { plan: Some(plan), .. }) = (key, &mut expr) {
-        plan.demand = joins.get(&key).filter(|d| d.iter().any(|x| !x)).cloned();
-    }
-    expr
 }
 
 /// Marks the columns `exprs` read (those below `arity`).
@@ -187,6 +214,19 @@ mod tests {
         let out = annotate_join_demand(reduce);
         // The join keys are not read above the join: its steps keep them.
         assert_eq!(demand_of(&out), Some(vec![false, false, true, false, false, true, false]));
+    }
+
+    #[test]
+    fn a_join_that_differs_from_itself_is_still_annotated() {
+        // A NaN literal: the join compares unequal to itself, and is still
+        // found again (by its place in the plan), so the analysis ends.
+        use crate::repr::Datum;
+        let nan = ScalarExpr::Literal(Datum::Float64(f64::NAN), ScalarType::Float64);
+        let filtered = RelationExpr::Filter { input: Box::new(get(2, 3)), predicates: vec![nan.clone().call_binary(nan, crate::expr::func::BinaryFunc::Eq)] };
+        let join = planned_join(vec![get(1, 4), filtered]);
+        assert_ne!(join, join.clone());
+        let out = annotate_join_demand(RelationExpr::Project { input: Box::new(join), outputs: vec![1] });
+        assert_eq!(demand_of(&out), Some(vec![false, true, false, false, false, false, false]));
     }
 
     #[test]

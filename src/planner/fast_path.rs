@@ -87,7 +87,7 @@ pub fn find(expr: &RelationExpr, indexes: &dyn IndexCatalog) -> Option<Lookup> {
     }
     let (on, types) = gets.pop()?;
     let predicates = filter_over(expr, on)?;
-    let values = equalities(predicates, &types);
+    let values = equalities(predicates, types);
     if values.is_empty() {
         return None;
     }
@@ -110,15 +110,20 @@ pub fn find(expr: &RelationExpr, indexes: &dyn IndexCatalog) -> Option<Lookup> {
         consider(ix.key.clone(), Some(ix.name.clone()), ix.id);
     }
     let (_, index, arrangement, columns) = best?;
-    let mut keys: Vec<Vec<Datum>> = vec![Vec::new()];
-    for c in &columns {
-        let options = &values.iter().find(|(vc, _)| vc == c)?.1;
-        if keys.len().saturating_mul(options.len()) > MAX_KEYS {
-            return None;
-        }
-        keys = keys.iter().flat_map(|k| options.iter().map(move |v| [k.clone(), vec![v.clone()]].concat())).collect();
-    }
-    let mut keys: Vec<Row> = keys.iter().map(|k| Row::pack(k.iter())).collect();
+    // The product of each column's values, in key order.
+    let options: Vec<&[Datum]> = columns.iter().map(|c| values.iter().find(|(vc, _)| vc == c).map(|(_, v)| v.as_slice())).collect::<Option<_>>()?;
+    let count = options.iter().try_fold(1usize, |n, o| n.checked_mul(o.len()).filter(|n| *n <= MAX_KEYS))?;
+    let mut keys: Vec<Row> = (0..count)
+        .map(|mut i| {
+            // Key i: the last column's value varies fastest.
+            let mut picks = vec![0; options.len()];
+            for (pick, o) in picks.iter_mut().zip(&options).rev() {
+                *pick = i % o.len();
+                i /= o.len();
+            }
+            Row::pack(options.iter().zip(&picks).map(|(o, p)| &o[*p]))
+        })
+        .collect();
     keys.sort();
     keys.dedup();
     Some(Lookup { arrangement, index, on, columns, keys })
@@ -135,13 +140,13 @@ const MAX_DEPTH: usize = 256;
 
 /// Whether `eval_constant` evaluates `expr` once its relations are
 /// constants; collects the relations it reads.
-fn evaluable(expr: &RelationExpr, gets: &mut Vec<(GlobalId, Vec<ColumnType>)>, depth: usize) -> bool {
+fn evaluable<'a>(expr: &'a RelationExpr, gets: &mut Vec<(GlobalId, &'a [ColumnType])>, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
     match expr {
         RelationExpr::Get { id, types, .. } => {
-            gets.push((*id, types.clone()));
+            gets.push((*id, types));
             true
         }
         RelationExpr::Constant { .. }

@@ -274,6 +274,17 @@ impl<'a> RowRef<'a> {
         Row { data: data.into_boxed_slice() }
     }
 
+    /// `project`, or `None` if a column is past the row's end.
+    pub fn try_project(self, columns: &[usize]) -> Option<Row> {
+        let offsets = self.offsets();
+        let mut data = Vec::with_capacity(self.0.len());
+        for &c in columns {
+            let (s, e) = *offsets.get(c)?;
+            data.extend_from_slice(&self.0[s..e]);
+        }
+        Some(Row { data: data.into_boxed_slice() })
+    }
+
     /// The row with every column where `keep` is false (or past its end)
     /// replaced by NULL, copied as bytes without decoding. Arrangements
     /// hold rows masked so: a column nobody reads costs one byte.

@@ -324,7 +324,7 @@ impl Connection {
     /// whether the session is inside a transaction block afterwards.
     async fn execute(
         &self,
-        stmt: &Stmt,
+        stmt: &Arc<Stmt>,
         params: &[Datum],
         sql_len: usize,
     ) -> (Result<ExecuteResponse, Error>, bool) {
@@ -407,10 +407,10 @@ impl Connection {
                 .await?;
             return Ok((status, false));
         }
-        for stmt in &stmts {
-            let (result, in_transaction) = match self.move_portal(client, stmt).await {
+        for stmt in stmts.into_iter().map(Arc::new) {
+            let (result, in_transaction) = match self.move_portal(client, &stmt).await {
                 Some(moved) => moved,
-                None => self.execute(stmt, &[], sql.len()).await,
+                None => self.execute(&stmt, &[], sql.len()).await,
             };
             status = status_after(status, in_transaction, result.is_err());
             let result = match result {
