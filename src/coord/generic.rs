@@ -519,7 +519,8 @@ mod tests {
         let generic = bind(None).unwrap();
         let mut plans = GenericPlans::default();
         plans.learn(&stmt, &[Datum::Int32(5)], &types, &catalog, &vars, Some((generic, vec![1])), &custom);
-        let before = chrono::Utc::now();
+        // (To the microsecond, as a timestamp datum keeps it.)
+        let before = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
         let Instance { plan, bound, .. } = plans.instantiate(&stmt, &[Datum::Int32(9)], &types, &catalog, &vars).unwrap().unwrap();
         let Plan::Insert { source, .. } = plan else { panic!("not an insert") };
         let source = match bound {
