@@ -292,7 +292,7 @@ fn instance(generic: &Generic, params: &[Datum], now: chrono::DateTime<chrono::U
 /// A copy of a plan that may be generic without its query (an empty
 /// constant in its place).
 fn without_query(plan: &Plan) -> Plan {
-    let empty = || RelationExpr::Constant { rows: Vec::new(), types: Vec::new() };
+    let empty = empty_query;
     match plan {
         Plan::Select { desc, origins, finishing, settings, .. } => {
             Plan::Select { query: empty(), desc: desc.clone(), origins: origins.clone(), finishing: finishing.clone(), settings: settings.clone() }
@@ -320,11 +320,15 @@ fn without_query(plan: &Plan) -> Plan {
     }
 }
 
+/// An empty constant, standing for a query taken out of its plan.
+pub(super) fn empty_query() -> RelationExpr {
+    RelationExpr::Constant { rows: Vec::new(), types: Vec::new() }
+}
+
 /// Puts a query taken out of a plan that may be generic back in it.
 pub(super) fn put_query(plan: &mut Plan, query: RelationExpr) {
-    match plan {
-        Plan::Select { query: q, .. } | Plan::Insert { source: q, .. } | Plan::Update { selection: q, .. } | Plan::Delete { selection: q, .. } => *q = query,
-        _ => {}
+    if let Some(q) = query_of_mut(plan) {
+        *q = query;
     }
 }
 
@@ -363,13 +367,18 @@ fn finish_query(query: &mut RelationExpr, now: chrono::DateTime<chrono::Utc>) {
 /// Puts the parameter values in a generic plan's placeholders (cast as
 /// binding would have).
 fn fill(plan: &mut Plan, params: &[Datum]) -> Result<(), Error> {
-    let query = match plan {
-        Plan::Select { query, .. } => query,
-        Plan::Insert { source, returning: None, on_conflict: None, .. } => source,
-        Plan::Update { selection, returning: None, .. } | Plan::Delete { selection, returning: None, .. } => selection,
-        _ => return Err(Error::Internal("a generic plan that is not a query or a plain write".into())),
-    };
+    let query = query_of_mut(plan).ok_or_else(|| Error::Internal("a generic plan that is not a query or a plain write".into()))?;
     fill_query(query, params)
+}
+
+/// `query_of`, to change.
+fn query_of_mut(plan: &mut Plan) -> Option<&mut RelationExpr> {
+    match plan {
+        Plan::Select { query, .. } => Some(query),
+        Plan::Insert { source, returning: None, on_conflict: None, .. } => Some(source),
+        Plan::Update { selection, returning: None, .. } | Plan::Delete { selection, returning: None, .. } => Some(selection),
+        _ => None,
+    }
 }
 
 /// `fill` for a query.

@@ -624,14 +624,9 @@ fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>,
     Ok(Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query })
 }
 
-/// An empty constant, standing for a query taken out of its plan.
-fn empty() -> RelationExpr {
-    RelationExpr::Constant { rows: Vec::new(), types: Vec::new() }
-}
-
 /// A query taken out of a plan (an empty constant left in its place).
 fn taken(query: &mut RelationExpr) -> RelationExpr {
-    std::mem::replace(query, empty())
+    std::mem::replace(query, super::generic::empty_query())
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:

@@ -263,15 +263,10 @@ impl<'a> RowRef<'a> {
         out
     }
 
-    /// A new row of the given columns, copied as bytes without decoding.
+    /// A new row of the given columns, copied as bytes without decoding
+    /// (the columns are the row's: planned against its type).
     pub fn project(self, columns: &[usize]) -> Row {
-        let offsets = self.offsets();
-        let mut data = Vec::with_capacity(self.0.len());
-        for &c in columns {
-            let (s, e) = offsets[c];
-            data.extend_from_slice(&self.0[s..e]);
-        }
-        Row { data: data.into_boxed_slice() }
+        self.try_project(columns).unwrap_or_else(|| panic!("a projection past the end of a row of {} columns", self.arity()))
     }
 
     /// `project`, or `None` if a column is past the row's end.
