@@ -11,6 +11,7 @@
 
 mod accum;
 mod accum_ordered;
+mod held;
 mod hierarchy;
 mod in_order;
 mod merging;

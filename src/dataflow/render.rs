@@ -213,6 +213,12 @@ pub(crate) fn normalize_key(d: Datum) -> Datum {
     crate::expr::agg::normalize_datum(d)
 }
 
+/// The key of `row` in an index on the columns `key` (`export_index`).
+pub(crate) fn index_key(row: &Row, key: &[usize]) -> Row {
+    let datums = row.unpack();
+    Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect())
+}
+
 /// Renders a whole plan in the dataflow's top scope.
 pub fn render_top<'s>(
     scope: Scope<'s, Timestamp>,
@@ -786,11 +792,7 @@ pub fn export_index(
 ) -> Option<TraceBundle> {
     let bundle = traces.get_mut(&on)?;
     let rows = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
-    let keyed = rows.map(move |row| {
-        let datums = row.unpack();
-        let k = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
-        (k, row)
-    });
+    let keyed = rows.map(move |row| (index_key(&row, &key), row));
     let arranged = arrange_rows(keyed, &format!("index {name}"));
     Some(TraceBundle { ok: arranged.trace, err: bundle.err.clone(), index_of: None })
 }

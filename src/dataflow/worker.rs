@@ -2,6 +2,7 @@
 //! (trace handles by catalog id), pending peeks, and the command loop.
 
 use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
+use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
 use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
@@ -21,6 +22,16 @@ use tokio::sync::mpsc::UnboundedSender;
 /// How often the compaction frontier (`Command::AllowCompaction`, sent on
 /// every commit) is applied to the traces.
 const COMPACTION_INTERVAL: Duration = Duration::from_millis(25);
+
+/// How long the worker may hold committed times back from its dataflows
+/// so that one step carries several commits. Every step costs each
+/// dataflow it reaches a round of progress tracking and scheduling per
+/// operator, whatever the step carries: under pgbench TPC-B with three
+/// views, stepping on every commit spent two thirds of the worker's
+/// instructions there. A read at a held time releases the inputs at once
+/// (`release_inputs`), so reads do not wait for the interval; it bounds
+/// how long a change can go unpropagated when nothing reads it.
+const ADVANCE_BATCH: Duration = Duration::from_millis(1);
 
 /// A write of at least this many rows returns the freed heap to the OS
 /// once every table's arrangement has taken it in (its sorting buffers
@@ -45,8 +56,16 @@ pub struct WorkerState {
     arrange_log: ArrangeLog,
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
-    /// Every input is at this time (all earlier times are complete).
+    /// Every input is at this time once released (all earlier times are
+    /// complete); the inputs' updates are in, their frontiers may lag.
     input_time: Timestamp,
+    /// The time the inputs' frontiers were last advanced to, and since
+    /// when `input_time` has been ahead of it (`ADVANCE_BATCH`).
+    released: Timestamp,
+    held_since: Option<Instant>,
+    /// Table writes their arrangements may not have taken in yet, which
+    /// reads at those times add (`held.rs`).
+    recent: RecentWrites,
     /// Times before this may be compacted.
     since: Timestamp,
     /// `since` as last applied to every trace, and when: applying it walks
@@ -118,6 +137,9 @@ struct PendingPeek {
     /// A checkpoint read: the view, the previous checkpoint's time (`None`:
     /// whole, in chunks of this many bytes).
     checkpoint: Option<(GlobalId, Option<Timestamp>, usize)>,
+    /// The table a read of a table or of an index on one reads, which it
+    /// can answer before its arrangement reaches its time (`held.rs`).
+    source: Option<Source>,
 }
 
 /// A whole checkpoint read between chunks (`Command::CheckpointMore`).
@@ -140,6 +162,9 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         arrange_log: ArrangeLog::register(worker),
         peeks: Vec::new(),
         input_time: 0,
+        released: 0,
+        held_since: None,
+        recent: RecentWrites::default(),
         since: 0,
         compacted: (0, Instant::now()),
         merging: IdleMerging::new(),
@@ -169,23 +194,37 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
             state.compacted = (since, Instant::now());
         }
         let mut upper = Antichain::new();
-        for bundle in state.traces.values_mut() {
+        let mut oldest_table_upper = Timestamp::MAX;
+        for (id, bundle) in state.traces.iter_mut() {
             advance_physical(&mut bundle.ok, &mut upper);
+            if source_of(&state.inputs, *id, bundle).is_some() {
+                oldest_table_upper = oldest_table_upper.min(upper.elements().first().copied().unwrap_or(Timestamp::MAX));
+            }
             if let Some(err) = bundle.err.as_mut() {
                 advance_physical(err, &mut upper);
             }
         }
+        state.recent.forget_before(oldest_table_upper.min(state.input_time));
         state.merging.tick(worker, state.traces.values().map(|b| &*b.ok.operator().address));
         // Reads whose arrangements are already complete at their time (a
         // lookup, most reads) are answered before the worker steps or parks.
         serve_peeks(worker, &mut state);
-        let park = if !state.load_acks.is_empty() {
+        if let Some(since) = state.held_since {
+            let waited_on = state.peeks.iter().any(|p| p.time >= state.released);
+            if waited_on || since.elapsed() >= ADVANCE_BATCH {
+                release_inputs(&mut state);
+            }
+        }
+        let mut park = if !state.load_acks.is_empty() {
             Duration::ZERO
         } else if state.peeks.is_empty() {
             Duration::from_millis(50)
         } else {
             Duration::from_millis(1)
         };
+        if let Some(since) = state.held_since {
+            park = park.min(ADVANCE_BATCH.saturating_sub(since.elapsed()));
+        }
         worker.step_or_park(Some(park));
         for ack in state.load_acks.drain(..) {
             let _ = ack.send(());
@@ -202,6 +241,25 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
     }
 }
 
+/// Advances every input's frontier to `input_time` (the updates are
+/// already in): the times up to it complete once the dataflows step.
+fn release_inputs(state: &mut WorkerState) {
+    for input in state.inputs.values_mut() {
+        input.advance(state.input_time);
+    }
+    state.released = state.input_time;
+    state.held_since = None;
+}
+
+/// What the arrangement registered as `id` holds of a table: the table's
+/// own, or an index on one (not a view's, nor an index on a view).
+fn source_of(inputs: &BTreeMap<GlobalId, TableInput>, id: GlobalId, bundle: &TraceBundle) -> Option<Source> {
+    match &bundle.index_of {
+        None => inputs.contains_key(&id).then_some(Source::Table(id)),
+        Some((on, key)) => inputs.contains_key(on).then(|| Source::Index { on: *on, key: key.clone() }),
+    }
+}
+
 /// Queues a read of the arrangement of `id` at `time` (whole, or a
 /// lookup's keys), answered once the arrangement is complete there.
 fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult>, lookup: Option<(Arc<Vec<Row>>, bool)>) {
@@ -214,6 +272,7 @@ fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: Unboun
             drop_dataflow: None,
             lookup,
             checkpoint: None,
+            source: source_of(&state.inputs, id, bundle),
         }),
         None => {
             let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
@@ -246,6 +305,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             });
             let mut input = TableInput { rows, load, loading: None, loaded: 0 };
             input.advance(state.input_time);
+            state.recent.created(id, state.input_time);
             let mut bundle = TraceBundle { ok: trace, err: None, index_of: None };
             compact(&mut bundle, state.since);
             state.inputs.insert(id, input);
@@ -274,12 +334,11 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             if updates.iter().map(|(_, rows)| rows.len()).sum::<usize>() >= TRIM_AFTER_ROWS {
                 state.trim_after = Some(time);
             }
+            state.recent.record(time, &updates);
             let next = time + 1;
             if next > state.input_time {
                 state.input_time = next;
-            }
-            for input in state.inputs.values_mut() {
-                input.advance(state.input_time);
+                state.held_since.get_or_insert_with(Instant::now);
             }
         }
         Command::LoadBegin { id, time } => {
@@ -293,6 +352,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 input.loading = Some(time);
                 input.loaded = 0;
             }
+            state.recent.loaded(id, time);
         }
         Command::Load { id, rows, ack } => {
             state.merging.wrote();
@@ -355,6 +415,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 drop_dataflow: None,
                 lookup: None,
                 checkpoint: Some((id, since, chunk_bytes)),
+                source: None,
             });
         }
         Command::CheckpointMore { id, reply } => match state.chunked.remove(&id) {
@@ -379,12 +440,11 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
         Command::HoldInputs { time } => {
             state.input_time = state.input_time.max(time);
-            for input in state.inputs.values_mut() {
-                input.advance(state.input_time);
-            }
+            release_inputs(state);
         }
         Command::SeedCheckpoint { id, frontier, retract_at, rows } => seed_checkpoint(state, id, frontier, retract_at, rows),
         Command::Frontiers { reply } => {
+            release_inputs(state);
             let mut out = Vec::new();
             for (id, bundle) in state.traces.iter_mut() {
                 let mut upper = Antichain::new();
@@ -603,6 +663,7 @@ fn query(
             reply,
             drop_dataflow: Some(df),
             lookup: None,
+            source: None,
             checkpoint: None,
         }),
         None => {
@@ -616,6 +677,34 @@ fn complete_through(trace: &mut impl TraceReader<Time = Timestamp>, time: Timest
     let mut upper = Antichain::new();
     trace.read_upper(&mut upper);
     !upper.less_equal(&time)
+}
+
+/// The answer to the `i`-th pending read before its arrangement reaches
+/// its time, if it can have one now: a read of a table (or an index on
+/// one), at a time whose writes the worker has all been sent, whose
+/// arrangement's upper the recent writes cover. It reads the arrangement
+/// and adds the writes from its upper through the read's time.
+fn read_ahead(state: &mut WorkerState, i: usize) -> Option<Vec<(Row, Diff)>> {
+    let peek = &mut state.peeks[i];
+    let source = peek.source.as_ref()?;
+    if peek.time >= state.input_time || peek.err.is_some() {
+        return None;
+    }
+    let mut upper = Antichain::new();
+    peek.ok.read_upper(&mut upper);
+    let upper = *upper.elements().first()?;
+    if !state.recent.covers(source, upper) {
+        return None;
+    }
+    let mut rows = match &peek.lookup {
+        Some((keys, values)) => read_prefixes(&mut peek.ok, peek.time, keys, *values),
+        None => read_rows(&mut peek.ok, peek.time),
+    };
+    let prefixes = peek.lookup.as_ref().map(|(keys, values)| (keys.as_slice(), *values));
+    if state.recent.overlay(source, upper, peek.time, prefixes, (state.index, state.peers), &mut rows) {
+        differential_dataflow::consolidation::consolidate(&mut rows);
+    }
+    Some(rows)
 }
 
 fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
@@ -634,6 +723,11 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         let ready = complete_through(&mut peek.ok, peek.time)
             && peek.err.as_mut().map(|e| complete_through(e, peek.time)).unwrap_or(true);
         if !ready {
+            if let Some(rows) = read_ahead(state, i) {
+                let peek = state.peeks.swap_remove(i);
+                let _ = peek.reply.send(Ok(rows));
+                continue;
+            }
             i += 1;
             continue;
         }
