@@ -13,7 +13,9 @@
 //! The log keeps every write at or after the oldest upper of the table
 //! arrangements and their indexes (`forget_before`); a bulk load
 //! (`COPY`) does not pass through it, so a table loaded at or after an
-//! arrangement's upper is not covered and its reads wait as before.
+//! arrangement's upper is not covered and its reads wait as before; nor
+//! is any read while the log holds more than [`MAX_LOGGED_ROWS`] (a large
+//! write is taken in by the next step rather than scanned by each read).
 //!
 //! Owns: the log of recent table writes and the overlay of a read. Must
 //! not: step dataflows, or decide when held times are released.
@@ -23,6 +25,10 @@ use differential_dataflow::Hashable;
 use crate::repr::{Diff, GlobalId, Row, Timestamp};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+
+/// Past this many rows in the log, reads wait for their arrangements
+/// instead: after a large write each read would otherwise scan it.
+pub const MAX_LOGGED_ROWS: usize = 10_000;
 
 /// The writes of one commit: per table, its changed rows.
 pub type Writes = Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>;
@@ -48,6 +54,8 @@ impl Source {
 #[derive(Default)]
 pub struct RecentWrites {
     log: VecDeque<(Timestamp, Writes)>,
+    /// Rows in the log.
+    rows: usize,
     /// Writes before this time may have been forgotten.
     forgotten_before: Timestamp,
     /// Per table, the upper an arrangement of it must have reached for
@@ -60,8 +68,10 @@ pub struct RecentWrites {
 impl RecentWrites {
     /// Keeps the writes committed at `time` (times only increase).
     pub fn record(&mut self, time: Timestamp, writes: &Writes) {
-        if writes.iter().any(|(_, rows)| !rows.is_empty()) {
+        let rows: usize = writes.iter().map(|(_, rows)| rows.len()).sum();
+        if rows > 0 {
             self.log.push_back((time, Arc::clone(writes)));
+            self.rows += rows;
         }
     }
 
@@ -85,16 +95,19 @@ impl RecentWrites {
     /// add them to has passed it.
     pub fn forget_before(&mut self, time: Timestamp) {
         while self.log.front().is_some_and(|(t, _)| *t < time) {
-            self.log.pop_front();
+            if let Some((_, writes)) = self.log.pop_front() {
+                self.rows -= writes.iter().map(|(_, rows)| rows.len()).sum::<usize>();
+            }
         }
         self.forgotten_before = self.forgotten_before.max(time);
     }
 
     /// Whether every write of `source`'s table at `upper` or later is in
     /// the log, so that a read of an arrangement whose upper is `upper`
-    /// can add them.
+    /// can add them (and the log is small enough to scan).
     pub fn covers(&self, source: &Source, upper: Timestamp) -> bool {
-        upper >= self.forgotten_before && self.barriers.get(&source.table()).is_none_or(|barrier| upper >= *barrier)
+        self.rows <= MAX_LOGGED_ROWS
+            && upper >= self.forgotten_before && self.barriers.get(&source.table()).is_none_or(|barrier| upper >= *barrier)
     }
 
     /// Adds to `out` what this worker's part of an arrangement of `source`
@@ -213,5 +226,12 @@ mod tests {
         log.created(2, 20);
         assert!(!log.covers(&Source::Table(2), 19));
         assert!(log.covers(&Source::Table(2), 20));
+        // A large write is not scanned by reads until it is forgotten.
+        let many = (0..MAX_LOGGED_ROWS as i64).map(|i| (row(i, "m"), 1)).collect();
+        log.record(30, &Arc::new(vec![(t, many)]));
+        assert!(!log.covers(&Source::Table(t), 20));
+        log.forget_before(31);
+        assert_eq!(log.rows, 0);
+        assert!(log.covers(&Source::Table(t), 31));
     }
 }
