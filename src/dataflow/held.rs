@@ -21,8 +21,9 @@
 //! not: step dataflows, or decide when held times are released.
 
 use crate::dataflow::render::index_key;
-use differential_dataflow::Hashable;
+use crate::dataflow::row_spine::worker_of;
 use crate::repr::{Diff, GlobalId, Row, Timestamp};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ pub const MAX_LOGGED_ROWS: usize = 10_000;
 pub type Writes = Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>;
 
 /// What a read's arrangement holds of a table.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Source {
     /// The table's own arrangement (rows are keys).
     Table(GlobalId),
@@ -132,21 +133,30 @@ impl RecentWrites {
             }
             for (_, rows) in writes.iter().filter(|(id, _)| *id == table) {
                 for (row, diff) in rows {
-                    let (key, value) = match source {
-                        Source::Table(_) => (row.clone(), Row::empty()),
-                        Source::Index { key, .. } => (index_key(row, key), row.clone()),
+                    // The arrangement's key for the row: the row itself
+                    // (a table's), or its index columns.
+                    let key = match source {
+                        Source::Table(_) => Cow::Borrowed(row),
+                        Source::Index { key, .. } => Cow::Owned(index_key(row, key)),
                     };
-                    if key.hashed() % peers.max(1) as u64 != index as u64 {
+                    if worker_of(&key, peers) != index {
                         continue;
                     }
                     match prefixes {
-                        None => out.push((key, *diff)),
+                        None => out.push((key.into_owned(), *diff)),
                         // Once per prefix it is under, as the arrangement's
-                        // read seeks each prefix.
+                        // read seeks each prefix; values are the rows (an
+                        // index's) or empty (a table's).
                         Some((prefixes, values)) => {
                             let under = prefixes.iter().filter(|p| key.as_bytes().starts_with(p.as_bytes())).count();
-                            let found = if values { value } else { key };
-                            out.extend(std::iter::repeat_n((found, *diff), under));
+                            if under > 0 {
+                                let found = match (values, source) {
+                                    (false, _) => key.into_owned(),
+                                    (true, Source::Index { .. }) => row.clone(),
+                                    (true, Source::Table(_)) => Row::empty(),
+                                };
+                                out.extend(std::iter::repeat_n((found, *diff), under));
+                            }
                         }
                     }
                 }
@@ -191,7 +201,7 @@ mod tests {
         for index in 0..2 {
             let mut part = Vec::new();
             log.overlay(&Source::Table(t), 10, 12, None, (index, 2), &mut part);
-            assert!(part.iter().all(|(r, _)| r.hashed() % 2 == index as u64));
+            assert!(part.iter().all(|(r, _)| worker_of(r, 2) == index));
             parts.extend(part);
         }
         parts.sort();

@@ -213,6 +213,18 @@ pub type RowBuilder<T> = RcBuilder<OrdValBuilder<RowLayout<T>, RowChunk<T>>>;
 /// An arrangement of rows by a key row.
 pub type RowArrangement<'s, T> = Arranged<'s, TraceAgent<RowSpine<T>>>;
 
+/// The hash that places a key on a worker in `arrange_rows`: timely's
+/// exchange sends it to worker `hash % peers` (a mask when `peers` is a
+/// power of two, which is the same).
+pub fn key_hash(key: &Row) -> u64 {
+    key.hashed()
+}
+
+/// The worker among `peers` whose part of an arrangement holds `key`.
+pub fn worker_of(key: &Row, peers: usize) -> usize {
+    (key_hash(key) % peers.max(1) as u64) as usize
+}
+
 /// Arranges `(key, value)` rows, exchanged between workers by the key's
 /// hash as differential's own `arrange` does (so these arrangements join
 /// with any other keyed the same way).
@@ -220,7 +232,7 @@ pub fn arrange_rows<'s, T>(coll: VecCollection<'s, T, (Row, Row), Diff>, name: &
 where
     T: TimelyTimestamp + Lattice + ExchangeData,
 {
-    let exchange = Exchange::new(|update: &((Row, Row), T, Diff)| (update.0).0.hashed().into());
+    let exchange = Exchange::new(|update: &((Row, Row), T, Diff)| key_hash(&(update.0).0));
     arrange_core::<_, _, RowChunker<T>, RowBatcher<T>, RowBuilder<T>, RowSpine<T>>(coll.inner, exchange, name)
 }
 
