@@ -62,14 +62,14 @@ import time
 from decimal import Decimal, InvalidOperation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VIEWS = [
-    "CREATE MATERIALIZED VIEW bench_branch_balance AS "
-    "SELECT bid, sum(abalance) AS balance, count(*) AS accounts FROM pgbench_accounts GROUP BY bid",
-    "CREATE MATERIALIZED VIEW bench_teller_txns AS "
-    "SELECT tid, count(*) AS txns, sum(delta) AS moved FROM pgbench_history GROUP BY tid",
-    "CREATE MATERIALIZED VIEW bench_latest_history AS "
-    "SELECT tid, bid, aid, delta, mtime FROM pgbench_history ORDER BY mtime DESC LIMIT 100",
-]
+VIEWS = {
+    "bench_branch_balance":
+        "SELECT bid, sum(abalance) AS balance, count(*) AS accounts FROM pgbench_accounts GROUP BY bid",
+    "bench_teller_txns":
+        "SELECT tid, count(*) AS txns, sum(delta) AS moved FROM pgbench_history GROUP BY tid",
+    "bench_latest_history":
+        "SELECT tid, bid, aid, delta, mtime FROM pgbench_history ORDER BY mtime DESC LIMIT 100",
+}
 
 
 def free_port():
@@ -557,14 +557,14 @@ def pgbench_phase(a, tmps, procs):
             results[("tpcb before views", mode, "ripple")] = r
             print(f"# tpcb        {mode:8} ripple   {r['tps']:10.0f} tps  p50 {r['p50']:.3f} ms  "
                   f"p99 {r['p99']:.3f} ms  failed {r['failed']}  (just before the views)", flush=True)
-            for v in VIEWS:
-                psql(ripple, v)
+            for name, query in VIEWS.items():
+                psql(ripple, f"CREATE MATERIALIZED VIEW {name} AS {query}")
             r = pgbench(ripple, ["-M", mode] + common, logdir)
             results[("tpcb+3 views", mode, "ripple")] = r
             print(f"# tpcb+3views {mode:8} ripple   {r['tps']:10.0f} tps  p50 {r['p50']:.3f} ms  "
                   f"p99 {r['p99']:.3f} ms  failed {r['failed']}", flush=True)
-            for v in VIEWS:
-                psql(ripple, "DROP MATERIALIZED VIEW " + v.split()[3])
+            for name in VIEWS:
+                psql(ripple, f"DROP MATERIALIZED VIEW {name}")
 
     moved = transfers(servers, a, logdir)
     stop(procs)

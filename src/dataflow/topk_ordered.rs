@@ -64,6 +64,20 @@ impl RowOrder {
         };
         Entry { sort, row, order: Rc::clone(&self.order) }
     }
+
+    /// `entry` against `row` in the view's order, decoding `row`'s
+    /// ordering columns only.
+    fn entry_cmp_row(&self, entry: &Entry, row: &Row) -> Ordering {
+        let datums = row.unpack_needed(&self.needed);
+        for (i, o) in self.order.iter().enumerate() {
+            let theirs = datums.get(o.column).unwrap_or(&Datum::Null);
+            let c = compare_datums(entry.sort.get(i), theirs, o);
+            if c != Ordering::Equal {
+                return c;
+            }
+        }
+        entry.row.cmp(row)
+    }
 }
 
 /// The values a row is ordered by. One value (the common `ORDER BY t`) is
@@ -302,22 +316,6 @@ fn add_to(rows: &mut FxHashMap<Row, Diff>, row: Row, d: Diff) -> i64 {
             e.insert(d);
             1
         }
-    }
-}
-
-impl RowOrder {
-    /// `entry` against `row` in the view's order, decoding `row`'s
-    /// ordering columns only.
-    fn entry_cmp_row(&self, entry: &Entry, row: &Row) -> Ordering {
-        let datums = row.unpack_needed(&self.needed);
-        for (i, o) in self.order.iter().enumerate() {
-            let theirs = datums.get(o.column).unwrap_or(&Datum::Null);
-            let c = compare_datums(entry.sort.get(i), theirs, o);
-            if c != Ordering::Equal {
-                return c;
-            }
-        }
-        entry.row.cmp(row)
     }
 }
 
