@@ -213,3 +213,42 @@ async fn planning_a_huge_statement_does_not_hold_up_others() {
         finished - started
     );
 }
+
+/// Unique keys are checked by looking the new values up in the key's
+/// arrangement without the coordinator lock. Writers too large for key
+/// locks (more than 4,096 rows) that insert the same keys at once can all
+/// find them free: the values are in each one's read set, so all but the
+/// first to commit fail there and are run again, then find the keys taken
+/// (23505). Exactly one succeeds, whatever the interleaving; the same for
+/// a key that is not the table's leading column (its own arrangement).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_inserts_of_the_same_keys_leave_one_copy() {
+    let server = TestServer::start(2);
+    let setup = server.connect().await;
+    setup
+        .batch_execute("CREATE TABLE lead (id integer PRIMARY KEY, w integer); CREATE TABLE trail (w integer, id integer UNIQUE)")
+        .await
+        .unwrap();
+    for (round, table) in ["lead", "trail", "lead", "trail"].into_iter().enumerate() {
+        let base = round as i64 * 10_000;
+        let mut writers = Vec::new();
+        for w in 0..6 {
+            let client = server.connect().await;
+            let cols = if table == "lead" { "g, $w" } else { "$w, g" }.replace("$w", &w.to_string());
+            let sql = format!("INSERT INTO {table} SELECT {cols} FROM generate_series({base}, {base} + 4999) g");
+            writers.push(tokio::spawn(async move { client.batch_execute(&sql).await.map_err(|e| sqlstate(&e)) }));
+        }
+        let mut ok = 0;
+        for writer in writers {
+            match tokio::time::timeout(HANG, writer).await.expect("an insert hangs").unwrap() {
+                Ok(()) => ok += 1,
+                Err(code) => assert_eq!(code, "23505", "round {round}"),
+            }
+        }
+        assert_eq!(ok, 1, "round {round}: exactly one writer of the keys succeeds");
+        let n = scalar_i64(&setup, &format!("SELECT count(*) FROM {table} WHERE id BETWEEN {base} AND {base} + 4999")).await;
+        let distinct = scalar_i64(&setup, &format!("SELECT count(DISTINCT id) FROM {table}")).await;
+        assert_eq!(n, 5000, "round {round}");
+        assert_eq!(distinct, scalar_i64(&setup, &format!("SELECT count(*) FROM {table}")).await, "round {round}");
+    }
+}

@@ -681,3 +681,53 @@ async fn altered_columns_survive_restart() {
     assert_eq!(query_text(&client, "SELECT region, tag FROM acct WHERE id = 4").await, rows(&[&["eu", "x"]]));
     assert_eq!(query_text(&client, "SELECT * FROM total").await, rows(&[&["100"]]));
 }
+
+/// A unique key that is not the table's leading columns (or is numeric)
+/// is an arrangement built from the table's rows: after a restart it is
+/// built again, still refuses duplicates, serves lookups by the key, and
+/// a materialized view that joins through it is maintained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_arrangements_are_built_again_on_restart() {
+    async fn check(server: &TestServer, when: &str) {
+        let client = server.connect().await;
+        for (sql, constraint) in [
+            ("INSERT INTO members VALUES ('x', 2, 'new@x')", "members_pkey"),
+            ("INSERT INTO members VALUES ('x', 9, 'ann@x')", "members_email_key"),
+            ("INSERT INTO fees VALUES (1.50)", "fees_pkey"),
+        ] {
+            let err = client.simple_query(sql).await.expect_err("duplicate key");
+            assert_eq!(err.code().map(|c| c.code()), Some("23505"), "{sql} {when}");
+            let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+            assert!(message.contains(constraint), "{message} {when}");
+        }
+        let plan = query_text(&client, "EXPLAIN SELECT email FROM members WHERE id = 2").await;
+        assert_eq!(plan[0][0], "Fast path: lookup index members_pkey on members (id = 2)", "{when}");
+        assert_eq!(query_text(&client, "SELECT email FROM members WHERE id = 2").await, rows(&[&["bob@x"]]), "{when}");
+        exec(&client, "INSERT INTO members VALUES ('z', 100, 'z@x'); DELETE FROM members WHERE id = 100").await;
+    }
+    let mut server = TestServer::start(2);
+    {
+        let client = server.connect().await;
+        exec(
+            &client,
+            "CREATE TABLE members (team text, id integer PRIMARY KEY, email text UNIQUE);
+             INSERT INTO members VALUES ('a', 1, 'ann@x'), ('b', 2, 'bob@x');
+             CREATE TABLE fees (amount numeric PRIMARY KEY);
+             INSERT INTO fees VALUES (1.5);
+             CREATE TABLE visits (member_id integer, at integer);
+             INSERT INTO visits VALUES (1, 10), (2, 20), (2, 30);
+             CREATE MATERIALIZED VIEW visits_by_email AS
+               SELECT m.email, count(*) AS n FROM visits v JOIN members m ON m.id = v.member_id GROUP BY m.email;",
+        )
+        .await;
+    }
+    check(&server, "before the restart").await;
+    server.restart();
+    check(&server, "after the restart").await;
+    let client = server.connect().await;
+    exec(&client, "INSERT INTO visits VALUES (1, 40); UPDATE members SET email = 'ann@y' WHERE id = 1").await;
+    assert_eq!(
+        query_text(&client, "SELECT email, n::text FROM visits_by_email ORDER BY 1").await,
+        rows(&[&["ann@y", "2"], &["bob@x", "2"]])
+    );
+}

@@ -104,7 +104,6 @@ impl State {
         if let Some(item) = self.catalog.items.get_mut(&table) {
             item.desc.names[column] = new_name.to_string();
         }
-        self.unique.rename_column(table, column, new_name);
         Ok(())
     }
 

@@ -135,6 +135,13 @@ pub struct Catalog {
     pub stats: super::stats::Stats,
     /// The COPYs in progress (`pg_stat_progress_copy`); shared likewise.
     pub copies: super::progress::Copies,
+    /// The arrangements kept for unique keys (`coord/keys.rs`), per
+    /// table: each key's columns and the arrangement's id. Not stored:
+    /// built again from the table's rows on restart.
+    pub key_arrangements: BTreeMap<GlobalId, Vec<(Vec<usize>, GlobalId)>>,
+    /// How many key arrangements were ever made (their ids follow
+    /// `keys::FIRST_KEY_ARRANGEMENT`).
+    pub key_arrangements_made: GlobalId,
 }
 
 /// The shared catalog, copied on write: a statement binds and plans
@@ -185,6 +192,8 @@ impl Default for Catalog {
             schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
             stats: Default::default(),
             copies: Default::default(),
+            key_arrangements: BTreeMap::new(),
+            key_arrangements_made: 0,
         }
     }
 }
@@ -456,18 +465,18 @@ impl SqlCatalog for BindCatalog<'_> {
 }
 
 impl IndexCatalog for Catalog {
+    /// The indexes on `id`, then the arrangements of its unique keys
+    /// (named as the key's constraint).
     fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef> {
         let on_name = self.items.get(&id).map(|i| i.name.clone()).unwrap_or_default();
-        self.indexes()
-            .filter_map(|ix| match &ix.index {
-                Some((on, key)) if *on == id => Some(IndexRef {
-                    id: ix.id,
-                    name: ix.name.clone(),
-                    on_name: on_name.clone(),
-                    key: key.clone(),
-                }),
-                _ => None,
-            })
-            .collect()
+        let indexes = self.indexes().filter_map(|ix| match &ix.index {
+            Some((on, key)) if *on == id => Some(IndexRef { id: ix.id, name: ix.name.clone(), on_name: on_name.clone(), key: key.clone() }),
+            _ => None,
+        });
+        let keys = self.key_arrangements.get(&id).into_iter().flatten().map(|(columns, arrangement)| {
+            let name = self.items.get(&id).and_then(|t| t.keys.iter().find(|k| k.columns == *columns)).map(|k| k.name.clone());
+            IndexRef { id: *arrangement, name: name.unwrap_or_default(), on_name: on_name.clone(), key: columns.clone() }
+        });
+        indexes.chain(keys).collect()
     }
 }

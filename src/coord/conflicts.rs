@@ -55,6 +55,21 @@ impl ReadSet {
         self.tables.is_empty()
     }
 
+    /// Adds what `other` read.
+    pub fn extend(&mut self, other: ReadSet) {
+        for (table, access) in other.tables {
+            match access {
+                Access::Whole => self.whole(table),
+                Access::Keys(by_columns) => {
+                    for (columns, keys) in by_columns {
+                        let keys: Vec<Row> = keys.into_iter().collect();
+                        self.keys(table, &columns, &keys);
+                    }
+                }
+            }
+        }
+    }
+
     /// The first table written that this set read anything of.
     fn first_conflict(&self, written: &Written) -> Option<GlobalId> {
         match written {

@@ -11,7 +11,8 @@
 //! table's log as a staged chunk of a bulk load (`storage::staged`, on a
 //! blocking thread while the next chunk is parsed), so its memory does not
 //! grow with its input. At CopyDone (`copy_in_commit`) the load commits at
-//! one timestamp: unique keys are checked over its chunks, a write set
+//! one timestamp: its key values, read back from its chunks, are looked
+//! up in the keys' arrangements (`keys`), a write set
 //! with the load's commit marker is made durable, and the chunks are read
 //! back and handed to the workers through the table's load input
 //! (`Command::LoadBegin`/`Load`/`LoadEnd`), a few at a time, while the
@@ -29,12 +30,14 @@
 //! (the server does) or change how other writes commit.
 
 use super::progress::CopyGuard;
-use super::{assign, unique, Coordinator, Session, State};
+use super::keys::{CheckedKeys, ServedKey};
+use super::{assign, Coordinator, Session, State};
 use crate::dataflow::Command;
 use crate::expr::ScalarExpr;
 use crate::repr::{Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
 use crate::sql::{CopyOptions, ItemKind};
 use crate::storage::{Load, Storage, WriteSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// How many chunks of a load may wait in the workers' queues.
@@ -315,7 +318,7 @@ impl Coordinator {
             check_table(&state, session, table, &table_name)?;
             let n = rows.len() as u64;
             let updates = rows.into_iter().map(|r| (r, 1)).collect();
-            state.write_rows(session, vec![(table, updates)])?;
+            state = self.write_rows(state, session, vec![(table, updates)]).await?;
             state.catalog.stats.dml(table, super::stats::Dml::Insert, n);
             Ok(n)
         }
@@ -347,9 +350,22 @@ impl Coordinator {
         };
         let table = staging.table;
         let result = async {
-            let mut state = self.state.lock().await;
+            let state = self.state.lock().await;
             check_table(&state, session, table, &table_name)?;
-            state.commit_load(&mut staging)
+            let keys = super::keys::served_keys(&state.catalog, table);
+            let (mut state, checked) = match keys.is_empty() {
+                true => (state, CheckedKeys::default()),
+                false => {
+                    // The load's change of each key, read back from its
+                    // chunks, looked up without the coordinator lock.
+                    drop(state);
+                    let changes = load_key_changes(&staging, keys)?;
+                    let (state, checked) = self.check_key_changes(self.state.lock().await, session, changes).await?;
+                    check_table(&state, session, table, &table_name)?;
+                    (state, checked)
+                }
+            };
+            state.commit_load(&mut staging, checked)
         }
         .await;
         if result.is_ok() {
@@ -430,25 +446,15 @@ impl Coordinator {
 }
 
 impl State {
-    /// Commits a staged load at a new timestamp: checks its rows against
-    /// the table's unique keys, submits its commit marker and starts its
+    /// Commits a staged load at a new timestamp: checks that the key values
+    /// it found free (`checked`) were not taken since, submits its commit marker and starts its
     /// feed (`Command::LoadBegin` before the timestamp's `Advance`).
-    fn commit_load(&mut self, staging: &mut Staging) -> Result<u64, Error> {
+    fn commit_load(&mut self, staging: &mut Staging, checked: CheckedKeys) -> Result<u64, Error> {
         let table = staging.table;
-        let keys = if self.unique.has_keys(table) {
-            let mut pending = unique::PendingKeys::default();
-            let unique = &self.unique;
-            let storage = &staging.storage;
-            super::run_blocking(|| -> Result<(), Error> {
-                for chunk in storage.load_chunks(table, staging.load)? {
-                    unique.check(&mut pending, &[(table, chunk?)], |_| false)?;
-                }
-                Ok(())
-            })?;
-            Some(pending)
-        } else {
-            None
-        };
+        // The key values the load found free must still be free (`keys`).
+        if let Some((reads, hold)) = &checked.reads {
+            self.log.check(reads, hold.ts, self.write_ts, |t| self.name_of(t))?;
+        }
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.loads.push(Load { table, id: staging.load, bytes: staging.bytes });
@@ -459,9 +465,6 @@ impl State {
             return Err(e);
         }
         staging.committed = true;
-        if let Some(pending) = keys {
-            self.unique.commit(pending);
-        }
         let n = staging.rows;
         self.catalog.stats.loaded(table, n);
         self.catalog.stats.dml(table, super::stats::Dml::Insert, n);
@@ -473,6 +476,27 @@ impl State {
         self.allow_compaction();
         Ok(n)
     }
+}
+
+/// Each key's net change per value by a staged load, read back from its
+/// chunks (`keys`).
+fn load_key_changes(staging: &Staging, keys: Vec<ServedKey>) -> Result<Vec<(ServedKey, HashMap<Row, Diff>)>, Error> {
+    let mut changes: Vec<(ServedKey, HashMap<Row, Diff>)> = keys.into_iter().map(|k| (k, HashMap::new())).collect();
+    super::run_blocking(|| -> Result<(), Error> {
+        for chunk in staging.storage.load_chunks(staging.table, staging.load)? {
+            let chunk = chunk?;
+            for (key, delta) in changes.iter_mut() {
+                for (k, d) in key.def.delta(&chunk) {
+                    *delta.entry(k).or_insert(0) += d;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    for (_, delta) in changes.iter_mut() {
+        delta.retain(|_, d| *d != 0);
+    }
+    Ok(changes)
 }
 
 /// The table may have been dropped (and maybe re-created under its name)

@@ -45,7 +45,7 @@ impl State {
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         self.commits.submit(ws)?;
-        self.install(id, name, plan, deps, create_sql, contents)?;
+        self.install(id, name, plan, deps, create_sql)?;
         // Advance time so that the new item is readable at the write time.
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())
@@ -67,34 +67,10 @@ impl State {
     }
 
     /// Adds an item to the catalog and builds its dataflows (also used on
-    /// recovery, where nothing is written). `contents` holds the rows of
-    /// tables whose unique keys it sets up (all tables on recovery).
-    pub(super) fn install(
-        &mut self,
-        id: GlobalId,
-        name: &str,
-        plan: Plan,
-        deps: Vec<GlobalId>,
-        create_sql: String,
-        contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
-    ) -> Result<(), Error> {
-        let no_rows: &[(Row, Diff)] = &[];
+    /// recovery, where nothing is written); a table's unique keys get the
+    /// arrangements they need (`keys`).
+    pub(super) fn install(&mut self, id: GlobalId, name: &str, plan: Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<(), Error> {
         let schema = plan.created().map_or(USER_SCHEMA, |(s, _)| s).to_string();
-        match &plan {
-            Plan::CreateTable { unique, desc, .. } => {
-                let rows = contents.get(&id).map(Vec::as_slice).unwrap_or(no_rows);
-                for k in unique {
-                    let names = k.columns.iter().map(|c| desc.names[*c].clone()).collect();
-                    self.unique.add(id, id, &k.name, &k.columns, names, rows)?;
-                }
-            }
-            Plan::CreateIndex { on, key, unique: true, .. } => {
-                let rows = contents.get(on).map(Vec::as_slice).unwrap_or(no_rows);
-                let names = self.column_names(*on, key);
-                self.unique.add(*on, id, name, key, names, rows)?;
-            }
-            _ => {}
-        }
         let item = match plan {
             Plan::CreateTable { desc, unique, defaults, .. } => {
                 self.dataflow.broadcast(Command::CreateTable { id, name: name.to_string() });
@@ -207,7 +183,11 @@ impl State {
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),
         };
+        let table = item.kind == ItemKind::Table;
         self.catalog.insert(item);
+        if table {
+            self.sync_key_arrangements(id, false);
+        }
         Ok(())
     }
 
@@ -251,13 +231,22 @@ impl State {
         }
     }
 
+    /// Drops the dataflow and arrangement `id` — once no dataflow imports
+    /// it any more (until then it is an orphan).
+    pub(super) fn drop_arrangement(&mut self, id: GlobalId) {
+        match self.catalog.items.values().any(|i| i.imports.contains(&id)) {
+            true => self.orphans.push(id),
+            false => self.dataflow.broadcast(Command::Drop { id }),
+        }
+    }
+
     /// Takes dropped items (already deleted from storage) out of the
     /// catalog, the key sets and the dataflows.
     pub(super) fn forget_items(&mut self, to_drop: Vec<GlobalId>) {
         for id in &to_drop {
+            self.drop_key_arrangements(*id);
             self.catalog.items.remove(id);
             self.catalog.stats.forget(*id);
-            self.unique.drop_owner(*id);
             self.checkpoints.lineage.remove(id);
             self.checkpoints.linear.remove(id);
             self.storage.hold_folds_at(self.checkpoints.fold_hold());
@@ -265,11 +254,7 @@ impl State {
             self.incremental.remove(id);
         }
         for id in to_drop {
-            if self.catalog.items.values().any(|i| i.imports.contains(&id)) {
-                self.orphans.push(id);
-            } else {
-                self.dataflow.broadcast(Command::Drop { id });
-            }
+            self.drop_arrangement(id);
         }
         let items = &self.catalog.items;
         let (keep, release): (Vec<GlobalId>, Vec<GlobalId>) =

@@ -2,10 +2,10 @@
 //! UPDATE, DELETE and TRUNCATE read the rows they change (keyed ones
 //! after taking their key locks) at their transaction's timestamp, check
 //! them against the table's columns, and write them: checked against the
-//! unique keys and buffered in the session's transaction (an autocommit
-//! write's is a one-statement one). COMMIT checks what the transaction
-//! read against the commits since (`conflicts`), checks its keys again and
-//! commits at a new timestamp (group commit), applied to the dataflows.
+//! unique keys (`keys`) and buffered in the session's transaction (an
+//! autocommit write's is a one-statement one). COMMIT checks what the
+//! transaction read — the key values it found free too — against the
+//! commits since (`conflicts`) and commits at a new timestamp (group commit), applied to the dataflows.
 //!
 //! Owns: these statements' execution and the write path to storage and
 //! dataflows. Must not: bind statements, decide what a transaction block
@@ -13,7 +13,8 @@
 //! waits for durability, in `Coordinator::execute`).
 
 use super::stats::Dml;
-use super::{assign, expand, unique, Coordinator, ExecuteResponse, Session, State};
+use super::keys::CheckedKeys;
+use super::{assign, expand, Coordinator, ExecuteResponse, Session, State};
 use crate::dataflow::Command;
 use crate::repr::{Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row};
 use crate::sql::Plan;
@@ -53,7 +54,10 @@ impl Coordinator {
                 // (then it is a duplicate, or free again; an upsert then
                 // reads the row it wrote).
                 if proposed.len() <= MAX_LOCKED_ROWS {
-                    let keys = state.unique.values_of(table, &proposed).into_iter().map(|(c, k)| (table, c, k)).collect();
+                    let keys = super::keys::served_keys(&state.catalog, table)
+                        .iter()
+                        .flat_map(|k| proposed.iter().filter_map(|r| k.def.of(r)).map(|v| (table, k.def.columns.clone(), v)))
+                        .collect();
                     state = self.lock(state, session, keys).await?;
                 }
                 let (updates, written_rows, inserted, updated) = match &on_conflict {
@@ -72,7 +76,7 @@ impl Coordinator {
                     Some(r) => Some(self.returned(&mut state, session, writing, table, r, &written_rows).await?),
                     None => None,
                 };
-                state.write(session, vec![(table, updates)])?;
+                state = self.write(state, session, vec![(table, updates)]).await?;
                 state.catalog.stats.dml(table, Dml::Insert, inserted);
                 if updated > 0 {
                     state.catalog.stats.dml(table, Dml::Update, updated);
@@ -110,7 +114,7 @@ impl Coordinator {
                     Some(r) => Some(self.returned(&mut state, session, writing, table, r, &new_rows).await?),
                     None => None,
                 };
-                state.write(session, vec![(table, updates)])?;
+                state = self.write(state, session, vec![(table, updates)]).await?;
                 state.catalog.stats.dml(table, Dml::Update, n);
                 Ok(written("UPDATE", n, returning, returned))
             }
@@ -124,7 +128,7 @@ impl Coordinator {
                     None => None,
                 };
                 let updates = rows.into_iter().map(|r| (r, -1)).collect();
-                state.write(session, vec![(table, updates)])?;
+                state = self.write(state, session, vec![(table, updates)]).await?;
                 state.catalog.stats.dml(table, Dml::Delete, n);
                 Ok(written("DELETE", n, returning, returned))
             }
@@ -136,7 +140,7 @@ impl Coordinator {
                     state = st;
                     updates.push((table, rows.into_iter().map(|r| (r, -1)).collect()));
                 }
-                state.write(session, updates)?;
+                drop(self.write(state, session, updates).await?);
                 Ok(ExecuteResponse::Command { tag: "TRUNCATE TABLE".into(), rows: None })
             }
             other => Err(Error::Internal(format!("not a write: {other:?}"))),
@@ -221,67 +225,67 @@ impl Coordinator {
     }
 }
 
-impl State {
-    /// A statement's table updates: checked against the unique keys, then
-    /// buffered in the session's transaction, or (autocommit) committed.
-    /// The caller holds the write token.
-    pub(super) fn write(&mut self, session: &mut Session, updates: Vec<(GlobalId, Vec<(Vec<Datum>, Diff)>)>) -> Result<(), Error> {
+impl Coordinator {
+    /// A statement's table updates: checked against the unique keys
+    /// (`check_keys`, which lets the coordinator lock go while the workers
+    /// look key values up), then buffered in the session's transaction,
+    /// or (a write outside any) committed.
+    pub(super) async fn write<'a>(
+        &'a self,
+        state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        updates: Vec<(GlobalId, Vec<(Vec<Datum>, Diff)>)>,
+    ) -> Result<tokio::sync::MutexGuard<'a, State>, Error> {
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates
             .into_iter()
             .map(|(id, rows)| (id, rows.into_iter().map(|(d, r)| (Row::from_datums(d), r)).collect::<Vec<_>>()))
             .collect();
-        self.write_rows(session, updates)
+        self.write_rows(state, session, updates).await
     }
 
     /// `write`, of rows already packed (COPY holds its rows packed).
-    pub(super) fn write_rows(&mut self, session: &mut Session, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>) -> Result<(), Error> {
+    pub(super) async fn write_rows<'a>(
+        &'a self,
+        state: tokio::sync::MutexGuard<'a, State>,
+        session: &mut Session,
+        updates: Vec<(GlobalId, Vec<(Row, Diff)>)>,
+    ) -> Result<tokio::sync::MutexGuard<'a, State>, Error> {
         let updates: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates.into_iter().filter(|(_, rows)| !rows.is_empty()).collect();
         if updates.is_empty() {
-            return Ok(());
+            return Ok(state);
         }
+        let (mut state, checked) = self.check_keys(state, session, &updates).await?;
+        state.write_checked(session, updates, checked)?;
+        Ok(state)
+    }
+}
+
+impl State {
+    /// Buffers (or commits) a statement's updates, checked against the
+    /// keys arrangements serve (`checked`); in a transaction block that
+    /// ran DDL, also against the keys the block holds itself.
+    fn write_checked(&mut self, session: &mut Session, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>, checked: CheckedKeys) -> Result<(), Error> {
         if let Some(txn) = session.txn.as_mut() {
-            // The keys the block itself created (`txn_ddl`), then the
-            // shared ones; recorded only once both hold.
-            // (A table whose columns the block changed has all its keys
-            // in the block's.)
-            let mut own = unique::PendingKeys::default();
-            if let Some(tc) = txn.ddl.as_ref() {
-                tc.keys.check(&mut own, &updates, |_| false)?;
-            }
-            let reshaped = |t| txn.ddl.as_ref().is_some_and(|tc| tc.reshaped.contains_key(&t));
-            self.unique.check(&mut txn.keys, &updates, reshaped)?;
             if let Some(tc) = txn.ddl.as_mut() {
-                tc.keys.commit(own);
+                tc.keys.check(&updates)?;
+            }
+            for (key, delta) in checked.changes {
+                txn.keys.record(&key, delta);
             }
             txn.buffer(updates);
             return Ok(());
         }
-        self.commit_keyed(updates)
-    }
-
-    /// Checks `updates` against the unique keys, records them and commits
-    /// them (`commit_updates`); a commit that fails takes its keys back.
-    fn commit_keyed(&mut self, updates: Vec<(GlobalId, Vec<(Row, Diff)>)>) -> Result<(), Error> {
-        self.unique.apply(&updates)?;
-        // What to undo if the commit fails: only tables with unique keys
-        // (a bulk load into a table without keys is not copied again).
-        let undo: Vec<(GlobalId, Vec<(Row, Diff)>)> = updates
-            .iter()
-            .filter(|(id, _)| self.unique.has_keys(*id))
-            .map(|(id, rows)| (*id, rows.iter().map(|(r, d)| (r.clone(), -d)).collect()))
-            .collect();
-        if let Err(e) = self.commit_updates(updates) {
-            // Removing what was just added cannot conflict.
-            let _ = self.unique.apply(&undo);
-            return Err(e);
+        // A write outside any transaction (a COPY's): the key values it
+        // found free must still be free (`keys`).
+        if let Some((reads, hold)) = &checked.reads {
+            self.log.check(reads, hold.ts, self.write_ts, |t| self.name_of(t))?;
         }
-        Ok(())
+        self.commit_updates(updates)
     }
 
     /// Commits a transaction's DDL and writes at a new timestamp, if no
-    /// commit since it read changed what it read (else 40001) and its
-    /// writes keep every unique key (checked again: others committed
-    /// meanwhile). Returns the timestamp to wait for, if it wrote.
+    /// commit since it read changed what it read, the key values its
+    /// writes found free included (else 40001). Returns the timestamp to wait for, if it wrote.
     pub(super) fn commit_txn(&mut self, txn: &mut Txn) -> Result<Option<crate::repr::Timestamp>, Error> {
         if txn.token.is_none() {
             return Ok(None);
@@ -293,9 +297,8 @@ impl State {
         // (A block with DDL held the token alone: its keys were checked
         // with nothing committed between.)
         if let Some(tc) = txn.ddl.take() {
-            self.apply_block_ddl(*tc, &mut txn.keys)?;
+            self.apply_block_ddl(*tc)?;
             let updates = txn.take_writes();
-            self.unique.commit(std::mem::take(&mut txn.keys));
             self.commit_updates(updates)?;
             return Ok(Some(self.write_ts));
         }
@@ -303,7 +306,7 @@ impl State {
         if updates.is_empty() {
             return Ok(None);
         }
-        self.commit_keyed(updates)?;
+        self.commit_updates(updates)?;
         Ok(Some(self.write_ts))
     }
 

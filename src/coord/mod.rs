@@ -39,6 +39,7 @@ mod conflicts;
 mod copy;
 mod cursor;
 mod ddl;
+mod keys;
 mod dml;
 mod generic;
 mod introspect;
@@ -163,8 +164,6 @@ struct State {
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
     dataflow: Arc<DataflowClient>,
-    /// The unique keys of tables, checked on every write.
-    unique: unique::UniqueKeys,
     /// Recent commits, for checking writing transactions (`conflicts`).
     log: conflicts::CommitLog,
     /// Restart state: loaded checkpoints and hydration.
@@ -277,7 +276,6 @@ impl Coordinator {
             write_ts,
             orphans: Vec::new(),
             dataflow: dataflow.clone(),
-            unique: unique::UniqueKeys::default(),
             log: conflicts::CommitLog::default(),
             recovery: Recovery::new(started, write_ts),
             restoring: config.seed_from_checkpoints,
@@ -313,7 +311,6 @@ impl Coordinator {
         // Rebuild items in id order (dependencies always have smaller ids),
         // over no rows yet.
         records.sort_by_key(|r| r.id);
-        let no_contents = HashMap::new();
         for rec in records {
             let stmts = sql::parse(&rec.create_sql)?;
             let stmt = stmts.first().ok_or_else(|| Error::Storage(format!("empty catalog record {}", rec.id)))?;
@@ -323,7 +320,7 @@ impl Coordinator {
                 let plan = sql::bind_statement(&bc, stmt, &mut params)?;
                 (plan, bc.dependencies())
             };
-            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone(), &no_contents)?;
+            state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone())?;
             if let Some(item) = state.catalog.items.get_mut(&rec.id) {
                 item.comments = rec.comments;
             }
@@ -482,14 +479,6 @@ impl Coordinator {
         }
         let recovered = tables.await.map_err(|e| Error::Internal(format!("table reader: {e}")))??;
         let mut st = self.state.lock().await;
-        for (id, rows) in &recovered.tables {
-            st.unique.load(*id, rows);
-        }
-        for (id, parts) in &recovered.table_parts {
-            for (_, rows) in parts {
-                st.unique.load(*id, rows);
-            }
-        }
         st.load_tables(recovered.tables, recovered.table_parts, load_ts);
         tracing::info!(elapsed_ms = st.recovery.started.elapsed().as_millis() as u64, "tables loaded");
         Ok(())

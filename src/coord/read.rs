@@ -88,6 +88,12 @@ impl Coordinator {
         expand(rows)
     }
 
+    /// A read's rows as the workers found them (a `State::seek`).
+    pub(super) async fn collect_rows(&self, read: PendingRead) -> Result<Vec<(Row, Diff)>, Error> {
+        let PendingRead { mut rx, .. } = read;
+        self.gather(&mut rx).await
+    }
+
     /// Every worker's part of a read, put together; the first error (by
     /// order) if any worker had one.
     async fn gather(&self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
@@ -235,6 +241,15 @@ impl State {
     /// An item's name, for messages (its id if it is gone).
     pub(super) fn name_of(&self, id: GlobalId) -> String {
         self.catalog.items.get(&id).map(|i| i.name.clone()).unwrap_or_else(|| id.to_string())
+    }
+
+    /// The rows of arrangement `id` at `ts` under the keys that start with
+    /// one of `keys` (sorted; the rows stored under them with `values`),
+    /// as they are (`Coordinator::collect_rows`).
+    pub(super) fn seek(&mut self, id: GlobalId, keys: Vec<Row>, values: bool, ts: Timestamp) -> PendingRead {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.dataflow.broadcast(Command::Lookup { id, keys: Arc::new(keys), values, time: ts, reply: tx });
+        PendingRead { rx, then: None }
     }
 
     /// A fast-path read (`planner::fast_path`): the workers seek the keys

@@ -45,7 +45,7 @@ use crate::repr::{Datum, Diff, Error, GlobalId, Row, Timestamp};
 use crate::sql::ddl_text::{self, ColumnEdit};
 use crate::sql::{ItemKind, Plan};
 use crate::storage::WriteSet;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A dependent built again under a new id.
@@ -275,7 +275,7 @@ impl State {
         self.commits.submit(ws)?;
 
         // Then the catalog, the key sets and the dataflows.
-        let Prepared { scratch, deps, keys, gone, .. } = p;
+        let Prepared { scratch, deps, gone, .. } = p;
         self.forget_items(gone);
         self.catalog.next_id = next_id;
         if let Some(t) = scratch.items.get(&table) {
@@ -291,20 +291,19 @@ impl State {
         // not hold rows of the old shape.
         let mut fresh = Vec::new();
         if map.is_some() {
+            self.drop_key_arrangements(table);
             self.dataflow.broadcast(Command::Drop { id: table });
             self.dataflow.broadcast(Command::CreateTable { id: table, name });
-            fresh.push((table, contents.clone()));
+            fresh.push((table, contents));
         }
-        let contents = HashMap::from([(table, contents)]);
+        // The table's keys get the arrangements they now need (all made
+        // again over the new rows if the table's own was).
+        self.sync_key_arrangements(table, false);
         for r in deps.rebuilt {
-            self.install(r.new, &r.name, r.plan, r.deps, r.create_sql, &contents)?;
+            self.install(r.new, &r.name, r.plan, r.deps, r.create_sql)?;
             if let Some(i) = self.catalog.items.get_mut(&r.new) {
                 i.comments = r.comments;
             }
-        }
-        // (`install` added the rebuilt indexes' keys; these are all of them.)
-        if let Some(keys) = keys {
-            self.unique.replace_table(table, keys);
         }
         if map.is_some() {
             self.reshaped.insert(table, ts);

@@ -280,7 +280,7 @@ impl Coordinator {
                     None => state.create(id, &name, *create, deps, create_sql, &HashMap::new())?,
                 }
                 let n = rows.len() as u64;
-                state.write(session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())])?;
+                drop(self.write(state, session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())]).await?);
                 Ok(ExecuteResponse::Command { tag: "SELECT".into(), rows: Some(n) })
             }
             Plan::CreateIndex { ref schema, ref name, on, ref on_name, ref key, if_not_exists, .. } => {

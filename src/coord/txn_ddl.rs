@@ -21,7 +21,6 @@
 
 use super::catalog::{Catalog, Item};
 use super::txn::{Ddl, Txn, TxnCatalog};
-use super::unique::{PendingKeys, UniqueKeys};
 use super::State;
 use crate::repr::{Diff, Error, GlobalId, Row};
 use crate::sql::{ItemKind, Plan, QualifiedName};
@@ -151,17 +150,14 @@ impl State {
         tc.ddl.push(Ddl::Comment { id, column, comment });
     }
 
-    /// At COMMIT, before the block's writes: its DDL, in order. The created
-    /// items' unique keys come from the block's key sets, which hold the
-    /// rows the block wrote; so do all the keys of a table whose columns
-    /// the block changed (whose changes `pending` then forgets).
-    pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog, pending: &mut PendingKeys) -> Result<(), Error> {
-        let owned: Vec<(GlobalId, UniqueKeys)> = tc.reshaped.keys().map(|t| (*t, tc.keys.of_table(*t))).collect();
+    /// At COMMIT, before the block's writes: its DDL, in order. (The
+    /// block's writes were checked against the keys it held itself; once
+    /// committed, the keys' arrangements hold them.)
+    pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog) -> Result<(), Error> {
         for d in std::mem::take(&mut tc.ddl) {
             match d {
                 Ddl::Create { id, name, plan, deps, create_sql } => {
                     self.create(id, &name, plan, deps, create_sql, &HashMap::new())?;
-                    self.unique.move_owner(&mut tc.keys, id);
                 }
                 Ddl::Drop { ids } => self.drop_ids(ids)?,
                 Ddl::Rename { id, schema, new_name } => self.rename(id, &schema, &new_name)?,
@@ -172,12 +168,6 @@ impl State {
                 }
                 Ddl::RenameColumn { table, column, new_name } => self.rename_column(table, column, &new_name)?,
             }
-        }
-        for (table, keys) in owned {
-            if self.catalog.items.contains_key(&table) {
-                self.unique.replace_table(table, keys);
-            }
-            pending.forget(table);
         }
         Ok(())
     }

@@ -1,37 +1,42 @@
-//! Unique keys: PRIMARY KEY and UNIQUE constraints and unique indexes.
+//! Unique keys: PRIMARY KEY and UNIQUE constraints and unique indexes —
+//! the rule a write must keep, worked out on key values.
 //!
-//! For every unique key of a table, the coordinator keeps the set of key
-//! values present (NULL-containing keys excluded: they never conflict, as
-//! in Postgres). A write is checked against the sets before it is made
-//! durable, as a whole statement: a key may repeat in the middle of an
-//! UPDATE as long as it is unique once the statement is done (the SQL
-//! standard's rule; Postgres checks row by row, so it refuses some
-//! UPDATEs, such as `SET id = id + 1`, that ripple accepts).
+//! A key's values present in a committed table are not kept here: they
+//! are in the arrangement that serves the key (`coord/keys.rs`), which a
+//! write looks its new values up in. What this module owns is the rule:
+//! a write is checked as a whole statement, by the net change it makes to
+//! each key value, so a key may repeat in the middle of an UPDATE as long
+//! as it is unique once the statement is done (the SQL standard's rule;
+//! Postgres checks row by row, so it refuses some UPDATEs, such as
+//! `SET id = id + 1`, that ripple accepts). NULL-containing keys never
+//! conflict, as in Postgres. It also owns the key changes a transaction
+//! has made so far (`PendingKeys`), and the key value sets of tables that
+//! exist only in an open transaction block (`UniqueKeys`: a table the
+//! block created or whose columns it changed has no arrangement yet).
 //!
-//! Owns the key sets only; must not write storage or talk to dataflows.
+//! Must not: write storage or talk to dataflows.
 
 use crate::repr::{Datum, Diff, Error, GlobalId, Row};
 use std::collections::{BTreeMap, HashMap};
 
-/// One unique key of a table and the key values present.
-#[derive(Clone, Debug)]
-struct Key {
-    /// The table itself for a table constraint, or the unique index.
-    owner: GlobalId,
-    name: String,
-    columns: Vec<usize>,
-    column_names: Vec<String>,
-    present: HashMap<Row, Diff>,
+/// One unique key of a table, as a write is checked against it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyDef {
+    pub table: GlobalId,
+    /// The constraint's name (`t_pkey`) or the unique index's.
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub column_names: Vec<String>,
 }
 
-impl Key {
+impl KeyDef {
     /// The key value of a row; `None` if a key column is NULL.
-    fn of(&self, row: &[Datum]) -> Option<Row> {
+    pub fn of(&self, row: &[Datum]) -> Option<Row> {
         key_value(&self.columns, row)
     }
 
     /// `of` a packed row, decoding only the key's columns.
-    fn of_packed(&self, row: &Row) -> Option<Row> {
+    pub fn of_packed(&self, row: &Row) -> Option<Row> {
         let last = self.columns.iter().max().map_or(0, |c| c + 1);
         let mut needed = vec![false; last];
         for c in &self.columns {
@@ -44,6 +49,33 @@ impl Key {
     fn describe(&self, key: &Row) -> String {
         let vals: Vec<String> = key.unpack().iter().map(|d| d.to_string()).collect();
         format!("Key ({})=({})", self.column_names.join(", "), vals.join(", "))
+    }
+
+    /// The slot of this key's changes in `PendingKeys`: keys over the same
+    /// columns of a table hold the same values, so they share one.
+    fn slot(&self) -> (GlobalId, Vec<usize>) {
+        (self.table, self.columns.clone())
+    }
+
+    /// The net change `rows` make to each value of this key (values
+    /// whose rows only changed in place are left out).
+    pub fn delta(&self, rows: &[(Row, Diff)]) -> HashMap<Row, Diff> {
+        let mut delta: HashMap<Row, Diff> = HashMap::new();
+        for (row, diff) in rows {
+            if let Some(k) = self.of_packed(row) {
+                *delta.entry(k).or_insert(0) += diff;
+            }
+        }
+        delta.retain(|_, d| *d != 0);
+        delta
+    }
+
+    /// The error for a value written twice.
+    fn violation(&self, key: &Row) -> Error {
+        Error::UniqueViolation {
+            message: format!("duplicate key value violates unique constraint \"{}\"", self.name),
+            detail: format!("{} already exists.", self.describe(key)),
+        }
     }
 }
 
@@ -62,10 +94,87 @@ pub fn key_value(columns: &[usize], row: &[Datum]) -> Option<Row> {
     Some(Row::from_datums(vals))
 }
 
-/// The unique keys of every table.
+/// The key changes of a transaction's statements so far (checked, not yet
+/// committed; dropped on rollback), per table and key columns.
+#[derive(Clone, Debug, Default)]
+pub struct PendingKeys {
+    deltas: HashMap<(GlobalId, Vec<usize>), HashMap<Row, Diff>>,
+}
+
+impl PendingKeys {
+    /// Drops the changes of `table`'s keys (a transaction block took its
+    /// keys over).
+    pub fn forget(&mut self, table: GlobalId) {
+        self.deltas.retain(|(t, _), _| *t != table);
+    }
+
+    /// Checks a statement's change `delta` of `key`: each value it adds
+    /// must be held, once added to the transaction's earlier changes, by
+    /// at most one row, `present(value)` being how many rows hold it
+    /// before the transaction. Records nothing (`record` does, once the
+    /// whole statement is accepted), so a failed statement leaves no trace.
+    pub fn check(&self, key: &KeyDef, delta: &HashMap<Row, Diff>, present: impl Fn(&Row) -> Diff) -> Result<(), Error> {
+        let earlier = self.deltas.get(&key.slot());
+        for (k, d) in delta {
+            if *d <= 0 {
+                continue;
+            }
+            let before = earlier.and_then(|b| b.get(k)).copied().unwrap_or(0);
+            if present(k) + before + d > 1 {
+                return Err(key.violation(k));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a checked statement's change of `key`.
+    pub fn record(&mut self, key: &KeyDef, delta: HashMap<Row, Diff>) {
+        let acc = self.deltas.entry(key.slot()).or_default();
+        for (k, d) in delta {
+            let n = acc.entry(k.clone()).or_insert(0);
+            *n += d;
+            if *n == 0 {
+                acc.remove(&k);
+            }
+        }
+    }
+}
+
+/// The keys of the tables that exist only in a transaction block (created
+/// by it, or with columns it changed) and of unique indexes it created,
+/// each with the values the block's view of the table holds.
 #[derive(Clone, Debug, Default)]
 pub struct UniqueKeys {
     by_table: BTreeMap<GlobalId, Vec<Key>>,
+}
+
+/// A block's key and the values present.
+#[derive(Clone, Debug)]
+struct Key {
+    /// The table itself for a table constraint, or the unique index.
+    owner: GlobalId,
+    def: KeyDef,
+    present: HashMap<Row, Diff>,
+}
+
+/// Checks that no value of `def` repeats in `rows` (a unique index or key
+/// added to rows already there); the value sets of the key.
+pub fn build(def: &KeyDef, rows: &[(Row, Diff)], index_name: &str) -> Result<HashMap<Row, Diff>, Error> {
+    let mut present: HashMap<Row, Diff> = HashMap::new();
+    for (row, diff) in rows {
+        if let Some(k) = def.of_packed(row) {
+            let n = present.entry(k.clone()).or_insert(0);
+            *n += diff;
+            if *n > 1 {
+                return Err(Error::UniqueViolation {
+                    message: format!("could not create unique index \"{index_name}\""),
+                    detail: format!("{} is duplicated.", def.describe(&k)),
+                });
+            }
+        }
+    }
+    present.retain(|_, n| *n != 0);
+    Ok(present)
 }
 
 impl UniqueKeys {
@@ -81,58 +190,16 @@ impl UniqueKeys {
         column_names: Vec<String>,
         rows: &[(Row, Diff)],
     ) -> Result<(), Error> {
-        let mut key = Key { owner, name: name.to_string(), columns: columns.to_vec(), column_names, present: HashMap::new() };
-        for (row, diff) in rows {
-            if let Some(k) = key.of_packed(row) {
-                let n = key.present.entry(k.clone()).or_insert(0);
-                *n += diff;
-                if *n > 1 {
-                    return Err(Error::UniqueViolation {
-                        message: format!("could not create unique index \"{name}\""),
-                        detail: format!("{} is duplicated.", key.describe(&k)),
-                    });
-                }
-            }
-        }
-        key.present.retain(|_, n| *n != 0);
-        self.by_table.entry(table).or_default().push(key);
+        let def = KeyDef { table, name: name.to_string(), columns: columns.to_vec(), column_names };
+        let present = build(&def, rows, name)?;
+        self.by_table.entry(table).or_default().push(Key { owner, def, present });
         Ok(())
-    }
-
-    /// Adds a recovered table's rows to the value sets of its keys (on
-    /// restart the keys are set up before the rows are read).
-    pub fn load(&mut self, table: GlobalId, rows: &[(Row, Diff)]) {
-        let Some(keys) = self.by_table.get_mut(&table) else { return };
-        for key in keys {
-            for (row, diff) in rows {
-                if let Some(k) = key.of_packed(row) {
-                    *key.present.entry(k).or_insert(0) += diff;
-                }
-            }
-            key.present.retain(|_, n| *n != 0);
-        }
-    }
-
-    /// The values `rows` of `table` give its unique keys, each with the
-    /// key's columns (what an INSERT locks, `coord/locks.rs`); rows with
-    /// a NULL in a key give none for it.
-    pub fn values_of(&self, table: GlobalId, rows: &[Vec<Datum>]) -> Vec<(Vec<usize>, Row)> {
-        let mut out = Vec::new();
-        for key in self.by_table.get(&table).into_iter().flatten() {
-            out.extend(rows.iter().filter_map(|r| key.of(r)).map(|k| (key.columns.clone(), k)));
-        }
-        out
-    }
-
-    /// Whether `table` has any unique key.
-    pub fn has_keys(&self, table: GlobalId) -> bool {
-        self.by_table.get(&table).is_some_and(|keys| !keys.is_empty())
     }
 
     /// Renames column `column` of `table` in the keys' error details.
     pub fn rename_column(&mut self, table: GlobalId, column: usize, name: &str) {
         for key in self.by_table.get_mut(&table).into_iter().flatten() {
-            for (c, n) in key.columns.iter().zip(key.column_names.iter_mut()) {
+            for (c, n) in key.def.columns.iter().zip(key.def.column_names.iter_mut()) {
                 if *c == column {
                     *n = name.to_string();
                 }
@@ -141,17 +208,12 @@ impl UniqueKeys {
     }
 
     /// Replaces every key of `table` with those `from` holds for it (a
-    /// table whose columns changed, or a transaction block's keys of it).
+    /// table whose columns the block changed).
     pub fn replace_table(&mut self, table: GlobalId, mut from: UniqueKeys) {
         match from.by_table.remove(&table) {
             Some(keys) => self.by_table.insert(table, keys),
             None => self.by_table.remove(&table),
         };
-    }
-
-    /// The keys of `table` alone.
-    pub fn of_table(&self, table: GlobalId) -> UniqueKeys {
-        UniqueKeys { by_table: self.by_table.get(&table).map(|k| BTreeMap::from([(table, k.clone())])).unwrap_or_default() }
     }
 
     /// Forgets the keys owned by `owner` (a dropped table or index).
@@ -162,113 +224,30 @@ impl UniqueKeys {
         }
     }
 
-    /// Takes over the keys `owner` has in `from` (a transaction block's
-    /// keys of what it created, `coord/txn_ddl.rs`), replacing any it has
-    /// here.
-    pub fn move_owner(&mut self, from: &mut UniqueKeys, owner: GlobalId) {
-        for keys in self.by_table.values_mut() {
-            keys.retain(|k| k.owner != owner);
-        }
-        for (table, keys) in from.by_table.iter_mut() {
-            let (moved, kept): (Vec<Key>, Vec<Key>) = std::mem::take(keys).into_iter().partition(|k| k.owner == owner);
-            *keys = kept;
-            self.by_table.entry(*table).or_default().extend(moved);
-        }
-        from.by_table.retain(|_, keys| !keys.is_empty());
-    }
-
-    /// Checks a statement's updates against every key of the tables they
-    /// change and, if no key value would repeat, records them.
-    pub fn apply(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
-        let mut pending = PendingKeys::default();
-        self.check(&mut pending, updates, |_| false)?;
-        self.commit(pending);
-        Ok(())
-    }
-
-    /// Checks a statement's updates of a transaction whose earlier
-    /// statements changed keys by `pending` (not yet recorded here): if no
-    /// key value would repeat, adds them to `pending`; otherwise changes
-    /// nothing. The caller must keep other writers out until it commits or
-    /// forgets `pending` (the coordinator's write token). Tables for which
-    /// `skip` holds are not checked (their keys are elsewhere).
-    pub fn check(
-        &self,
-        pending: &mut PendingKeys,
-        updates: &[(GlobalId, Vec<(Row, Diff)>)],
-        skip: impl Fn(GlobalId) -> bool,
-    ) -> Result<(), Error> {
-        // The net change of each key value, per (table, key).
-        let mut deltas: Vec<((GlobalId, usize), HashMap<Row, Diff>)> = Vec::new();
+    /// Checks a statement's updates against these keys: if no key value
+    /// would repeat, adds them to the value sets (which hold the block's
+    /// earlier changes); otherwise changes nothing.
+    pub fn check(&mut self, updates: &[(GlobalId, Vec<(Row, Diff)>)]) -> Result<(), Error> {
+        let mut checked = Vec::new();
         for (table, rows) in updates {
-            if skip(*table) {
-                continue;
-            }
-            let Some(keys) = self.by_table.get(table) else { continue };
-            for (i, key) in keys.iter().enumerate() {
-                let mut delta: HashMap<Row, Diff> = HashMap::new();
-                for (row, diff) in rows {
-                    if let Some(k) = key.of_packed(row) {
-                        *delta.entry(k).or_insert(0) += diff;
-                    }
-                }
-                // (A row changed in place keeps its key: no change.)
-                delta.retain(|_, d| *d != 0);
-                let before = pending.deltas.get(&(*table, i));
-                for (k, d) in &delta {
-                    let earlier = before.and_then(|b| b.get(k)).copied().unwrap_or(0);
-                    if key.present.get(k).copied().unwrap_or(0) + earlier + d > 1 {
-                        return Err(Error::UniqueViolation {
-                            message: format!("duplicate key value violates unique constraint \"{}\"", key.name),
-                            detail: format!("{} already exists.", key.describe(k)),
-                        });
-                    }
-                }
-                deltas.push(((*table, i), delta));
+            for (i, key) in self.by_table.get(table).into_iter().flatten().enumerate() {
+                let delta = key.def.delta(rows);
+                PendingKeys::default().check(&key.def, &delta, |k| key.present.get(k).copied().unwrap_or(0))?;
+                checked.push((*table, i, delta));
             }
         }
-        for (slot, delta) in deltas {
-            let acc = pending.deltas.entry(slot).or_default();
-            for (k, d) in delta {
-                let n = acc.entry(k.clone()).or_insert(0);
-                *n += d;
-                if *n == 0 {
-                    acc.remove(&k);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Records the key changes of a committed transaction (checked by
-    /// `check`).
-    pub fn commit(&mut self, pending: PendingKeys) {
-        for ((table, i), delta) in pending.deltas {
+        for (table, i, delta) in checked {
             if let Some(key) = self.by_table.get_mut(&table).and_then(|keys| keys.get_mut(i)) {
-                for (k, d) in delta {
+                for (k, d) in &delta {
                     let n = key.present.entry(k.clone()).or_insert(0);
                     *n += d;
                     if *n == 0 {
-                        key.present.remove(&k);
+                        key.present.remove(k);
                     }
                 }
             }
         }
-    }
-}
-
-/// The key changes of a transaction's statements so far, checked but not
-/// yet recorded in `UniqueKeys` (dropped on rollback).
-#[derive(Clone, Debug, Default)]
-pub struct PendingKeys {
-    deltas: HashMap<(GlobalId, usize), HashMap<Row, Diff>>,
-}
-
-impl PendingKeys {
-    /// Drops the changes of `table`'s keys (a transaction block took its
-    /// keys over).
-    pub fn forget(&mut self, table: GlobalId) {
-        self.deltas.retain(|(t, _), _| *t != table);
+        Ok(())
     }
 }
 
@@ -280,19 +259,32 @@ mod tests {
         Row::from_datums(v.iter().map(|x| x.map(Datum::Int32).unwrap_or(Datum::Null)).collect::<Vec<_>>())
     }
 
+    fn pkey() -> KeyDef {
+        KeyDef { table: 1, name: "t_pkey".into(), columns: vec![0], column_names: vec!["a".into()] }
+    }
+
+    /// Checks and records `rows` against `present` (the committed values).
+    fn write(p: &mut PendingKeys, present: &HashMap<Row, Diff>, rows: Vec<(Row, Diff)>) -> Result<(), Error> {
+        let key = pkey();
+        let delta = key.delta(&rows);
+        p.check(&key, &delta, |k| present.get(k).copied().unwrap_or(0))?;
+        p.record(&key, delta);
+        Ok(())
+    }
+
     #[test]
     fn keys_repeat_only_across_the_whole_statement() {
-        let mut u = UniqueKeys::default();
-        u.add(1, 1, "t_pkey", &[0], vec!["a".into()], &[(row(&[Some(1)]), 1), (row(&[Some(2)]), 1)]).unwrap();
+        let present: HashMap<Row, Diff> = [(row(&[Some(1)]), 1), (row(&[Some(2)]), 1)].into_iter().collect();
+        let mut p = PendingKeys::default();
         // A new key is fine, a present one is not.
-        u.apply(&[(1, vec![(row(&[Some(3)]), 1)])]).unwrap();
-        let err = u.apply(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap_err();
+        write(&mut p, &present, vec![(row(&[Some(3)]), 1)]).unwrap();
+        let err = write(&mut p, &present, vec![(row(&[Some(2)]), 1)]).unwrap_err();
         assert_eq!(err.to_string(), "duplicate key value violates unique constraint \"t_pkey\"");
         assert_eq!(err.detail().as_deref(), Some("Key (a)=(2) already exists."));
         // Two equal new keys in one statement.
-        assert!(u.apply(&[(1, vec![(row(&[Some(7)]), 1), (row(&[Some(7)]), 1)])]).is_err());
-        // A failed statement changed nothing: 7 is still free.
-        u.apply(&[(1, vec![(row(&[Some(7)]), 1)])]).unwrap();
+        assert!(write(&mut p, &present, vec![(row(&[Some(7)]), 1), (row(&[Some(7)]), 1)]).is_err());
+        // A failed statement recorded nothing: 7 is still free.
+        write(&mut p, &present, vec![(row(&[Some(7)]), 1)]).unwrap();
         // Shifting every key by one (an UPDATE) is unique at its end.
         let shift = vec![
             (row(&[Some(1)]), -1),
@@ -302,32 +294,27 @@ mod tests {
             (row(&[Some(3)]), -1),
             (row(&[Some(4)]), 1),
         ];
-        u.apply(&[(1, shift)]).unwrap();
-        // NULL keys never conflict; other tables are unaffected.
-        u.apply(&[(1, vec![(row(&[None]), 1), (row(&[None]), 1)]), (2, vec![(row(&[Some(4)]), 1)])]).unwrap();
-        // Deleted keys can come back.
-        u.apply(&[(1, vec![(row(&[Some(4)]), -1)])]).unwrap();
-        u.apply(&[(1, vec![(row(&[Some(4)]), 1)])]).unwrap();
+        let mut q = PendingKeys::default();
+        write(&mut q, &present, shift).unwrap();
+        // NULL keys never conflict.
+        write(&mut q, &present, vec![(row(&[None]), 1), (row(&[None]), 1)]).unwrap();
     }
 
     #[test]
     fn a_transaction_sees_its_own_earlier_keys() {
-        let mut u = UniqueKeys::default();
-        u.add(1, 1, "t_pkey", &[0], vec!["a".into()], &[(row(&[Some(1)]), 1)]).unwrap();
+        let present: HashMap<Row, Diff> = [(row(&[Some(1)]), 1)].into_iter().collect();
         let mut p = PendingKeys::default();
-        u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])], |_| false).unwrap();
+        write(&mut p, &present, vec![(row(&[Some(2)]), 1)]).unwrap();
         // The same key again in a later statement of the transaction.
-        assert!(u.check(&mut p, &[(1, vec![(row(&[Some(2)]), 1)])], |_| false).is_err());
-        // Deleting 1 then inserting it again is fine.
-        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), -1)])], |_| false).unwrap();
-        u.check(&mut p, &[(1, vec![(row(&[Some(1)]), 1)])], |_| false).unwrap();
-        // Rolled back: nothing recorded, 2 is free for others.
-        u.apply(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
-        // Committed: 3 is taken.
-        let mut p = PendingKeys::default();
-        u.check(&mut p, &[(1, vec![(row(&[Some(3)]), 1)])], |_| false).unwrap();
-        u.commit(p);
-        assert!(u.apply(&[(1, vec![(row(&[Some(3)]), 1)])]).is_err());
+        assert!(write(&mut p, &present, vec![(row(&[Some(2)]), 1)]).is_err());
+        // Deleting 1 then inserting it again is fine, twice is not.
+        write(&mut p, &present, vec![(row(&[Some(1)]), -1)]).unwrap();
+        write(&mut p, &present, vec![(row(&[Some(1)]), 1)]).unwrap();
+        assert!(write(&mut p, &present, vec![(row(&[Some(1)]), 1)]).is_err());
+        // Another table's keys are in another slot.
+        let other = KeyDef { table: 2, ..pkey() };
+        let delta = other.delta(&[(row(&[Some(2)]), 1)]);
+        p.check(&other, &delta, |_| 0).unwrap();
     }
 
     #[test]
@@ -338,8 +325,11 @@ mod tests {
         assert_eq!(err.detail().as_deref(), Some("Key (a)=(1) is duplicated."));
         assert!(u.by_table.get(&1).is_none_or(|k| k.is_empty()));
         u.add(1, 9, "ix", &[0], vec!["a".into()], &rows[..1]).unwrap();
-        assert!(u.apply(&[(1, vec![(row(&[Some(1)]), 1)])]).is_err());
+        assert!(u.check(&[(1, vec![(row(&[Some(1)]), 1)])]).is_err());
+        // A block's writes are added to its value sets.
+        u.check(&[(1, vec![(row(&[Some(2)]), 1)])]).unwrap();
+        assert!(u.check(&[(1, vec![(row(&[Some(2)]), 1)])]).is_err());
         u.drop_owner(9);
-        u.apply(&[(1, vec![(row(&[Some(1)]), 1)])]).unwrap();
+        u.check(&[(1, vec![(row(&[Some(1)]), 1)])]).unwrap();
     }
 }

@@ -253,7 +253,7 @@ fn column_any(e: &ScalarExpr, types: &[ColumnType]) -> Option<(usize, Vec<Datum>
 
 /// Whether equal values of type `t` are stored as equal bytes (so a
 /// lookup by bytes finds exactly the equal ones; not numeric: 1.0 = 1.00).
-fn exact(t: &ScalarType) -> bool {
+pub(crate) fn exact(t: &ScalarType) -> bool {
     matches!(
         t,
         ScalarType::Bool
