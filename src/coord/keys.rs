@@ -113,6 +113,19 @@ pub fn served_keys(catalog: &Catalog, table: GlobalId) -> Vec<ServedKey> {
     out
 }
 
+/// The arrangements kept for keys: each one's id, its table and the name
+/// of the key it serves (the constraint's).
+pub fn kept_arrangements(catalog: &Catalog) -> Vec<(GlobalId, GlobalId, String)> {
+    let mut out = Vec::new();
+    for (table, kept) in &catalog.key_arrangements {
+        for (columns, id) in kept {
+            let name = catalog.items.get(table).and_then(|t| t.keys.iter().find(|k| k.columns == *columns)).map(|k| k.name.clone());
+            out.push((*id, *table, name.unwrap_or_else(|| id.to_string())));
+        }
+    }
+    out
+}
+
 impl ServedKey {
     /// The keys to seek for key values `values` (sorted, no repeats).
     fn lookup_keys(&self, values: &[Row]) -> Vec<Row> {

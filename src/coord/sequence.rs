@@ -368,8 +368,9 @@ impl Coordinator {
                         rows
                     }
                     ShowKind::Arrangements | ShowKind::ArrangementSizes => {
-                        let names: BTreeMap<GlobalId, String> =
+                        let mut names: BTreeMap<GlobalId, String> =
                             state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
+                        names.extend(super::keys::kept_arrangements(&state.catalog).into_iter().map(|(id, _, name)| (id, name)));
                         drop(state);
                         Box::pin(self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes))).await
                     }
