@@ -233,6 +233,12 @@ impl Catalog {
         keys
     }
 
+    /// The name of `table`'s key constraint over `columns` (the first, if
+    /// several are).
+    pub fn key_name(&self, table: GlobalId, columns: &[usize]) -> Option<String> {
+        self.items.get(&table)?.keys.iter().find(|k| k.columns == columns).map(|k| k.name.clone())
+    }
+
     /// The item `name` in `schema` (relation and index names are unique
     /// per schema).
     pub fn by_name(&self, schema: &str, name: &str) -> Option<&Item> {
@@ -473,9 +479,11 @@ impl IndexCatalog for Catalog {
             Some((on, key)) if *on == id => Some(IndexRef { id: ix.id, name: ix.name.clone(), on_name: on_name.clone(), key: key.clone() }),
             _ => None,
         });
-        let keys = self.key_arrangements.get(&id).into_iter().flatten().map(|(columns, arrangement)| {
-            let name = self.items.get(&id).and_then(|t| t.keys.iter().find(|k| k.columns == *columns)).map(|k| k.name.clone());
-            IndexRef { id: *arrangement, name: name.unwrap_or_default(), on_name: on_name.clone(), key: columns.clone() }
+        let keys = self.key_arrangements.get(&id).into_iter().flatten().map(|(columns, arrangement)| IndexRef {
+            id: *arrangement,
+            name: self.key_name(id, columns).unwrap_or_default(),
+            on_name: on_name.clone(),
+            key: columns.clone(),
         });
         indexes.chain(keys).collect()
     }

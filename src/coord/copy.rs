@@ -447,8 +447,9 @@ impl Coordinator {
 
 impl State {
     /// Commits a staged load at a new timestamp: checks that the key values
-    /// it found free (`checked`) were not taken since, submits its commit marker and starts its
-    /// feed (`Command::LoadBegin` before the timestamp's `Advance`).
+    /// it found free (`checked`) were not taken since, submits its commit
+    /// marker and starts its feed (`Command::LoadBegin` before the
+    /// timestamp's `Advance`).
     fn commit_load(&mut self, staging: &mut Staging, checked: CheckedKeys) -> Result<u64, Error> {
         let table = staging.table;
         // The key values the load found free must still be free (`keys`).

@@ -31,7 +31,7 @@ impl State {
         create_sql: String,
         contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
     ) -> Result<(), Error> {
-        self.check_unique(id, name, &plan, contents)?;
+        self.check_unique(name, &plan, contents)?;
         let kind = match &plan {
             Plan::CreateTable { .. } => ItemKind::Table,
             Plan::CreateView { materialized: true, .. } => ItemKind::MaterializedView,
@@ -53,10 +53,11 @@ impl State {
 
     /// A new unique index must hold on the rows already there: checked
     /// before anything is made durable.
-    fn check_unique(&self, id: GlobalId, name: &str, plan: &Plan, contents: &HashMap<GlobalId, Vec<(Row, Diff)>>) -> Result<(), Error> {
+    fn check_unique(&self, name: &str, plan: &Plan, contents: &HashMap<GlobalId, Vec<(Row, Diff)>>) -> Result<(), Error> {
         if let Plan::CreateIndex { on, key, unique: true, .. } = plan {
             let rows = contents.get(on).map(Vec::as_slice).unwrap_or(&[]);
-            unique::UniqueKeys::default().add(*on, id, name, key, self.column_names(*on, key), rows)?;
+            let def = unique::KeyDef { table: *on, name: name.to_string(), columns: key.clone(), column_names: self.column_names(*on, key) };
+            unique::build(&def, rows, name)?;
         }
         Ok(())
     }
@@ -153,17 +154,7 @@ impl State {
             }
             Plan::CreateIndex { on, key, unique, .. } => {
                 let desc = self.catalog.items.get(&on).map(|i| i.desc.clone()).unwrap_or_default();
-                self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
-                    id,
-                    name: name.to_string(),
-                    plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
-                    export: Export::Index { on, key: key.clone() },
-                    seed: false,
-                    resume: None,
-                })));
-                if let Some(plan) = self.resume.as_mut() {
-                    plan.index(id, on);
-                }
+                self.build_index(id, name.to_string(), on, key.clone());
                 Item {
                     id,
                     schema: schema.clone(),
@@ -186,7 +177,7 @@ impl State {
         let table = item.kind == ItemKind::Table;
         self.catalog.insert(item);
         if table {
-            self.sync_key_arrangements(id, false);
+            self.sync_key_arrangements(id);
         }
         Ok(())
     }
@@ -231,6 +222,22 @@ impl State {
         }
     }
 
+    /// Builds the dataflow of an index `id` on `on` keyed by the columns
+    /// `key` (a `CREATE INDEX`, or a unique key's arrangement, `keys`).
+    pub(super) fn build_index(&mut self, id: GlobalId, name: String, on: GlobalId, key: Vec<usize>) {
+        self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
+            id,
+            name,
+            plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
+            export: Export::Index { on, key },
+            seed: false,
+            resume: None,
+        })));
+        if let Some(plan) = self.resume.as_mut() {
+            plan.index(id, on);
+        }
+    }
+
     /// Drops the dataflow and arrangement `id` — once no dataflow imports
     /// it any more (until then it is an orphan).
     pub(super) fn drop_arrangement(&mut self, id: GlobalId) {
@@ -241,7 +248,7 @@ impl State {
     }
 
     /// Takes dropped items (already deleted from storage) out of the
-    /// catalog, the key sets and the dataflows.
+    /// catalog and the dataflows (a table's key arrangements with it).
     pub(super) fn forget_items(&mut self, to_drop: Vec<GlobalId>) {
         for id in &to_drop {
             self.drop_key_arrangements(*id);

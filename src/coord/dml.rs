@@ -5,7 +5,8 @@
 //! unique keys (`keys`) and buffered in the session's transaction (an
 //! autocommit write's is a one-statement one). COMMIT checks what the
 //! transaction read — the key values it found free too — against the
-//! commits since (`conflicts`) and commits at a new timestamp (group commit), applied to the dataflows.
+//! commits since (`conflicts`) and commits at a new timestamp (group
+//! commit), applied to the dataflows.
 //!
 //! Owns: these statements' execution and the write path to storage and
 //! dataflows. Must not: bind statements, decide what a transaction block
@@ -285,7 +286,8 @@ impl State {
 
     /// Commits a transaction's DDL and writes at a new timestamp, if no
     /// commit since it read changed what it read, the key values its
-    /// writes found free included (else 40001). Returns the timestamp to wait for, if it wrote.
+    /// writes found free included (else 40001). Returns the timestamp to
+    /// wait for, if it wrote.
     pub(super) fn commit_txn(&mut self, txn: &mut Txn) -> Result<Option<crate::repr::Timestamp>, Error> {
         if txn.token.is_none() {
             return Ok(None);

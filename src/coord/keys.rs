@@ -31,12 +31,9 @@ use super::read::PendingRead;
 use super::txn::ReadHold;
 use super::unique::{KeyDef, PendingKeys};
 use super::{Coordinator, Session, State};
-use crate::dataflow::{Command, DataflowDesc, Export};
-use crate::expr::RelationExpr;
-use crate::repr::{Diff, Error, GlobalId, Row};
+use crate::repr::{ColumnType, Diff, Error, GlobalId, Row};
 use crate::sql::ItemKind;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The first id of a key's arrangement (catalog items' ids are far below).
 pub const FIRST_KEY_ARRANGEMENT: GlobalId = 1 << 48;
@@ -58,11 +55,16 @@ pub struct ServedKey {
     exact: bool,
 }
 
+/// Whether equal values of `columns` have equal bytes in rows.
+fn exact(types: &[ColumnType], columns: &[usize]) -> bool {
+    columns.iter().all(|c| types.get(*c).is_some_and(|t| crate::planner::fast_path::exact(&t.scalar)))
+}
+
 /// Whether the table's own arrangement serves a key over `columns`.
-fn rows_serve(types: &[crate::repr::ColumnType], columns: &[usize]) -> bool {
+fn rows_serve(types: &[ColumnType], columns: &[usize]) -> bool {
     let mut sorted = columns.to_vec();
     sorted.sort_unstable();
-    sorted.iter().copied().eq(0..columns.len()) && columns.iter().all(|c| types.get(*c).is_some_and(|t| crate::planner::fast_path::exact(&t.scalar)))
+    sorted.iter().copied().eq(0..columns.len()) && exact(types, columns)
 }
 
 /// The key columns of `table` that need an arrangement kept for them.
@@ -83,7 +85,6 @@ fn wanted(catalog: &Catalog, table: GlobalId) -> Vec<Vec<usize>> {
 pub fn served_keys(catalog: &Catalog, table: GlobalId) -> Vec<ServedKey> {
     let Some(item) = catalog.items.get(&table).filter(|i| i.kind == ItemKind::Table) else { return Vec::new() };
     let names = |cols: &[usize]| cols.iter().map(|c| item.desc.names.get(*c).cloned().unwrap_or_default()).collect();
-    let exact = |cols: &[usize]| cols.iter().all(|c| item.desc.types.get(*c).is_some_and(|t| crate::planner::fast_path::exact(&t.scalar)));
     let mut out: Vec<ServedKey> = Vec::new();
     let kept = catalog.key_arrangements.get(&table);
     for key in &item.keys {
@@ -100,7 +101,7 @@ pub fn served_keys(catalog: &Catalog, table: GlobalId) -> Vec<ServedKey> {
         } else {
             (table, false, Vec::new())
         };
-        out.push(ServedKey { exact: exact(&def.columns), def, arrangement, values, order });
+        out.push(ServedKey { exact: exact(&item.desc.types, &def.columns), def, arrangement, values, order });
     }
     for ix in catalog.indexes().filter(|i| i.unique) {
         let Some((on, columns)) = &ix.index else { continue };
@@ -108,7 +109,7 @@ pub fn served_keys(catalog: &Catalog, table: GlobalId) -> Vec<ServedKey> {
             continue;
         }
         let def = KeyDef { table, name: ix.name.clone(), columns: columns.clone(), column_names: names(columns) };
-        out.push(ServedKey { exact: exact(columns), def, arrangement: ix.id, values: true, order: (0..columns.len()).collect() });
+        out.push(ServedKey { exact: exact(&item.desc.types, columns), def, arrangement: ix.id, values: true, order: (0..columns.len()).collect() });
     }
     out
 }
@@ -119,8 +120,7 @@ pub fn kept_arrangements(catalog: &Catalog) -> Vec<(GlobalId, GlobalId, String)>
     let mut out = Vec::new();
     for (table, kept) in &catalog.key_arrangements {
         for (columns, id) in kept {
-            let name = catalog.items.get(table).and_then(|t| t.keys.iter().find(|k| k.columns == *columns)).map(|k| k.name.clone());
-            out.push((*id, *table, name.unwrap_or_else(|| id.to_string())));
+            out.push((*id, *table, catalog.key_name(*table, columns).unwrap_or_else(|| id.to_string())));
         }
     }
     out
@@ -268,14 +268,14 @@ impl Coordinator {
 
 impl State {
     /// Makes and drops the arrangements kept for `table`'s unique keys so
-    /// that each key that needs one has one (`wanted`); with `rebuild`,
-    /// every one is made again (the table's own arrangement was).
-    pub(super) fn sync_key_arrangements(&mut self, table: GlobalId, rebuild: bool) {
+    /// that each key that needs one has one (`wanted`). (A table whose own
+    /// arrangement is built again drops them first, `drop_key_arrangements`.)
+    pub(super) fn sync_key_arrangements(&mut self, table: GlobalId) {
         let wanted = wanted(&self.catalog, table);
         let had = self.catalog.key_arrangements.remove(&table).unwrap_or_default();
         let mut kept = Vec::new();
         for (columns, id) in had {
-            match !rebuild && wanted.contains(&columns) {
+            match wanted.contains(&columns) {
                 true => kept.push((columns, id)),
                 false => self.drop_arrangement(id),
             }
@@ -287,17 +287,8 @@ impl State {
             }
             let id = FIRST_KEY_ARRANGEMENT + self.catalog.key_arrangements_made;
             self.catalog.key_arrangements_made += 1;
-            self.dataflow.broadcast(Command::CreateDataflow(Arc::new(DataflowDesc {
-                id,
-                name: format!("{name} key ({})", columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")),
-                plan: Arc::new(RelationExpr::Constant { rows: vec![], types: vec![] }),
-                export: Export::Index { on: table, key: columns.clone() },
-                seed: false,
-                resume: None,
-            })));
-            if let Some(plan) = self.resume.as_mut() {
-                plan.index(id, table);
-            }
+            let name = self.catalog.key_name(table, &columns).unwrap_or_else(|| format!("{name} key"));
+            self.build_index(id, name, table, columns.clone());
             kept.push((columns, id));
         }
         if !kept.is_empty() {
@@ -317,7 +308,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repr::{ColumnType, Datum, ScalarType};
+    use crate::repr::{Datum, ScalarType};
 
     fn types(ts: &[ScalarType]) -> Vec<ColumnType> {
         ts.iter().map(|t| ColumnType::new(t.clone(), false)).collect()

@@ -298,7 +298,7 @@ impl State {
         }
         // The table's keys get the arrangements they now need (all made
         // again over the new rows if the table's own was).
-        self.sync_key_arrangements(table, false);
+        self.sync_key_arrangements(table);
         for r in deps.rebuilt {
             self.install(r.new, &r.name, r.plan, r.deps, r.create_sql)?;
             if let Some(i) = self.catalog.items.get_mut(&r.new) {
