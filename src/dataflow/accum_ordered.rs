@@ -63,23 +63,31 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
         .inner
         .unary_frontier(exchange, "Accumulate (ordered)", move |_cap, info| {
             let held_records = HeldRecords::new(arrange_logger(&scope), info.global_id);
-            let mut pending: InOrder<T, (Row, Accum)> = InOrder::new();
+            // A time's changes are added up per group as they arrive: a
+            // load of millions of rows at a few times into a few groups
+            // (TPC-H Q1) stashes a few totals, not a row's totals per row.
+            let mut pending: InOrder<T, HashMap<Row, Accum>> = InOrder::new();
             let mut groups: HashMap<Row, Group> = HashMap::new();
             move |(input, frontier), output| {
                 input.for_each(|cap, data| {
                     for ((key, vals), t, d) in data.drain(..) {
-                        pending.push(&cap, t, (key, Accum::of_row(&aggs, &vals.unpack()).multiply(&d)));
+                        let change = Accum::of_row(&aggs, &vals.unpack()).multiply(&d);
+                        match pending.at(&cap, t).entry(key) {
+                            std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().plus_equals(&change),
+                            std::collections::hash_map::Entry::Vacant(e) => {
+                                e.insert(change);
+                            }
+                        }
                     }
                 });
-                while let Some((time, cap, mut changes)) = pending.next_complete(frontier.frontier()) {
+                while let Some((time, cap, changes)) = pending.next_complete(frontier.frontier()) {
+                    // In group order, so the output does not depend on the
+                    // hash map's.
+                    let mut changes: Vec<(Row, Accum)> = changes.into_iter().collect();
                     changes.sort_by(|a, b| a.0.cmp(&b.0));
                     let mut session = output.session(&cap);
                     let mut held = 0i64;
-                    let mut changes = changes.into_iter().peekable();
-                    while let Some((key, mut change)) = changes.next() {
-                        while let Some((_, more)) = changes.next_if(|(k, _)| *k == key) {
-                            change.plus_equals(&more);
-                        }
+                    for (key, change) in changes {
                         if change.is_zero() {
                             continue;
                         }

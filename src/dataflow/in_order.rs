@@ -14,37 +14,41 @@ use timely::dataflow::operators::{Capability, InputCapability};
 use timely::progress::frontier::AntichainRef;
 use timely::progress::Timestamp;
 
-/// Changes not yet applied, by time, each time with a capability for it.
-pub struct InOrder<T: Timestamp, D> {
-    pending: BTreeMap<T, (Capability<T>, Vec<D>)>,
+/// Changes not yet applied, by time, each time with a capability for it:
+/// in a container `C` per time (a `Vec` of changes, or one that
+/// consolidates them as they arrive, so that a time's stash is bounded by
+/// what it changes rather than by the rows that reached it).
+pub struct InOrder<T: Timestamp, C> {
+    pending: BTreeMap<T, (Capability<T>, C)>,
 }
 
-impl<T: Timestamp, D> InOrder<T, D> {
-    pub fn new() -> InOrder<T, D> {
+impl<T: Timestamp, C: Default> InOrder<T, C> {
+    pub fn new() -> InOrder<T, C> {
         InOrder { pending: BTreeMap::new() }
     }
 
-    /// Stashes a change at `time` (which `cap`, of the operator's one
+    /// The stash of changes at `time` (which `cap`, of the operator's one
     /// input, must allow; the capability kept is for its one output).
-    pub fn push(&mut self, cap: &InputCapability<T>, time: T, change: D) {
-        match self.pending.get_mut(&time) {
-            Some((_, changes)) => changes.push(change),
-            None => {
-                let delayed = cap.delayed(&time, 0);
-                self.pending.insert(time, (delayed, vec![change]));
-            }
-        }
+    pub fn at(&mut self, cap: &InputCapability<T>, time: T) -> &mut C {
+        &mut self.pending.entry(time).or_insert_with_key(|time| (cap.delayed(time, 0), C::default())).1
     }
 
     /// The earliest stashed time the frontier has passed, with its
     /// capability and changes.
-    pub fn next_complete(&mut self, frontier: AntichainRef<'_, T>) -> Option<(T, Capability<T>, Vec<D>)> {
+    pub fn next_complete(&mut self, frontier: AntichainRef<'_, T>) -> Option<(T, Capability<T>, C)> {
         let first = self.pending.first_entry()?;
         if frontier.less_equal(first.key()) {
             return None;
         }
         let (time, (cap, changes)) = first.remove_entry();
         Some((time, cap, changes))
+    }
+}
+
+impl<T: Timestamp, D> InOrder<T, Vec<D>> {
+    /// Stashes a change at `time` (see [`InOrder::at`]).
+    pub fn push(&mut self, cap: &InputCapability<T>, time: T, change: D) {
+        self.at(cap, time).push(change);
     }
 }
 

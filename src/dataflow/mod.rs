@@ -116,6 +116,14 @@ pub struct ArrangementList {
 pub enum Command {
     /// Creates the input of a table and arranges it (by whole row).
     CreateTable { id: GlobalId, name: String },
+    /// Creates a table that no arrangement keeps: each dataflow created
+    /// afterwards that reads it gets an input of its own, fed the table's
+    /// changes from then on (`Advance`); it cannot be read or indexed, and
+    /// transient queries cannot see it. The engine benchmark
+    /// (`bench/engine`) uses it to measure a view without its tables'
+    /// arrangements, as differential dataflow's hand-written TPC-H
+    /// dataflows stream their relations.
+    CreateStreamedTable { id: GlobalId },
     /// Applies updates at `time` (all inputs are at or before it), then
     /// advances every input to `time + 1`, so that `time` is complete.
     Advance { time: Timestamp, updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>> },

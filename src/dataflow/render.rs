@@ -26,7 +26,7 @@ use crate::dataflow::row_spine::{arrange_rows, flat_map_after, RowArrangement, R
 use differential_dataflow::trace::implementations::KeySpine;
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use timely::dataflow::Scope;
 
 pub type RowTrace = TraceAgent<RowSpine<Timestamp>>;
@@ -87,7 +87,13 @@ pub struct Ctx<'a, 'o> {
     /// A dataflow resumed from a checkpoint at this time reads only its
     /// inputs' changes after it (`DataflowDesc::resume`).
     pub resume_after: Option<Timestamp>,
+    /// Tables no arrangement keeps, whose reads get inputs of their own
+    /// (`None`: a dataflow that cannot read them, e.g. a transient query).
+    pub streamed: Option<Streamed<'a>>,
 }
+
+/// The input of one read of a streamed table.
+pub type StreamedInput = differential_dataflow::input::InputSession<Timestamp, Row, Diff>;
 
 /// A timestamp that MIR renders at: the top scope's, or an iterative
 /// subscope's.
@@ -219,6 +225,14 @@ pub(crate) fn index_key(row: &Row, key: &[usize]) -> Row {
     Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect())
 }
 
+/// Tables no arrangement keeps (`Command::CreateStreamedTable`), and the
+/// inputs a dataflow made for its reads of them: each read gets an input of
+/// its own, which the worker feeds the table's changes.
+pub struct Streamed<'a> {
+    pub tables: &'a BTreeSet<GlobalId>,
+    pub inputs: &'a mut Vec<(GlobalId, StreamedInput)>,
+}
+
 /// Renders a whole plan in the dataflow's top scope.
 pub fn render_top<'s>(
     scope: Scope<'s, Timestamp>,
@@ -227,8 +241,9 @@ pub fn render_top<'s>(
     worker_index: usize,
     built: &mut Vec<String>,
     resume_after: Option<Timestamp>,
+    streamed: Option<Streamed<'_>>,
 ) -> (Coll<'s>, ErrColl<'s>) {
-    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after };
+    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed };
     render(scope, expr, &mut ctx, &Locals::new())
 }
 
@@ -744,6 +759,13 @@ impl RenderTime for Timestamp {
     }
 
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
+        if let Some(streamed) = ctx.streamed.as_mut().filter(|s| s.tables.contains(&id)) {
+            use differential_dataflow::input::Input;
+            let (input, rows) = scope.new_collection::<Row, Diff>();
+            streamed.inputs.push((id, input));
+            ctx.built.push(format!("input of streamed table {id}"));
+            return Some((rows, empty(scope)));
+        }
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = match ctx.resume_after {
             None => bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row()),
@@ -762,6 +784,10 @@ impl RenderTime for Timestamp {
     where
         F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
     {
+        if ctx.streamed.as_ref().is_some_and(|s| s.tables.contains(&id)) {
+            let (ok, err) = Self::import_rows(scope, id, ctx)?;
+            return Some((ok.flat_map(move |row| logic(row.as_ref())), err));
+        }
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = match ctx.resume_after {
             None => bundle.ok.import(scope).flat_map_ref(move |k: RowRef, _v: RowRef| logic(k)),

@@ -364,7 +364,7 @@ pub fn render_ordered_topk<'s, T: RenderTime>(
         .inner
         .unary_frontier(exchange, "TopK (ordered)", move |_cap, info| {
             let held_records = HeldRecords::new(arrange_logger(&scope), info.global_id);
-            let mut pending: InOrder<T, (Row, Row, Diff)> = InOrder::new();
+            let mut pending: InOrder<T, Vec<(Row, Row, Diff)>> = InOrder::new();
             let mut groups: HashMap<Row, Group> = HashMap::new();
             let mut out: Vec<(Row, Diff)> = Vec::new();
             move |(input, frontier), output| {

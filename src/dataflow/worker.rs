@@ -1,7 +1,7 @@
 //! One timely worker: its inputs, its registry of shared arrangements
 //! (trace handles by catalog id), pending peeks, and the command loop.
 
-use crate::dataflow::render::{self, ErrTrace, RowTrace, TraceBundle};
+use crate::dataflow::render::{self, ErrTrace, RowTrace, Streamed, StreamedInput, TraceBundle};
 use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
 use crate::dataflow::row_spine::arrange_rows;
@@ -47,6 +47,9 @@ pub struct WorkerState {
     pub peers: usize,
     /// Input sessions of tables.
     inputs: BTreeMap<GlobalId, TableInput>,
+    /// Streamed tables (`Command::CreateStreamedTable`): the inputs of the
+    /// dataflows that read each, with the dataflow's id.
+    streamed: BTreeMap<GlobalId, Vec<(GlobalId, StreamedInput)>>,
     /// Shared arrangements by the id of the item that exports them.
     pub traces: BTreeMap<GlobalId, TraceBundle>,
     /// Timely dataflow index of each item's dataflow, for dropping it.
@@ -158,6 +161,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         index: worker.index(),
         peers: worker.peers(),
         inputs: BTreeMap::new(),
+        streamed: BTreeMap::new(),
         traces: BTreeMap::new(),
         dataflows: BTreeMap::new(),
         built: BTreeMap::new(),
@@ -250,8 +254,28 @@ fn release_inputs(state: &mut WorkerState) {
     for input in state.inputs.values_mut() {
         input.advance(state.input_time);
     }
+    for (_, input) in state.streamed.values_mut().flatten() {
+        advance_streamed(input, state.input_time);
+    }
     state.released = state.input_time;
     state.held_since = None;
+}
+
+/// Feeds this worker's share of `rows` (every `peers`-th, from `index`)
+/// into `input` at its current time.
+fn take_share(input: &mut StreamedInput, rows: &[(Row, Diff)], peers: usize, index: usize) {
+    for (row, diff) in rows.iter().skip(index).step_by(peers.max(1)) {
+        input.update(row.clone(), *diff);
+    }
+}
+
+/// Advances a streamed table's input of one dataflow to `time` and
+/// flushes it.
+fn advance_streamed(input: &mut StreamedInput, time: Timestamp) {
+    if *input.time() < time {
+        input.advance_to(time);
+    }
+    input.flush();
 }
 
 /// The table whose arrangement, or index, is registered as `id` (none
@@ -325,21 +349,27 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.built.insert(id, vec![format!("table {name} (by row)")]);
             state.operators.insert(id, first_operator..worker.peek_identifier());
         }
+        Command::CreateStreamedTable { id } => {
+            state.streamed.entry(id).or_default();
+        }
         Command::Advance { time, updates } => {
             retract_seeds(state, time);
             if updates.iter().any(|(_, rows)| !rows.is_empty()) {
                 state.merging.wrote();
             }
             for (id, rows) in updates.iter() {
+                let (peers, index) = (state.peers, state.index);
+                for (_, input) in state.streamed.get_mut(id).into_iter().flatten() {
+                    if *input.time() < time {
+                        input.advance_to(time);
+                    }
+                    take_share(input, rows, peers, index);
+                }
                 if let Some(input) = state.inputs.get_mut(id) {
                     if *input.rows.time() < time {
                         input.rows.advance_to(time);
                     }
-                    for (i, (row, diff)) in rows.iter().enumerate() {
-                        if i % state.peers == state.index {
-                            input.rows.update(row.clone(), *diff);
-                        }
-                    }
+                    take_share(&mut input.rows, rows, peers, index);
                 }
             }
             if updates.iter().map(|(_, rows)| rows.len()).sum::<usize>() >= TRIM_AFTER_ROWS {
@@ -369,11 +399,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.merging.wrote();
             if let Some(input) = state.inputs.get_mut(&id) {
                 input.loaded += rows.len();
-                for (i, (row, diff)) in rows.iter().enumerate() {
-                    if i % state.peers == state.index {
-                        input.load.update(row.clone(), *diff);
-                    }
-                }
+                take_share(&mut input.load, &rows, state.peers, state.index);
                 input.load.flush();
             }
             drop(rows);
@@ -399,6 +425,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.seeds.retain(|(owner, _)| *owner != id);
             state.retracting.retain(|(owner, _, _, _)| *owner != id);
             state.inputs.remove(&id);
+            state.streamed.remove(&id);
+            for readers in state.streamed.values_mut() {
+                readers.retain(|(reader, _)| *reader != id);
+            }
             state.traces.remove(&id);
             state.built.remove(&id);
             state.operators.remove(&id);
@@ -553,12 +583,15 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     let first_operator = worker.peek_identifier();
     let mut built = Vec::new();
     let mut seed_inputs = Vec::new();
+    let streamed_tables = state.streamed.keys().copied().collect();
+    let mut streamed_inputs = Vec::new();
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
+        let streamed = Some(Streamed { tables: &streamed_tables, inputs: &mut streamed_inputs });
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
-                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume);
+                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume, streamed);
                 if desc.seed || desc.resume.is_some() {
                     let (input, seed) = scope.new_collection::<Row, Diff>();
                     seed_inputs.push((desc.id, input));
@@ -592,6 +625,10 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
         state.traces.insert(desc.id, bundle);
     }
     state.seeds.extend(seed_inputs);
+    for (table, mut input) in streamed_inputs {
+        advance_streamed(&mut input, state.released);
+        state.streamed.entry(table).or_default().push((desc.id, input));
+    }
     state.dataflows.insert(desc.id, df);
     state.built.insert(desc.id, built);
     state.operators.insert(desc.id, first_operator..worker.peek_identifier());
@@ -656,7 +693,9 @@ fn query(
         let traces = &mut state.traces;
         let index = state.index;
         worker.dataflow_named("query", |scope| {
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None);
+            // A transient query cannot read a streamed table: it would see
+            // only changes after it started ("not available").
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None);
             render::export_rows(ok, err, "query")
         })
     };

@@ -202,6 +202,11 @@ fn single_input(e: &ScalarExpr, owner: &[(usize, usize)]) -> Option<Option<usize
     }
 }
 
+/// The inputs an expression's columns come from.
+fn inputs_of(e: &ScalarExpr, owner: &[(usize, usize)]) -> std::collections::BTreeSet<usize> {
+    e.support().iter().map(|c| owner[*c].0).collect()
+}
+
 fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExpr>>, predicates: Vec<ScalarExpr>) -> RelationExpr {
     // Flatten nested (unplanned) joins into this one.
     let mut flat_inputs = Vec::new();
@@ -261,6 +266,16 @@ fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExp
                     continue;
                 }
             }
+            // An equality between expressions over disjoint sets of inputs
+            // (`a.x + b.x = c.x`) is a join key once one side's inputs are
+            // joined and the other side reads one input: it joins the
+            // equivalences. It stays a filter as well, since the join order
+            // may never reach such a point (`plan_join` keys only pairs whose
+            // lookup side reads the input being joined).
+            let (ls, rs) = (inputs_of(left, &owner), inputs_of(right, &owner));
+            if !ls.is_empty() && !rs.is_empty() && ls.is_disjoint(&rs) {
+                add_equivalence(&mut equivalences, (**left).clone(), (**right).clone());
+            }
         }
         residual.push(p);
     }
@@ -296,6 +311,48 @@ fn add_equivalence(classes: &mut Vec<Vec<ScalarExpr>>, a: ScalarExpr, b: ScalarE
         (None, Some(y)) => classes[y].push(a),
         (None, None) => classes.push(vec![a, b]),
     }
+}
+
+/// How many of a join's inputs `plan_join` tries as its start, and the
+/// most inputs left for which it looks ahead past a cross join.
+const MAX_START_SEARCH: usize = 16;
+
+/// How many steps of a join started at input `start` would find no key,
+/// joining a connected input (one `pairs_for` gives keys) whenever there
+/// is one, as `plan_join` does.
+fn cross_steps(start: usize, n: usize, pairs_for: &dyn Fn(&[usize], usize) -> Vec<(ScalarExpr, ScalarExpr)>) -> usize {
+    let mut joined = vec![start];
+    let mut crosses = 0;
+    while joined.len() < n {
+        let remaining: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
+        let next = match remaining.iter().copied().find(|&j| !pairs_for(&joined, j).is_empty()) {
+            Some(j) => j,
+            None => {
+                crosses += 1;
+                cross_choice(&joined, &remaining, pairs_for)
+            }
+        };
+        joined.push(next);
+    }
+    crosses
+}
+
+/// The input to join next when none of `remaining` has a key to `joined`:
+/// the first after which another remaining input has one (the inputs of a
+/// key over several inputs, `a.x + b.x = c.x`, joined before the input its
+/// other side reads), else the first. (Only looked for among a few inputs:
+/// each try is quadratic.)
+fn cross_choice(joined: &[usize], remaining: &[usize], pairs_for: &dyn Fn(&[usize], usize) -> Vec<(ScalarExpr, ScalarExpr)>) -> usize {
+    if remaining.len() <= MAX_START_SEARCH {
+        for &j in remaining {
+            let mut with = joined.to_vec();
+            with.push(j);
+            if remaining.iter().any(|&k| k != j && !pairs_for(&with, k).is_empty()) {
+                return j;
+            }
+        }
+    }
+    remaining[0]
 }
 
 /// Plans every join: order, keys, and which existing indexes to import.
@@ -388,7 +445,15 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
         None
     };
 
-    let start = 0;
+    // Start where the fewest steps are cross joins (ties: the first
+    // input): a key over several inputs (`a.x + b.x = c.x`) is usable only
+    // if the input its single-input side reads is joined after the others.
+    // (Searched among the first few inputs only: each try is quadratic.)
+    let start = if cross_steps(0, n, &pairs_for) == 0 {
+        0
+    } else {
+        (0..n.min(MAX_START_SEARCH)).min_by_key(|&s| cross_steps(s, n, &pairs_for)).unwrap_or(0)
+    };
     let mut start_index = None;
     let mut joined = vec![start];
     let mut steps = Vec::new();
@@ -408,7 +473,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
         if choice.is_none() {
             choice = remaining.iter().copied().find(|&j| !pairs_for(&joined, j).is_empty());
         }
-        let j = choice.unwrap_or(remaining[0]);
+        let j = choice.unwrap_or_else(|| cross_choice(&joined, &remaining, &pairs_for));
         let mut pairs = pairs_for(&joined, j);
         let mut index = None;
         if let Some((ix, ordered)) = index_for(j, &pairs) {
@@ -514,6 +579,31 @@ mod tests {
             &OneIndex,
         );
         assert!(plain.imported_indexes().is_empty());
+    }
+
+    /// `FROM c, a, b WHERE a.x + b.x = c.x`: `c` is joined last, by the
+    /// key `a.x + b.x`, after one cross join; the equality stays a filter.
+    #[test]
+    fn an_equality_of_expressions_over_several_inputs_is_a_key() {
+        let join = RelationExpr::Join { inputs: vec![get(1, 1), get(2, 1), get(3, 1)], equivalences: vec![], plan: None };
+        let sum = ScalarExpr::Column(1).call_binary(ScalarExpr::Column(2), BinaryFunc::Add);
+        let eq = sum.call_binary(ScalarExpr::Column(0), BinaryFunc::Eq);
+        let out = optimize(RelationExpr::Filter { input: Box::new(join), predicates: vec![eq.clone()] }, &NoIndexes);
+        let RelationExpr::Filter { input, predicates } = &out else { panic!("expected the equality kept as a filter: {out:?}") };
+        assert_eq!(predicates, &vec![eq]);
+        let RelationExpr::Join { plan: Some(plan), .. } = input.as_ref() else { panic!("expected a planned join: {input:?}") };
+        let keyed: Vec<(usize, usize)> = plan.steps.iter().map(|s| (s.input, s.lookup_key.len())).collect();
+        assert_eq!(plan.start, 1, "{plan:?}");
+        assert_eq!(keyed, vec![(2, 0), (0, 1)], "{plan:?}");
+        assert_eq!(plan.steps[1].lookup_key, vec![ScalarExpr::Column(0)]);
+        // With an input on both sides (`a.x + b.x = a.y`) it is only a filter.
+        let join = RelationExpr::Join { inputs: vec![get(1, 2), get(2, 1)], equivalences: vec![], plan: None };
+        let both = ScalarExpr::Column(0).call_binary(ScalarExpr::Column(2), BinaryFunc::Add);
+        let eq = both.call_binary(ScalarExpr::Column(1), BinaryFunc::Eq);
+        let out = optimize(RelationExpr::Filter { input: Box::new(join), predicates: vec![eq] }, &NoIndexes);
+        let RelationExpr::Filter { input, .. } = &out else { panic!("{out:?}") };
+        let RelationExpr::Join { equivalences, .. } = input.as_ref() else { panic!("{out:?}") };
+        assert!(equivalences.is_empty(), "{out:?}");
     }
 
     #[test]

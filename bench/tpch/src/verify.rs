@@ -136,34 +136,58 @@ fn canonical(s: &str) -> String {
     }
 }
 
+/// The answer's column positions of the query's ORDER BY keys, each with
+/// whether it is descending; the name of a key the answer lacks.
+fn order_keys(query: &Query, answer: &Answer) -> Result<Vec<(usize, bool)>, String> {
+    query
+        .order_by
+        .iter()
+        .map(|k| {
+            answer.header.iter().position(|h| h.eq_ignore_ascii_case(&k.column)).map(|i| (i, k.desc)).ok_or(k.column.clone())
+        })
+        .collect()
+}
+
+/// Two rows by the ORDER BY keys.
+fn cmp_by_keys(keys: &[(usize, bool)], a: &[String], b: &[String]) -> Ordering {
+    for &(i, desc) in keys {
+        let o = match (a.get(i), b.get(i)) {
+            (Some(x), Some(y)) => cmp_values(x, y),
+            _ => Ordering::Equal,
+        };
+        let o = if desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Puts rows read without an order (a view's contents) in the query's
+/// ORDER BY order; rows that tie stay as they are, as `compare` allows. If
+/// the answer lacks a key, `compare` reports it.
+pub fn sort_in_query_order(query: &Query, answer: &Answer, rows: &mut [Vec<String>]) {
+    if let Ok(keys) = order_keys(query, answer) {
+        rows.sort_by(|a, b| cmp_by_keys(&keys, a, b));
+    }
+}
+
 /// Compares rows read from a view (in the query's order) with the answer.
 pub fn compare(query: &Query, answer: &Answer, actual: &[Vec<String>]) -> Outcome {
     let mut outcome =
         Outcome { query: query.number, ok: false, expected_rows: answer.rows.len(), actual_rows: actual.len(), diff: None };
-    let mut keys = Vec::new();
-    for k in &query.order_by {
-        match answer.header.iter().position(|h| h.eq_ignore_ascii_case(&k.column)) {
-            Some(i) => keys.push((i, k.desc)),
-            None => {
-                outcome.diff = Some(format!("ORDER BY column {} is not in the answer's header", k.column));
-                return outcome;
-            }
+    let keys = match order_keys(query, answer) {
+        Ok(keys) => keys,
+        Err(column) => {
+            outcome.diff = Some(format!("ORDER BY column {column} is not in the answer's header"));
+            return outcome;
         }
-    }
+    };
     if let Some(width) = actual.iter().map(Vec::len).find(|&w| w != answer.header.len()) {
         outcome.diff = Some(format!("the view has {width} columns, the answer {}", answer.header.len()));
         return outcome;
     }
-    let key_cmp = |a: &Vec<String>, b: &Vec<String>| {
-        for &(i, desc) in &keys {
-            let o = cmp_values(&a[i], &b[i]);
-            let o = if desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    };
+    let key_cmp = |a: &Vec<String>, b: &Vec<String>| cmp_by_keys(&keys, a, b);
     if let Some(i) = (1..actual.len()).find(|&i| key_cmp(&actual[i - 1], &actual[i]) == Ordering::Greater) {
         outcome.diff = Some(format!(
             "rows {} and {} are out of ORDER BY order:\n  {}\n  {}",
