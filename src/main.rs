@@ -64,6 +64,35 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = ripple::server::DEFAULT_MAX_CONNECTIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
+
+    /// How clients prove who they are: `trust` believes the role a client
+    /// names (allowed only while listening on loopback); `password` asks
+    /// for the role's password with SCRAM-SHA-256. The superuser `ripple`
+    /// gets its first password from the RIPPLE_PASSWORD environment
+    /// variable.
+    #[arg(long, value_enum, default_value_t = ripple::server::auth::AuthMethod::Trust)]
+    auth: ripple::server::auth::AuthMethod,
+
+    /// The server's certificate chain (PEM, leaf first): clients may then
+    /// connect with TLS (sslmode=require, verify-full). Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+/// Refuses to serve every client unauthenticated beyond this machine:
+/// `--auth trust` only on loopback addresses.
+fn check_trust_is_local(listen: &std::net::SocketAddr, auth: ripple::server::auth::AuthMethod) -> Result<(), String> {
+    if auth == ripple::server::auth::AuthMethod::Trust && !listen.ip().is_loopback() {
+        return Err(format!(
+            "refusing to listen on {listen} with --auth trust: anyone who can reach it would be superuser. \
+             Use --auth password (and set RIPPLE_PASSWORD on the first start), or listen on 127.0.0.1"
+        ));
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -132,21 +161,40 @@ async fn run(args: Args) -> Result<(), String> {
         }
     });
 
+    if let Ok(password) = std::env::var("RIPPLE_PASSWORD") {
+        if coord.set_first_password(&password).await.map_err(|e| format!("could not set the first password: {e}"))? {
+            tracing::info!("the superuser ripple has its first password (RIPPLE_PASSWORD)");
+        }
+    }
+
     let listener = ripple::server::bind(args.listen.as_str())
         .await
         .map_err(|e| format!("could not listen on {}: {e}", args.listen))?;
-    let local = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| args.listen.clone());
+    let local = listener.local_addr().map_err(|e| format!("could not listen on {}: {e}", args.listen))?;
+    check_trust_is_local(&local, args.auth)?;
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let files = ripple::server::tls::TlsFiles { cert, key };
+            // Read now, so that a bad file stops the server before it serves.
+            files.acceptor().map_err(|e| e.to_string())?;
+            Some(files)
+        }
+        _ => None,
+    };
     eprintln!(
-        "ripple listening on {local} (data dir {}, {workers} worker{})",
+        "ripple listening on {local} (data dir {}, {workers} worker{}, auth {}{})",
         args.data_dir.display(),
-        if workers == 1 { "" } else { "s" }
+        if workers == 1 { "" } else { "s" },
+        match args.auth {
+            ripple::server::auth::AuthMethod::Trust => "trust",
+            ripple::server::auth::AuthMethod::Password => "password",
+        },
+        if tls.is_some() { ", TLS" } else { "" }
     );
 
+    let config = ripple::server::ServerConfig { max_connections: args.max_connections as usize, auth: args.auth, tls };
     tokio::select! {
-        result = ripple::server::serve_listener(listener, coord, ripple::server::ServerConfig { max_connections: args.max_connections as usize }) => {
+        result = ripple::server::serve_listener(listener, coord, config) => {
             result.map_err(|e| format!("server failed: {e}"))
         }
         signal = shutdown_signal() => {

@@ -33,6 +33,7 @@ impl State {
         }
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         ws.meta_puts.push((super::schema::META_SCHEMAS.into(), super::schema::encode(&self.catalog.schemas)?));
+        ws.meta_puts.push((super::roles::META_ROLES.into(), super::roles::encode(&self.catalog.roles)?));
         self.commits.submit(ws)?;
         self.dataflow.broadcast(crate::dataflow::Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())

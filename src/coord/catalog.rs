@@ -130,6 +130,8 @@ pub struct Catalog {
     pub next_id: GlobalId,
     /// The user schemas by name (stored as one record, `META_SCHEMAS`).
     pub schemas: BTreeMap<String, Schema>,
+    /// The roles by name (stored as one record, `roles::META_ROLES`).
+    pub roles: super::roles::Roles,
     /// Tables' activity counters (`pg_stat_user_tables`); not stored, and
     /// shared by every copy of the catalog (counting is not a change).
     pub stats: super::stats::Stats,
@@ -190,6 +192,7 @@ impl Default for Catalog {
             items: BTreeMap::new(),
             next_id: 0,
             schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
+            roles: Default::default(),
             stats: Default::default(),
             copies: Default::default(),
             key_arrangements: BTreeMap::new(),

@@ -44,11 +44,13 @@ mod dml;
 mod generic;
 mod introspect;
 mod locks;
+pub mod password;
 mod progress;
 mod read;
 mod recovery;
 mod reshape;
 mod returning;
+pub mod roles;
 mod schema;
 mod sequence;
 mod session;
@@ -290,6 +292,9 @@ impl Coordinator {
         }
         if let Some(bytes) = recovered.meta.get(schema::META_SCHEMAS) {
             state.catalog.schemas = schema::decode(bytes)?;
+        }
+        if let Some(bytes) = recovered.meta.get(roles::META_ROLES) {
+            state.catalog.roles = roles::decode(bytes)?;
         }
         let mut records = Vec::new();
         for (id, bytes) in &recovered.catalog {

@@ -155,6 +155,38 @@ impl Coordinator {
                 state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Rename { name, new_name })?;
                 Ok(ExecuteResponse::Command { tag: "ALTER SCHEMA".into(), rows: None })
             }
+            Plan::CreateRole { name, if_not_exists, mut options } => {
+                if if_not_exists && state.catalog_of(session.txn.as_ref()).roles.get(&name).is_some() {
+                    return Ok(ExecuteResponse::Command { tag: "CREATE ROLE".into(), rows: None });
+                }
+                roles::hash_password(&mut options)?;
+                let oid = system::item_oid(state.catalog.allocate_id());
+                let user = session.info().user;
+                state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Create { name, oid, options }])?;
+                Ok(ExecuteResponse::Command { tag: "CREATE ROLE".into(), rows: None })
+            }
+            Plan::AlterRole { name, mut options } => {
+                roles::hash_password(&mut options)?;
+                let user = session.info().user;
+                state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Alter { name, options }])?;
+                Ok(ExecuteResponse::Command { tag: "ALTER ROLE".into(), rows: None })
+            }
+            Plan::RenameRole { name, new_name } => {
+                let user = session.info().user;
+                state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Rename { name, new_name }])?;
+                Ok(ExecuteResponse::Command { tag: "ALTER ROLE".into(), rows: None })
+            }
+            Plan::DropRole { names, if_exists } => {
+                let user = session.info().user;
+                let roles = &state.catalog_of(session.txn.as_ref()).roles;
+                let ops = names
+                    .into_iter()
+                    .filter(|name| !if_exists || roles.get(name).is_some())
+                    .map(|name| roles::RoleOp::Drop { name })
+                    .collect();
+                state.run_role_ops(session.txn.as_mut(), &user, ops)?;
+                Ok(ExecuteResponse::Command { tag: "DROP ROLE".into(), rows: None })
+            }
             Plan::CommentSchema { name, comment } => {
                 state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Comment { name, comment })?;
                 Ok(ExecuteResponse::Command { tag: "COMMENT".into(), rows: None })

@@ -352,6 +352,8 @@ impl StmtClass {
             | Statement::AlterIndex { .. }
             | Statement::CreateSchema { .. }
             | Statement::AlterSchema(_)
+            | Statement::CreateRole(_)
+            | Statement::AlterRole { .. }
             | Statement::Comment { .. } => StmtClass::Write { ddl: true },
             _ => StmtClass::Other,
         }

@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 /// The `server_version` reported to clients (ParameterStatus, `SHOW`).
 pub const SERVER_VERSION: &str = "15.0 (ripple)";
 
+/// The one database a server has (`current_database()`): a start-up that
+/// names another is refused (3D000).
+pub const DATABASE_NAME: &str = "ripple";
+
 /// One setting.
 pub struct Setting {
     pub name: &'static str,

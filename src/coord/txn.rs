@@ -133,6 +133,8 @@ pub enum Ddl {
     Rename { id: GlobalId, schema: String, new_name: String },
     /// `CREATE | DROP | ALTER SCHEMA`, `COMMENT ON SCHEMA`.
     Schema(super::schema::SchemaOp),
+    /// `CREATE | ALTER | DROP ROLE`, checked when it ran.
+    Role(super::roles::RoleOp),
     /// `COMMENT ON`.
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
     /// `ALTER TABLE ... ADD | DROP | ALTER COLUMN`, `ADD CONSTRAINT`: the

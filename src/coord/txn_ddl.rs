@@ -108,7 +108,7 @@ impl State {
         tc.ddl.retain(|d| match d {
             Ddl::Create { id, .. } | Ddl::Rename { id, .. } | Ddl::Comment { id, .. } => !created.contains(id),
             Ddl::Reshape { table: id, .. } | Ddl::RenameColumn { table: id, .. } => !created.contains(id),
-            Ddl::Drop { .. } | Ddl::Schema(_) => true,
+            Ddl::Drop { .. } | Ddl::Schema(_) | Ddl::Role(_) => true,
         });
         for id in &ids {
             tc.reshaped.remove(id);
@@ -163,6 +163,7 @@ impl State {
                 Ddl::Rename { id, schema, new_name } => self.rename(id, &schema, &new_name)?,
                 Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
                 Ddl::Schema(op) => self.schema_op(op)?,
+                Ddl::Role(op) => self.role_op(op)?,
                 Ddl::Reshape { table, edit, rows, map, cascade, ids } => {
                     self.reshape(table, &edit, Some(rows), map.as_deref(), cascade, ids)?
                 }

@@ -76,6 +76,7 @@ pub enum SqlState {
     InvalidCursorName,
     DuplicateCursor,
     ObjectNotInPrerequisiteState,
+    ObjectInUse,
     CantChangeRuntimeParam,
 }
 
@@ -152,6 +153,7 @@ impl SqlState {
             SqlState::InvalidCursorName => "34000",
             SqlState::DuplicateCursor => "42P03",
             SqlState::ObjectNotInPrerequisiteState => "55000",
+            SqlState::ObjectInUse => "55006",
             SqlState::CantChangeRuntimeParam => "55P02",
         }
     }
@@ -469,6 +471,10 @@ pub enum Error {
     /// fetch from a `NO SCROLL` cursor.
     #[error("{0}")]
     ObjectNotInPrerequisiteState(String),
+    /// An object a statement may not change while it is in use (55006):
+    /// `current user cannot be dropped`.
+    #[error("{0}")]
+    ObjectInUse(String),
     /// `SET` of a setting that is only reported (55P02): `server_version`,
     /// or `max_connections`, which the server's command line decides.
     #[error("{0}")]
@@ -540,6 +546,7 @@ impl Error {
             Error::UndefinedCursor(_) => SqlState::InvalidCursorName,
             Error::DuplicateCursor(_) => SqlState::DuplicateCursor,
             Error::ObjectNotInPrerequisiteState(_) => SqlState::ObjectNotInPrerequisiteState,
+            Error::ObjectInUse(_) => SqlState::ObjectInUse,
             Error::CantChangeRuntimeParam(_) => SqlState::CantChangeRuntimeParam,
         }
     }

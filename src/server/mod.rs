@@ -1,6 +1,6 @@
 //! The Postgres wire-protocol server (on pgwire): accepts TCP connections,
-//! runs start-up without authentication or TLS, and serves the simple and
-//! extended query protocols by calling the coordinator.
+//! negotiates TLS (`tls`), authenticates (`startup`, `auth`) and serves the
+//! simple and extended query protocols by calling the coordinator.
 //!
 //! Owns: sockets, the per-connection task and `Session`, and the mapping
 //! between wire messages and `coord::api`. Must not know SQL semantics or
@@ -21,11 +21,9 @@
 //!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
-//!
-//! Not supported: TLS (SSLRequest is answered 'N'), authentication (every
-//! user and database is accepted).
 
 mod array_format;
+pub mod auth;
 mod connection;
 mod convert;
 mod copy;
@@ -34,6 +32,7 @@ mod copy_format;
 mod idle;
 mod portal_cursor;
 mod startup;
+pub mod tls;
 
 use std::fmt::Display;
 use std::os::fd::AsFd;
@@ -61,11 +60,16 @@ pub struct ServerConfig {
     /// Sessions that may be open at once; a start-up past it is refused
     /// with 53300 (`--max-connections`, `SHOW max_connections`).
     pub max_connections: usize,
+    /// How clients prove who they are (`--auth`).
+    pub auth: auth::AuthMethod,
+    /// The certificate and key TLS is offered with (`--tls-cert`,
+    /// `--tls-key`); `None`: no TLS.
+    pub tls: Option<tls::TlsFiles>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS }
+        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS, auth: auth::AuthMethod::Trust, tls: None }
     }
 }
 
@@ -128,6 +132,8 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
     }
     let slots = startup::ConnectionSlots::new(config.max_connections);
     let keys = Arc::new(pgwire::api::RandomPidSecretKeyGenerator::default());
+    let acceptor = config.tls.as_ref().map(|t| t.acceptor()).transpose()?;
+    let auth = Arc::new(auth::Auth::new(config.auth, coord.clone(), config.tls.as_ref())?);
     let cancels = Arc::new(ConnectionManager::new());
     loop {
         let (socket, peer) = match listener.accept().await {
@@ -140,7 +146,8 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
             }
         };
         let coord = coord.clone();
-        let startup = Arc::new(startup::RippleStartup::new(slots.clone(), keys.clone()));
+        let startup = Arc::new(startup::RippleStartup::new(slots.clone(), keys.clone(), auth.clone()));
+        let acceptor = acceptor.clone();
         let cancels = cancels.clone();
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
@@ -158,7 +165,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
             // The loop and with it the session (rolled back) are dropped
             // when the select ends.
             let ended = tokio::select! {
-                ended = process_socket(socket, None, handlers) => Ended::Closed(ended),
+                ended = process_socket(socket, acceptor, handlers) => Ended::Closed(ended),
                 () = idle.expired() => Ended::IdleInTransaction,
             };
             match ended {

@@ -1,11 +1,12 @@
-//! Connection start-up: protocol negotiation, (no) authentication, the
-//! connection limit (`max_connections`), the ParameterStatus values a
-//! client sees, and BackendKeyData.
+//! Connection start-up: protocol negotiation, the database and role the
+//! client names, authentication (`auth`: trust, or SCRAM-SHA-256), the
+//! connection limits (`max_connections`, and each role's `CONNECTION
+//! LIMIT`), the ParameterStatus values a client sees, and BackendKeyData.
 //!
 //! Owns: the start-up phase of the wire protocol and the count of sessions
-//! against the limit. Must not know SQL semantics or dataflow. TLS is not offered: with no TLS acceptor pgwire answers an
-//! SSLRequest (and a GSSENCRequest) with 'N' and the client continues in
-//! plaintext.
+//! against the limits. Must not know SQL semantics or dataflow. TLS is
+//! negotiated before this (pgwire answers an SSLRequest with 'S' when the
+//! server has a certificate, `tls`; with 'N' otherwise).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -14,18 +15,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use futures::Sink;
+use pgwire::api::auth::driver::AuthOutcome;
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
 use pgwire::api::auth::{
-    ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
+    AuthDriver, ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::{
-    ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER, PidSecretKeyGenerator,
+    ClientInfo, METADATA_APPLICATION_NAME, METADATA_DATABASE, METADATA_USER, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
-pub use crate::coord::settings::SERVER_VERSION;
+use super::auth::{Auth, AuthMethod};
+pub use crate::coord::settings::{DATABASE_NAME, SERVER_VERSION};
 
 /// How many sessions may be open at once (`--max-connections`) and how
 /// many are. Shared by every connection.
@@ -50,21 +54,54 @@ impl ConnectionSlots {
     }
 }
 
-/// The start-up of one connection. Accepts every user and database
-/// without authentication, while fewer than `max_connections` sessions are
-/// open (53300 past it, as PostgreSQL). A session holds its slot until the
-/// connection closes (this handler is dropped with the connection).
-#[derive(Debug)]
+/// The start-up of one connection: the database must be ripple's, the
+/// role must exist and may log in (and, under `--auth password`, prove its
+/// password), while fewer than `max_connections` sessions are open (53300
+/// past it, as PostgreSQL) and fewer than the role's `CONNECTION LIMIT`. A
+/// session holds its slots until the connection closes (this handler is
+/// dropped with the connection).
 pub struct RippleStartup {
     /// Shared by every connection: it numbers backend pids in order.
     keys: Arc<RandomPidSecretKeyGenerator>,
     slots: Arc<ConnectionSlots>,
+    auth: Arc<Auth>,
+    /// Runs the SCRAM exchange (under `--auth password`).
+    driver: AuthDriver<RippleParameters>,
     holds_slot: AtomicBool,
+    /// The role whose session count this connection holds.
+    counted_role: parking_lot::Mutex<Option<String>>,
 }
 
 impl RippleStartup {
-    pub fn new(slots: Arc<ConnectionSlots>, keys: Arc<RandomPidSecretKeyGenerator>) -> Self {
-        RippleStartup { keys, slots, holds_slot: AtomicBool::new(false) }
+    pub fn new(slots: Arc<ConnectionSlots>, keys: Arc<RandomPidSecretKeyGenerator>, auth: Arc<Auth>) -> Self {
+        let driver = AuthDriver::new(RippleParameters).with_pid_secret_key_generator(keys.clone());
+        RippleStartup {
+            keys,
+            slots,
+            auth,
+            driver,
+            holds_slot: AtomicBool::new(false),
+            counted_role: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// Admits the role `user` once it is authenticated (or trusted): it
+    /// must exist, may log in and be under its connection limit.
+    async fn admit(&self, user: &str) -> PgWireResult<()> {
+        let Some(role) = self.auth.coord.login_role(user).await else {
+            return Err(fatal("28000", format!("role \"{user}\" does not exist")));
+        };
+        if !role.login {
+            return Err(fatal("28000", format!("role \"{user}\" is not permitted to log in")));
+        }
+        let mut counted = self.counted_role.lock();
+        if counted.is_none() {
+            if !self.auth.sessions.take(user, &role) {
+                return Err(fatal("53300", format!("too many connections for role \"{user}\"")));
+            }
+            *counted = Some(user.to_string());
+        }
+        Ok(())
     }
 }
 
@@ -72,6 +109,9 @@ impl Drop for RippleStartup {
     fn drop(&mut self) {
         if *self.holds_slot.get_mut() {
             self.slots.give_back();
+        }
+        if let Some(user) = self.counted_role.get_mut().take() {
+            self.auth.sessions.give_back(&user);
         }
     }
 }
@@ -144,32 +184,71 @@ impl StartupHandler for RippleStartup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let PgWireFrontendMessage::Startup(ref startup) = message {
-            protocol_negotiation(client, startup).await?;
-            save_startup_parameters_to_metadata(client, startup);
-            // Settings given at start-up must be valid, or the client
-            // cannot connect (FATAL, as in Postgres).
-            if let Err(e) = crate::coord::settings::startup_settings(client.metadata()) {
-                return Err(fatal(e.sqlstate().code(), e.to_string()));
-            }
-            // A start-up message comes once per connection (pgwire), so
-            // this takes at most one slot.
-            if !self.holds_slot.load(Ordering::Acquire) {
-                if !self.slots.take() {
-                    tracing::info!(peer = %client.socket_addr(), max = self.slots.max, "refused a connection: too many clients");
-                    return Err(fatal("53300", "sorry, too many clients already".to_string()));
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                // Settings given at start-up must be valid, or the client
+                // cannot connect (FATAL, as in Postgres).
+                if let Err(e) = crate::coord::settings::startup_settings(client.metadata()) {
+                    return Err(fatal(e.sqlstate().code(), e.to_string()));
                 }
-                self.holds_slot.store(true, Ordering::Release);
+                let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+                if user.is_empty() {
+                    return Err(fatal("28000", "no PostgreSQL user name specified in startup packet".into()));
+                }
+                // As PostgreSQL: the database defaults to the user's name.
+                let database = client.metadata().get(METADATA_DATABASE).filter(|d| !d.is_empty()).unwrap_or(&user);
+                if database != DATABASE_NAME {
+                    return Err(fatal(
+                        "3D000",
+                        format!("database \"{database}\" does not exist (ripple serves one database, \"{DATABASE_NAME}\")"),
+                    ));
+                }
+                // A start-up message comes once per connection (pgwire), so
+                // this takes at most one slot.
+                if !self.holds_slot.load(Ordering::Acquire) {
+                    if !self.slots.take() {
+                        tracing::info!(peer = %client.socket_addr(), max = self.slots.max, "refused a connection: too many clients");
+                        return Err(fatal("53300", "sorry, too many clients already".to_string()));
+                    }
+                    self.holds_slot.store(true, Ordering::Release);
+                }
+                match (self.auth.method, &self.auth.scram) {
+                    (AuthMethod::Password, Some(scram)) => {
+                        self.driver.begin_authentication(client, scram.create()).await?;
+                    }
+                    _ => {
+                        self.admit(&user).await?;
+                        let (pid, secret_key) = self.keys.generate(&*client);
+                        client.set_pid_and_secret_key(pid, secret_key);
+                        tracing::debug!(peer = %client.socket_addr(), %user, "client started a session (trust)");
+                        // AuthenticationOk, ParameterStatus*, BackendKeyData, ReadyForQuery.
+                        finish_authentication(client, &RippleParameters).await?;
+                    }
+                }
             }
-            let (pid, secret_key) = self.keys.generate(&*client);
-            client.set_pid_and_secret_key(pid, secret_key);
-            tracing::debug!(
-                peer = %client.socket_addr(),
-                user = client.metadata().get(METADATA_USER).map(String::as_str).unwrap_or(""),
-                "client started a session"
-            );
-            // AuthenticationOk, ParameterStatus*, BackendKeyData, ReadyForQuery.
-            finish_authentication(client, &RippleParameters).await?;
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+                match self.driver.advance_authentication(client, message).await {
+                    Ok(AuthOutcome::Authenticated { final_message, .. }) => {
+                        self.admit(&user).await?;
+                        tracing::debug!(peer = %client.socket_addr(), %user, "client started a session (password)");
+                        self.driver.complete_authentication(client, final_message).await?;
+                    }
+                    Ok(AuthOutcome::InProgress) => {}
+                    Err(e) => {
+                        tracing::info!(peer = %client.socket_addr(), %user, error = %e, "authentication failed");
+                        return Err(match e {
+                            PgWireError::InvalidPassword(_) => {
+                                fatal("28P01", format!("password authentication failed for user \"{user}\""))
+                            }
+                            e => e,
+                        });
+                    }
+                }
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -188,9 +267,7 @@ mod tests {
         slots.give_back();
         assert!(slots.take());
         assert!(!slots.take());
-        let startup = RippleStartup::new(slots.clone(), Default::default());
-        startup.holds_slot.store(true, Ordering::Release);
-        drop(startup);
+        slots.give_back();
         assert!(slots.take());
     }
 

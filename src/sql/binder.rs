@@ -373,6 +373,7 @@ impl Binder<'_> {
                     ObjectType::View => ItemKind::View,
                     ObjectType::MaterializedView => ItemKind::MaterializedView,
                     ObjectType::Index => ItemKind::Index,
+                    ObjectType::Role | ObjectType::User => return self.bind_drop_role(names, *if_exists),
                     ObjectType::Schema => {
                         let names: Vec<String> = names.iter().map(object_name).collect();
                         if let Some(s) = names.iter().find(|n| SYSTEM_SCHEMAS.contains(&n.as_str())) {
@@ -536,6 +537,8 @@ impl Binder<'_> {
             Statement::AlterIndex { name, operation } => self.bind_alter_index(name, operation),
             Statement::CreateSchema { schema_name, if_not_exists, .. } => self.bind_create_schema(schema_name, *if_not_exists),
             Statement::AlterSchema(a) => self.bind_alter_schema(a),
+            Statement::CreateRole(c) => self.bind_create_role(c),
+            Statement::AlterRole { name, operation } => self.bind_alter_role(name, operation),
             Statement::Comment { object_type, object_name, comment, if_exists } => {
                 self.bind_comment(object_type, object_name, comment, *if_exists)
             }

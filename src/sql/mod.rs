@@ -23,6 +23,7 @@ mod plan;
 mod query;
 mod recursive;
 mod returning;
+mod role;
 mod schema;
 mod scope;
 mod subquery;
@@ -37,6 +38,7 @@ pub use copy::{CopyFormat, CopyOptions};
 pub use functions::finish_plan;
 pub use plan::{ConflictUpdate, Finishing, ItemKind, OnConflict, Plan, Returning, ShowKind, UniqueKey, CONFLICT_PAIRS};
 pub use binder::QualifiedName;
+pub use role::RoleOptions;
 /// The schema names the binder knows.
 pub mod binder_names {
     pub use super::binder::{ident, SYSTEM_SCHEMAS, USER_SCHEMA};

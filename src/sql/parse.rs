@@ -167,7 +167,7 @@ pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr, Error> {
 pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
-    let tokens = copy_booleans(tokens);
+    let tokens = negative_connection_limits(copy_booleans(tokens));
     let parsed = |tokens| {
         let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
         statements(&mut parser).map_err(|e| match e {
@@ -284,6 +284,20 @@ fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
     if is_word(&p.peek_token_ref().token, "checkpoint") {
         p.next_token();
         return Ok(Some(Stmt::Checkpoint));
+    }
+    // CREATE USER and ALTER USER: sqlparser reads Snowflake's forms;
+    // PostgreSQL's are CREATE ROLE (LOGIN by default) and ALTER ROLE.
+    if p.peek_keyword(Keyword::CREATE) && peek_is(p, 1, Keyword::USER) {
+        p.next_token();
+        p.next_token();
+        let mut role = p.parse_create_role()?;
+        role.login = role.login.or(Some(true));
+        return Ok(Some(Stmt::Sql(Statement::CreateRole(role))));
+    }
+    if p.peek_keyword(Keyword::ALTER) && peek_is(p, 1, Keyword::USER) {
+        p.next_token();
+        p.next_token();
+        return p.parse_alter_role().map(|s| Some(Stmt::Sql(s)));
     }
     // ALTER VIEW | MATERIALIZED VIEW ... RENAME TO: sqlparser parses only
     // `ALTER VIEW name AS query`; ALTER ... SET SCHEMA: sqlparser parses
@@ -439,6 +453,24 @@ fn peek_is(p: &Parser, n: usize, keyword: Keyword) -> bool {
 
 fn is_word(t: &Token, word: &str) -> bool {
     matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// `CONNECTION LIMIT -1` (no limit) as one negative number: sqlparser's
+/// role options take an unsigned number only. Other negative limits are
+/// passed on the same way, for the binder to refuse.
+fn negative_connection_limits(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let significant: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    for w in significant.windows(4) {
+        let is = |i: usize, k: Keyword| matches!(&tokens[i].token, Token::Word(word) if word.keyword == k);
+        if is(w[0], Keyword::CONNECTION) && is(w[1], Keyword::LIMIT) && tokens[w[2]].token == Token::Minus {
+            if let Token::Number(n, long) = &tokens[w[3]].token {
+                let negative = Token::Number(format!("-{n}"), *long);
+                tokens[w[3]].token = negative;
+                tokens[w[2]].token = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+            }
+        }
+    }
+    tokens
 }
 
 /// PostgreSQL accepts a boolean COPY option as `true|false|on|off|1|0`;

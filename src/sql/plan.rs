@@ -196,6 +196,14 @@ pub enum Plan {
     DropSchema { names: Vec<String>, if_exists: bool, cascade: bool },
     /// `ALTER SCHEMA name RENAME TO new`.
     RenameSchema { name: String, new_name: String },
+    /// `CREATE ROLE | USER [IF NOT EXISTS] name [WITH] options`.
+    CreateRole { name: String, if_not_exists: bool, options: crate::sql::RoleOptions },
+    /// `ALTER ROLE | USER name [WITH] options`.
+    AlterRole { name: String, options: crate::sql::RoleOptions },
+    /// `ALTER ROLE | USER name RENAME TO new`.
+    RenameRole { name: String, new_name: String },
+    /// `DROP ROLE | USER [IF EXISTS] name, ...`.
+    DropRole { names: Vec<String>, if_exists: bool },
     /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX ... SET SCHEMA s`.
     SetSchema { id: GlobalId, schema: String, tag: &'static str },
     /// `COMMENT ON SCHEMA name IS 'text' | NULL`.

@@ -31,10 +31,10 @@ fn schema_name(name: &ObjectName) -> Result<String, Error> {
 }
 
 impl Binder<'_> {
-    /// Checks that the session's user is the role named (ripple has one).
+    /// Checks that the role named exists.
     pub(super) fn check_role(&self, role: &Ident) -> Result<(), Error> {
         let role = ident(role);
-        if role != self.catalog.session().user {
+        if !self.catalog.snapshot().roles.values().any(|r| *r == role) {
             return Err(Error::UndefinedObject(format!("role \"{role}\" does not exist")));
         }
         Ok(())

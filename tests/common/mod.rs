@@ -29,6 +29,8 @@ pub struct TestServer {
     log_dir: tempfile::TempDir,
     /// More command-line arguments for every start.
     args: Vec<String>,
+    /// Environment variables for every start.
+    envs: Vec<(String, String)>,
 }
 
 impl TestServer {
@@ -41,6 +43,11 @@ impl TestServer {
 
     /// `start`, with more command-line arguments (kept for restarts).
     pub fn start_with(workers: usize, args: &[&str]) -> TestServer {
+        TestServer::start_with_env(workers, args, &[])
+    }
+
+    /// `start_with`, with environment variables (kept for restarts).
+    pub fn start_with_env(workers: usize, args: &[&str], envs: &[(&str, &str)]) -> TestServer {
         let data_dir = tempfile::Builder::new()
             .prefix("ripple-test-data-")
             .tempdir()
@@ -56,6 +63,7 @@ impl TestServer {
             data_dir,
             log_dir,
             args: args.iter().map(|a| a.to_string()).collect(),
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         };
         server.spawn();
         server
@@ -129,6 +137,11 @@ impl TestServer {
         self.args = args.iter().map(|a| a.to_string()).collect();
     }
 
+    /// Replaces the environment variables for the next start.
+    pub fn set_envs(&mut self, envs: &[(&str, &str)]) {
+        self.envs = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    }
+
     /// Kills the server if it is running, then starts it again on the same
     /// data directory (on a new free port).
     pub fn restart(&mut self) {
@@ -168,6 +181,7 @@ impl TestServer {
             .arg("--workers")
             .arg(self.workers.to_string())
             .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log handle"))
             .stderr(log)

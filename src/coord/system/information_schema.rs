@@ -103,7 +103,7 @@ fn schemata(ctx: &Ctx) -> Vec<Vec<Datum>> {
     ["pg_catalog", "information_schema"]
         .into_iter()
         .chain(ctx.catalog.schemas.keys().map(String::as_str))
-        .map(|s| vec![t(&ctx.session.database), t(s), t(&ctx.session.user), null(), null(), null(), null()])
+        .map(|s| vec![t(&ctx.session.database), t(s), t(ctx.owner()), null(), null(), null(), null()])
         .collect()
 }
 

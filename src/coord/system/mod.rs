@@ -149,6 +149,14 @@ pub struct Ctx<'a> {
     pub session: &'a SessionInfo,
 }
 
+impl Ctx<'_> {
+    /// The name of the role that owns every object: the bootstrap
+    /// superuser (OID 10), as it is named now.
+    pub fn owner(&self) -> &str {
+        self.catalog.roles.name_of(OWNER_OID).unwrap_or(crate::coord::roles::BOOTSTRAP_SUPERUSER)
+    }
+}
+
 /// A relation as `pg_class` and friends list it.
 pub struct RelInfo<'a> {
     pub oid: i64,
@@ -331,7 +339,9 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
             snap.descriptions.insert((schema.oid, PG_NAMESPACE_OID, 0), c.clone());
         }
     }
-    snap.roles.insert(OWNER_OID, session.user.clone());
+    for (name, role) in catalog.roles.iter() {
+        snap.roles.insert(role.oid, name.clone());
+    }
     snap.roles.insert(DATABASE_OWNER_OID, "pg_database_owner".into());
     for t in builtin_types() {
         snap.types.insert(t.oid() as i64, t);

@@ -650,37 +650,89 @@ fn databases(ctx: &Ctx) -> Vec<Vec<Datum>> {
     ]]
 }
 
-/// The session's user (a superuser), and `pg_database_owner`, which owns
-/// `public` and cannot log in.
+/// A role as `pg_authid`, `pg_roles` and `pg_user` show it: its name and
+/// attributes; the predefined `pg_database_owner` (which owns `public`)
+/// is one that cannot log in.
+struct RoleRow<'a> {
+    name: &'a str,
+    role: std::borrow::Cow<'a, crate::coord::roles::Role>,
+}
+
+fn role_rows<'a>(ctx: &Ctx<'a>) -> Vec<RoleRow<'a>> {
+    let mut rows: Vec<RoleRow> = ctx
+        .catalog
+        .roles
+        .iter()
+        .map(|(name, role)| RoleRow { name, role: std::borrow::Cow::Borrowed(role) })
+        .collect();
+    let owner = crate::coord::roles::Role::predefined(DATABASE_OWNER_OID);
+    rows.push(RoleRow { name: "pg_database_owner", role: std::borrow::Cow::Owned(owner) });
+    rows
+}
+
+/// `rolsuper` through `rolreplication`, in the order both `pg_authid` and
+/// `pg_roles` have them.
+fn role_flags(r: &crate::coord::roles::Role) -> [Datum; 6] {
+    [b(r.superuser), b(r.inherit), b(r.create_role), b(r.create_db), b(r.login), b(r.replication)]
+}
+
+fn valid_until(r: &crate::coord::roles::Role) -> Datum {
+    r.valid_until.map(Datum::TimestampTz).unwrap_or(Datum::Null)
+}
+
+/// `pg_authid`: with the password verifiers (PostgreSQL lets only
+/// superusers read it).
 fn authid(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    vec![
-        vec![o(OWNER_OID), t(&ctx.session.user), b(true), b(true), b(true), b(true), b(true), b(true), b(true), i4(-1), null(), null()],
-        vec![
-            o(DATABASE_OWNER_OID),
-            t("pg_database_owner"),
-            b(false),
-            b(true),
-            b(false),
-            b(false),
-            b(false),
-            b(false),
-            b(false),
-            i4(-1),
-            null(),
-            null(),
-        ],
-    ]
+    role_rows(ctx)
+        .into_iter()
+        .map(|RoleRow { name, role: r }| {
+            let mut row = vec![o(r.oid), t(name)];
+            row.extend(role_flags(&r));
+            row.extend([b(r.bypass_rls), i4(r.connection_limit.into()), r.password.as_deref().map(t).unwrap_or_else(null), valid_until(&r)]);
+            row
+        })
+        .collect()
 }
 
+/// `pg_roles`: passwords shown as `********` when set.
 fn roles(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let login = |name: &str, oid: i64, sup: bool| {
-        vec![t(name), b(sup), b(true), b(sup), b(sup), b(sup), b(false), i4(-1), t("********"), null(), b(sup), null(), o(oid)]
-    };
-    vec![login(&ctx.session.user, OWNER_OID, true), login("pg_database_owner", DATABASE_OWNER_OID, false)]
+    role_rows(ctx)
+        .into_iter()
+        .map(|RoleRow { name, role: r }| {
+            let mut row = vec![t(name)];
+            row.extend(role_flags(&r));
+            row.extend([
+                i4(r.connection_limit.into()),
+                if r.password.is_some() { t("********") } else { null() },
+                valid_until(&r),
+                b(r.bypass_rls),
+                null(),
+                o(r.oid),
+            ]);
+            row
+        })
+        .collect()
 }
 
+/// `pg_user`: the roles that can log in.
 fn users(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    vec![vec![t(&ctx.session.user), o(OWNER_OID), b(true), b(true), b(true), b(true), t("********"), null(), null()]]
+    role_rows(ctx)
+        .into_iter()
+        .filter(|row| row.role.login)
+        .map(|RoleRow { name, role: r }| {
+            vec![
+                t(name),
+                o(r.oid),
+                b(r.create_db),
+                b(r.superuser),
+                b(r.replication),
+                b(r.bypass_rls),
+                if r.password.is_some() { t("********") } else { null() },
+                valid_until(&r),
+                null(),
+            ]
+        })
+        .collect()
 }
 
 fn settings(ctx: &Ctx) -> Vec<Vec<Datum>> {
@@ -725,7 +777,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let mut out: Vec<Vec<Datum>> = user_items(ctx, ItemKind::Table)
         .map(|i| {
             let indexed = !i.keys.is_empty() || ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
-            vec![t(&i.schema), t(&i.name), t(&ctx.session.user), null(), b(indexed), b(false), b(false), b(false)]
+            vec![t(&i.schema), t(&i.name), t(ctx.owner()), null(), b(indexed), b(false), b(false), b(false)]
         })
         .collect();
     out.sort_by(|a, b| a[1].sql_cmp(&b[1]));
@@ -734,7 +786,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
     user_items(ctx, ItemKind::View)
-        .map(|i| vec![t(&i.schema), t(&i.name), t(&ctx.session.user), super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null())])
+        .map(|i| vec![t(&i.schema), t(&i.name), t(ctx.owner()), super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null())])
         .collect()
 }
 
@@ -745,7 +797,7 @@ fn matviews(ctx: &Ctx) -> Vec<Vec<Datum>> {
             vec![
                 t(&i.schema),
                 t(&i.name),
-                t(&ctx.session.user),
+                t(ctx.owner()),
                 null(),
                 b(indexed),
                 b(true),
