@@ -131,7 +131,8 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let workers = args.workers as usize;
-    ripple::coord::set_server_values([("max_connections", args.max_connections.to_string())]);
+    let ssl = if args.tls_cert.is_some() { "on" } else { "off" };
+    ripple::coord::set_server_values([("max_connections", args.max_connections.to_string()), ("ssl", ssl.to_string())]);
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,

@@ -93,6 +93,9 @@ async fn scram_passwords_and_roles() {
     assert_eq!(one(&su, "SELECT rolpassword FROM pg_roles WHERE rolname = 'alice'").await, "********");
     let alice = connect(&server, "alice", "alice pw").await;
     assert_eq!(one(&alice, "SELECT session_user").await, "alice");
+    assert_eq!(one(&alice, "SHOW is_superuser").await, "off");
+    assert_eq!(one(&su, "SHOW is_superuser").await, "on");
+    assert_eq!(one(&su, "SHOW ssl").await, "off");
     assert_eq!(try_connect(&server, "alice", Some("bob pw")).await.err().as_deref(), Some("28P01"));
     assert_eq!(try_connect(&server, "carol", Some("carol pw")).await.err().as_deref(), Some("28000"));
     assert_eq!(try_connect(&server, "old", Some("old pw")).await.err().as_deref(), Some("28P01"));
@@ -312,7 +315,17 @@ port, ca, password = sys.argv[1], sys.argv[2], sys.argv[3]
 with psycopg.connect(host="localhost", port=port, user="ripple", dbname="ripple", password=password,
                      sslmode="verify-full", sslrootcert=ca) as c:
     assert c.pgconn.ssl_in_use, "no TLS"
+    assert c.execute("SHOW ssl").fetchone()[0] == "on"
+    # What psql's \password does: libpq reads password_encryption and
+    # makes the verifier on the client; the server keeps it as given.
+    verifier = c.pgconn.encrypt_password(b"libpq pw", b"viakeys").decode()
+    assert verifier.startswith("SCRAM-SHA-256$"), verifier
+    c.execute(f"CREATE ROLE viakeys LOGIN PASSWORD '{verifier}'")
+    c.commit()
     print(c.execute("SELECT current_user").fetchone()[0])
+with psycopg.connect(host="localhost", port=port, user="viakeys", dbname="ripple", password="libpq pw",
+                     sslmode="verify-full", sslrootcert=ca) as c:
+    assert c.execute("SELECT current_user").fetchone()[0] == "viakeys"
 "#;
     let out = Command::new("python3")
         .args(["-c", script, &port.to_string(), &path("ca.pem"), SUPERUSER_PASSWORD])

@@ -90,6 +90,24 @@ pub static SETTINGS: &[Setting] = &[
         read_only: true,
         at_start: true,
     },
+    Setting {
+        name: "password_encryption",
+        default: "scram-sha-256",
+        category: "Connections and Authentication / Authentication",
+        // (The only way ripple keeps a password; libpq's
+        // PQencryptPasswordConn, behind psql's \password, reads it.)
+        description: "Chooses the algorithm for encrypting passwords.",
+        read_only: true,
+        at_start: true,
+    },
+    Setting {
+        name: "ssl",
+        default: "off",
+        category: "Connections and Authentication / SSL",
+        description: "Enables SSL connections.",
+        read_only: true,
+        at_start: true,
+    },
     fixed("lc_collate", "C", "Shows the collation order locale."),
     fixed("lc_ctype", "C", "Shows the character classification and case conversion locale."),
     fixed("is_superuser", "on", "Shows whether the current user is a superuser."),

@@ -271,8 +271,12 @@ impl Connection {
                 get(pgwire::api::METADATA_APPLICATION_NAME),
                 client.pid_and_secret_key().0,
             );
-            // Checked at start-up (`startup::RippleStartup`).
-            if let Ok(vars) = crate::coord::settings::startup_settings(md) {
+            // Checked at start-up (`startup::RippleStartup`), which also
+            // recorded whether the role is a superuser.
+            if let Ok(mut vars) = crate::coord::settings::startup_settings(md) {
+                if let Some(superuser) = md.get(super::startup::IS_SUPERUSER) {
+                    vars.insert(super::startup::IS_SUPERUSER.to_string(), superuser.clone());
+                }
                 session.start_with(vars);
             }
             let (pid, secret) = client.pid_and_secret_key();

@@ -87,7 +87,9 @@ impl RippleStartup {
 
     /// Admits the role `user` once it is authenticated (or trusted): it
     /// must exist, may log in and be under its connection limit.
-    async fn admit(&self, user: &str) -> PgWireResult<()> {
+    /// Records whether the role is a superuser (`is_superuser`, reported
+    /// at start-up and by SHOW).
+    async fn admit<C: ClientInfo>(&self, client: &mut C, user: &str) -> PgWireResult<()> {
         let Some(role) = self.auth.coord.login_role(user).await else {
             return Err(fatal("28000", format!("role \"{user}\" does not exist")));
         };
@@ -101,6 +103,8 @@ impl RippleStartup {
             }
             *counted = Some(user.to_string());
         }
+        drop(counted);
+        client.metadata_mut().insert(IS_SUPERUSER.to_string(), if role.superuser { "on" } else { "off" }.to_string());
         Ok(())
     }
 }
@@ -123,6 +127,10 @@ fn fatal(code: &str, message: String) -> PgWireError {
     PgWireError::UserError(Box::new(info))
 }
 
+/// The start-up metadata key (and setting) that says whether the
+/// session's role is a superuser.
+pub const IS_SUPERUSER: &str = "is_superuser";
+
 /// The ParameterStatus messages sent after authentication.
 #[derive(Debug, Default)]
 pub struct RippleParameters;
@@ -139,7 +147,6 @@ pub fn server_parameters(metadata: &HashMap<String, String>) -> HashMap<String, 
         ("integer_datetimes", "on"),
         ("standard_conforming_strings", "on"),
         ("TimeZone", "UTC"),
-        ("is_superuser", "on"),
         ("in_hot_standby", "off"),
         ("default_transaction_read_only", "off"),
     ]
@@ -154,6 +161,8 @@ pub fn server_parameters(metadata: &HashMap<String, String>) -> HashMap<String, 
     if let Some(user) = metadata.get(METADATA_USER) {
         params.insert("session_authorization".into(), user.clone());
     }
+    let superuser = metadata.get(IS_SUPERUSER).map(String::as_str).unwrap_or("off");
+    params.insert(IS_SUPERUSER.into(), superuser.to_string());
     // Parameter values travel as C strings.
     for v in params.values_mut() {
         if v.contains('\0') {
@@ -219,7 +228,7 @@ impl StartupHandler for RippleStartup {
                         self.driver.begin_authentication(client, scram.create()).await?;
                     }
                     _ => {
-                        self.admit(&user).await?;
+                        self.admit(client, &user).await?;
                         let (pid, secret_key) = self.keys.generate(&*client);
                         client.set_pid_and_secret_key(pid, secret_key);
                         tracing::debug!(peer = %client.socket_addr(), %user, "client started a session (trust)");
@@ -232,7 +241,7 @@ impl StartupHandler for RippleStartup {
                 let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
                 match self.driver.advance_authentication(client, message).await {
                     Ok(AuthOutcome::Authenticated { final_message, .. }) => {
-                        self.admit(&user).await?;
+                        self.admit(client, &user).await?;
                         tracing::debug!(peer = %client.socket_addr(), %user, "client started a session (password)");
                         self.driver.complete_authentication(client, final_message).await?;
                     }
