@@ -93,6 +93,9 @@ async fn scram_passwords_and_roles() {
     assert_eq!(one(&su, "SELECT rolpassword FROM pg_roles WHERE rolname = 'alice'").await, "********");
     let alice = connect(&server, "alice", "alice pw").await;
     assert_eq!(one(&alice, "SELECT session_user").await, "alice");
+    // Verifiers are for superusers' eyes only.
+    assert_eq!(one(&alice, "SELECT rolpassword FROM pg_authid WHERE rolname = 'alice'").await, "NULL");
+    assert_eq!(one(&alice, "SELECT usesysid <> 10 FROM pg_stat_activity").await, "t");
     assert_eq!(one(&alice, "SHOW is_superuser").await, "off");
     assert_eq!(one(&su, "SHOW is_superuser").await, "on");
     assert_eq!(one(&su, "SHOW ssl").await, "off");

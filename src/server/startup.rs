@@ -223,11 +223,13 @@ impl StartupHandler for RippleStartup {
                     }
                     self.holds_slot.store(true, Ordering::Release);
                 }
-                match (self.auth.method, &self.auth.scram) {
-                    (AuthMethod::Password, Some(scram)) => {
+                match self.auth.method {
+                    AuthMethod::Password => {
+                        // (`Auth::new` makes the mechanism for this method.)
+                        let scram = self.auth.scram.as_ref().ok_or_else(|| fatal("XX000", "SCRAM is not set up".into()))?;
                         self.driver.begin_authentication(client, scram.create()).await?;
                     }
-                    _ => {
+                    AuthMethod::Trust => {
                         self.admit(client, &user).await?;
                         let (pid, secret_key) = self.keys.generate(&*client);
                         client.set_pid_and_secret_key(pid, secret_key);

@@ -680,15 +680,17 @@ fn valid_until(r: &crate::coord::roles::Role) -> Datum {
     r.valid_until.map(Datum::TimestampTz).unwrap_or(Datum::Null)
 }
 
-/// `pg_authid`: with the password verifiers (PostgreSQL lets only
-/// superusers read it).
+/// `pg_authid`: with the password verifiers, shown to superusers only (a
+/// verifier and one overheard SCRAM exchange are enough to log in;
+/// PostgreSQL lets only superusers read the relation).
 fn authid(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let superuser = ctx.catalog.roles.get(&ctx.session.user).is_some_and(|r| r.superuser);
     role_rows(ctx)
         .into_iter()
         .map(|RoleRow { name, role: r }| {
             let mut row = vec![o(r.oid), t(name)];
             row.extend(role_flags(&r));
-            row.extend([b(r.bypass_rls), i4(r.connection_limit.into()), r.password.as_deref().map(t).unwrap_or_else(null), valid_until(&r)]);
+            row.extend([b(r.bypass_rls), i4(r.connection_limit.into()), r.password.as_deref().filter(|_| superuser).map(t).unwrap_or_else(null), valid_until(&r)]);
             row
         })
         .collect()
@@ -894,7 +896,7 @@ fn activity(ctx: &Ctx) -> Vec<Vec<Datum>> {
         t(&s.database),
         i4(s.backend_pid as i64),
         null(),
-        o(OWNER_OID),
+        o(ctx.catalog.roles.get(&s.user).map_or(OWNER_OID, |r| r.oid)),
         t(&s.user),
         t(s.settings.get("application_name").cloned().unwrap_or_default()),
         null(),
