@@ -1,7 +1,7 @@
 //! Roles: who may log in, with which password, and who may change roles.
 //! `CREATE ROLE | USER`, `ALTER ROLE | USER` (options, password, `RENAME
 //! TO`), `DROP ROLE | USER`, applied at once or at the COMMIT of the block
-//! that runs them, and the checks a login makes (`Coordinator::login`).
+//! that runs them, and what a login checks (`Coordinator::login_role`).
 //!
 //! The roles are stored as one record (`META_ROLES`, the map of
 //! `Catalog::roles`) written with every catalog change, as the schemas
@@ -61,8 +61,8 @@ pub struct Role {
 }
 
 impl Role {
-    /// A role that cannot log in and has no attributes (the predefined
-    /// roles, as `pg_database_owner`).
+    /// A predefined role (`pg_database_owner`): it cannot log in and has
+    /// no attributes but INHERIT.
     pub fn predefined(oid: i64) -> Role {
         Role::new(oid)
     }
@@ -241,7 +241,12 @@ impl Catalog {
     /// Refuses `op` if `actor` may not run it (42501, 55006, 0A000, 42939,
     /// 42704). Run before `apply_role_op`, against the same catalog.
     pub(super) fn check_role_op(&self, actor: Actor<'_>, op: &RoleOp) -> Result<(), Error> {
-        let target = |name: &str| self.roles.get(name).ok_or_else(|| missing(name));
+        // A `pg_` role (`pg_database_owner`) is predefined: not in the map,
+        // and never changed.
+        let target = |name: &str| {
+            reserved(name)?;
+            self.roles.get(name).ok_or_else(|| missing(name))
+        };
         let elevated = |o: &RoleOptions| o.superuser.is_some() || o.replication.is_some() || o.bypass_rls.is_some();
         match op {
             RoleOp::Create { name, options, .. } => {
@@ -272,9 +277,6 @@ impl Catalog {
                     return Err(Error::ObjectNotInPrerequisiteState(format!(
                         "permission denied to alter role \"{name}\": the bootstrap superuser must keep the SUPERUSER attribute"
                     )));
-                }
-                if name.starts_with("pg_") {
-                    reserved(name)?;
                 }
             }
             RoleOp::Rename { name, new_name } => {
