@@ -168,6 +168,75 @@ async fn trust_checks_the_role_and_the_database() {
     assert_eq!(err.code().map(|c| c.code()), Some("3D000"), "{err}");
 }
 
+/// Privileges as a role that logged in sees them: extended-protocol
+/// statements (a prepared statement run again is served from its generic
+/// plan, which a REVOKE must not outlive), COPY FROM, SET ROLE from a
+/// role that is no superuser, ownership of what it creates, and CONNECT.
+#[tokio::test]
+async fn privileges_of_a_logged_in_role() {
+    let mut server = password_server();
+    let su = connect(&server, "ripple", SUPERUSER_PASSWORD).await;
+    for sql in [
+        "CREATE ROLE app LOGIN PASSWORD 'app pw'",
+        "CREATE ROLE other LOGIN PASSWORD 'other pw'",
+        "CREATE TABLE accounts (id int PRIMARY KEY, balance int)",
+        "INSERT INTO accounts VALUES (1, 10), (2, 20)",
+    ] {
+        assert_eq!(code_of(&su, sql).await, "ok", "{sql}");
+    }
+    let app = connect(&server, "app", "app pw").await;
+    let err = app.query("SELECT balance FROM accounts WHERE id = $1", &[&1i32]).await.unwrap_err();
+    assert_eq!(err.code().map(|c| c.code()), Some("42501"), "{err}");
+    assert_eq!(err.as_db_error().map(|e| e.message()), Some("permission denied for table accounts"));
+
+    assert_eq!(code_of(&su, "GRANT SELECT ON accounts TO app").await, "ok");
+    let read = app.prepare("SELECT balance FROM accounts WHERE id = $1").await.unwrap();
+    for _ in 0..3 {
+        let rows = app.query(&read, &[&2i32]).await.unwrap();
+        assert_eq!(rows[0].get::<_, i32>(0), 20);
+    }
+    assert_eq!(code_of(&su, "REVOKE SELECT ON accounts FROM app").await, "ok");
+    let err = app.query(&read, &[&2i32]).await.unwrap_err();
+    assert_eq!(err.code().map(|c| c.code()), Some("42501"), "a revoked privilege outlived a kept plan: {err}");
+
+    // COPY FROM needs INSERT.
+    let copy = app.copy_in::<_, bytes::Bytes>("COPY accounts FROM STDIN").await.err().expect("COPY FROM refused");
+    assert_eq!(copy.code().map(|c| c.code()), Some("42501"), "{copy}");
+
+    // Only a superuser's session takes another role.
+    assert_eq!(code_of(&app, "SET ROLE other").await, "42501");
+    assert_eq!(code_of(&app, "SET ROLE app").await, "ok");
+    assert_eq!(code_of(&su, "SET ROLE app").await, "ok");
+    assert_eq!(one(&su, "SELECT current_user").await, "app");
+    assert_eq!(code_of(&su, "SELECT * FROM accounts").await, "42501");
+    assert_eq!(code_of(&su, "RESET ROLE").await, "ok");
+
+    // What a role creates it owns: it may grant on it and drop it.
+    assert_eq!(code_of(&su, "GRANT CREATE ON SCHEMA public TO app").await, "ok");
+    assert_eq!(code_of(&app, "CREATE TABLE app_notes (n text)").await, "ok");
+    assert_eq!(one(&su, "SELECT tableowner FROM pg_tables WHERE tablename = 'app_notes'").await, "app");
+    let other = connect(&server, "other", "other pw").await;
+    assert_eq!(code_of(&other, "INSERT INTO app_notes VALUES ('x')").await, "42501");
+    assert_eq!(code_of(&app, "GRANT INSERT ON app_notes TO other").await, "ok");
+    assert_eq!(code_of(&other, "INSERT INTO app_notes VALUES ('x')").await, "ok");
+    assert_eq!(code_of(&other, "DROP TABLE app_notes").await, "42501");
+
+    // Privileges are kept across a restart.
+    drop((app, other, su));
+    server.restart();
+    let other = connect(&server, "other", "other pw").await;
+    assert_eq!(code_of(&other, "INSERT INTO app_notes VALUES ('y')").await, "ok");
+    assert_eq!(code_of(&other, "SELECT * FROM accounts").await, "42501");
+
+    // Without CONNECT on the database a role cannot log in.
+    let su = connect(&server, "ripple", SUPERUSER_PASSWORD).await;
+    assert_eq!(code_of(&su, "REVOKE CONNECT ON DATABASE ripple FROM PUBLIC").await, "ok");
+    assert_eq!(try_connect(&server, "app", Some("app pw")).await.err().as_deref(), Some("42501"));
+    assert_eq!(code_of(&su, "GRANT CONNECT ON DATABASE ripple TO app").await, "ok");
+    assert!(try_connect(&server, "app", Some("app pw")).await.is_ok());
+    drop(other);
+}
+
 /// Runs the server binary to its exit (it must not start) and returns
 /// what it printed.
 fn refused_start(args: &[&str]) -> String {

@@ -105,6 +105,12 @@ fn psql_meta_commands() {
     assert!(has_row(&schemas, &["public", "pg_database_owner"]), "\\dn:\n{schemas}");
     let roles = psql(&server, "\\du");
     assert!(has_row(&roles, &["ripple"]), "\\du:\n{roles}");
+    // Privileges: \dp shows the ACL as PostgreSQL prints it.
+    psql(&server, "CREATE ROLE reader; GRANT SELECT ON orders TO reader WITH GRANT OPTION; GRANT SELECT ON big TO PUBLIC;");
+    let privileges = psql(&server, "\\dp");
+    assert!(has_row(&privileges, &["public", "orders", "table", "ripple=arwdDxt/ripple+"]), "\\dp:\n{privileges}");
+    assert!(has_row(&privileges, &["", "", "", "reader=r*/ripple"]), "\\dp:\n{privileges}");
+    assert!(has_row(&privileges, &["", "", "", "=r/ripple"]), "\\dp:\n{privileges}");
     let databases = psql(&server, "\\l");
     assert!(has_row(&databases, &["ripple", "ripple", "UTF8"]), "\\l:\n{databases}");
     let functions = psql(&server, "\\df");

@@ -13,7 +13,7 @@
 
 use super::catalog::{BindCatalog, Catalog, Item, ItemRecord};
 use super::txn::{Ddl, Txn};
-use super::{Session, State, META_NEXT_ID};
+use super::{State, META_NEXT_ID};
 use crate::repr::{Error, GlobalId};
 use crate::sql::{self, ddl_text, ItemKind, Params, Plan};
 use crate::storage::WriteSet;
@@ -34,6 +34,7 @@ impl State {
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         ws.meta_puts.push((super::schema::META_SCHEMAS.into(), super::schema::encode(&self.catalog.schemas)?));
         ws.meta_puts.push((super::roles::META_ROLES.into(), super::roles::encode(&self.catalog.roles)?));
+        ws.meta_puts.push((super::privileges::META_DATABASE_ACL.into(), super::privileges::encode(&self.catalog.database_acl)?));
         self.commits.submit(ws)?;
         self.dataflow.broadcast(crate::dataflow::Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())
@@ -194,7 +195,7 @@ fn column_renamed(catalog: &Catalog, table: GlobalId, column: usize, new_name: &
 pub(super) fn rebind_in(catalog: &Catalog, create_sql: &str) -> Result<(Plan, Vec<GlobalId>), Error> {
     let stmts = sql::parse(create_sql)?;
     let stmt = stmts.first().ok_or_else(|| Error::Internal(format!("empty stored statement: {create_sql}")))?;
-    let bc = BindCatalog::new(catalog, Session::default().info());
+    let bc = BindCatalog::stored(catalog);
     let plan = sql::bind_statement(&bc, stmt, &mut Params::default())?;
     Ok((plan, bc.dependencies()))
 }

@@ -10,6 +10,8 @@ use crate::coord::system;
 use crate::expr::func::catalog::CatalogSnapshot;
 use crate::repr::Error;
 use crate::sql::binder_names::{SYSTEM_SCHEMAS, USER_SCHEMA};
+use super::privileges::Access;
+use crate::repr::acl::{Acl, Privs};
 use crate::sql::{CatalogEntry, ItemKind, QualifiedName, SessionInfo, SqlCatalog};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -30,10 +32,21 @@ pub struct ItemRecord {
     /// `COMMENT ON` texts: 0 for the item, a column's number for a column.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub comments: BTreeMap<usize, String>,
+    /// The owning role's OID (records made before ripple had privileges:
+    /// the bootstrap superuser).
+    #[serde(default = "default_owner")]
+    pub owner: i64,
+    /// Its ACL once a GRANT or REVOKE set one (`None`: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Acl>,
 }
 
 fn default_schema() -> String {
     USER_SCHEMA.to_string()
+}
+
+fn default_owner() -> i64 {
+    system::OWNER_OID
 }
 
 impl ItemRecord {
@@ -46,6 +59,8 @@ impl ItemRecord {
             kind: item.kind,
             create_sql: item.create_sql.clone(),
             comments: item.comments.clone(),
+            owner: item.owner,
+            acl: item.acl.clone(),
         }
     }
 }
@@ -80,6 +95,11 @@ pub struct Item {
     /// `COMMENT ON` texts: 0 for the item, a column's number (from 1) for
     /// a column.
     pub comments: BTreeMap<usize, String>,
+    /// The OID of the role that owns it (an index: its relation's owner).
+    pub owner: i64,
+    /// Its ACL, once GRANT or REVOKE set one (`None`: the owner holds
+    /// every privilege, no one else any; `privileges` reads it).
+    pub acl: Option<Acl>,
 }
 
 /// A user schema.
@@ -91,12 +111,31 @@ pub struct Schema {
     /// `COMMENT ON SCHEMA`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The owning role's OID; `None` (as stored before ripple had
+    /// privileges): `public`'s is `pg_database_owner`, any other's the
+    /// bootstrap superuser (`Schema::owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<i64>,
+    /// Its ACL, once GRANT or REVOKE set one (`None`: the default;
+    /// `public`'s is PostgreSQL 15's, see `privileges`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Acl>,
 }
 
 impl Schema {
     /// `public` as a database starts with it.
     pub fn public() -> Schema {
-        Schema { oid: system::PUBLIC_OID, comment: Some(system::PUBLIC_COMMENT.into()) }
+        Schema { oid: system::PUBLIC_OID, comment: Some(system::PUBLIC_COMMENT.into()), owner: None, acl: None }
+    }
+
+    /// A schema `CREATE SCHEMA` makes, owned by `owner`.
+    pub fn created(oid: i64, owner: i64) -> Schema {
+        Schema { oid, comment: None, owner: Some(owner), acl: None }
+    }
+
+    /// The OID of the role that owns it.
+    pub fn owner(&self) -> i64 {
+        self.owner.unwrap_or(if self.oid == system::PUBLIC_OID { system::DATABASE_OWNER_OID } else { system::OWNER_OID })
     }
 }
 
@@ -120,6 +159,8 @@ impl Item {
             unique: false,
             defaults: vec![],
             comments: BTreeMap::new(),
+            owner: system::OWNER_OID,
+            acl: None,
         }
     }
 }
@@ -132,6 +173,9 @@ pub struct Catalog {
     pub schemas: BTreeMap<String, Schema>,
     /// The roles by name (stored as one record, `roles::META_ROLES`).
     pub roles: super::roles::Roles,
+    /// The database's ACL once GRANT or REVOKE set one (stored as one
+    /// record, `privileges::META_DATABASE_ACL`).
+    pub database_acl: Option<Acl>,
     /// Tables' activity counters (`pg_stat_user_tables`); not stored, and
     /// shared by every copy of the catalog (counting is not a change).
     pub stats: super::stats::Stats,
@@ -193,6 +237,7 @@ impl Default for Catalog {
             next_id: 0,
             schemas: BTreeMap::from([(USER_SCHEMA.to_string(), Schema::public())]),
             roles: Default::default(),
+            database_acl: None,
             stats: Default::default(),
             copies: Default::default(),
             key_arrangements: BTreeMap::new(),
@@ -365,6 +410,9 @@ pub struct BindCatalog<'a> {
     pub read_system: Cell<bool>,
     /// Whether it calls a size function (`pg_relation_size`...).
     pub wants_sizes: Cell<bool>,
+    /// Whether the statement's role's privileges are checked (not for a
+    /// stored statement bound again, which was checked when it ran).
+    checks: bool,
 }
 
 impl<'a> BindCatalog<'a> {
@@ -376,7 +424,19 @@ impl<'a> BindCatalog<'a> {
             snapshot: RefCell::new(None),
             read_system: Cell::new(false),
             wants_sizes: Cell::new(false),
+            checks: true,
         }
+    }
+
+    /// For binding a stored statement again (on restart, after an ALTER):
+    /// as the bootstrap superuser, with no privileges checked.
+    pub fn stored(catalog: &'a Catalog) -> Self {
+        BindCatalog { checks: false, ..Self::new(catalog, super::Session::default().info()) }
+    }
+
+    /// What the statement's role may do, if its privileges are checked.
+    fn access(&self) -> Option<Access<'a>> {
+        self.checks.then(|| Access::of(self.catalog, &self.session.current_user()))
     }
 
     /// The snapshot the statement's catalog functions read, if they need
@@ -440,9 +500,15 @@ impl SqlCatalog for BindCatalog<'_> {
                 self.user_item(s, name)
             }
         };
+        // A user schema is looked in only by roles with USAGE on it: named,
+        // it is refused; on the search path, passed over (as PostgreSQL
+        // does).
+        let access = self.access();
+        let usable = |s: &str| SYSTEM_SCHEMAS.contains(&s) || access.as_ref().is_none_or(|a| a.holds_on_schema(s, Privs::USAGE));
         Ok(match schema {
+            Some(s) if !usable(s) => return Err(Error::InsufficientPrivilege(format!("permission denied for schema {s}"))),
             Some(s) => lookup(s),
-            None => self.search_path().iter().find_map(|s| lookup(s)),
+            None => self.search_path().iter().filter(|s| usable(s)).find_map(|s| lookup(s)),
         })
     }
 
@@ -470,6 +536,36 @@ impl SqlCatalog for BindCatalog<'_> {
 
     fn unique_keys(&self, id: GlobalId) -> Vec<crate::sql::UniqueKey> {
         self.catalog.unique_keys_of(id)
+    }
+
+    fn require(&self, entry: &CatalogEntry, privs: Privs, any: bool) -> Result<(), Error> {
+        match self.access() {
+            Some(a) if !entry.system => a.relation(entry.id, privs, any),
+            _ => Ok(()),
+        }
+    }
+
+    fn require_owner(&self, entry: &CatalogEntry) -> Result<(), Error> {
+        match self.access() {
+            Some(a) if !entry.system => a.owns_relation(entry.id),
+            _ => Ok(()),
+        }
+    }
+
+    fn require_schema(&self, name: &str, privs: Privs) -> Result<(), Error> {
+        self.access().map_or(Ok(()), |a| a.schema(name, privs))
+    }
+
+    fn require_schema_owner(&self, name: &str) -> Result<(), Error> {
+        self.access().map_or(Ok(()), |a| a.owns_schema(name))
+    }
+
+    fn require_database(&self, privs: Privs) -> Result<(), Error> {
+        self.access().map_or(Ok(()), |a| a.database(privs))
+    }
+
+    fn superuser(&self) -> bool {
+        self.access().is_none_or(|a| a.superuser())
     }
 }
 

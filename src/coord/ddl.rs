@@ -29,6 +29,7 @@ impl State {
         plan: Plan,
         deps: Vec<GlobalId>,
         create_sql: String,
+        owner: i64,
         contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
     ) -> Result<(), Error> {
         self.check_unique(name, &plan, contents)?;
@@ -39,13 +40,21 @@ impl State {
             _ => ItemKind::Index,
         };
         let schema = plan.created().map_or(USER_SCHEMA, |(s, _)| s).to_string();
-        let rec = ItemRecord { id, schema, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new() };
+        // An index belongs to its relation's owner.
+        let owner = match &plan {
+            Plan::CreateIndex { on, .. } => self.catalog.items.get(on).map_or(owner, |i| i.owner),
+            _ => owner,
+        };
+        let rec = ItemRecord { id, schema, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new(), owner, acl: None };
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         self.commits.submit(ws)?;
         self.install(id, name, plan, deps, create_sql)?;
+        if let Some(item) = self.catalog.items.get_mut(&id) {
+            item.owner = owner;
+        }
         // Advance time so that the new item is readable at the write time.
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(vec![]) });
         Ok(())
@@ -93,6 +102,8 @@ impl State {
                     unique: false,
                     defaults,
                     comments: BTreeMap::new(),
+                    owner: super::system::OWNER_OID,
+                    acl: None,
                 }
             }
             Plan::CreateView { query, desc, materialized, .. } => {
@@ -150,6 +161,8 @@ impl State {
                     unique: false,
                     defaults: vec![],
                     comments: BTreeMap::new(),
+                    owner: super::system::OWNER_OID,
+                    acl: None,
                 }
             }
             Plan::CreateIndex { on, key, unique, .. } => {
@@ -170,6 +183,8 @@ impl State {
                     unique,
                     defaults: vec![],
                     comments: BTreeMap::new(),
+                    owner: super::system::OWNER_OID,
+                    acl: None,
                 }
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),

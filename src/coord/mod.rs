@@ -45,6 +45,7 @@ mod generic;
 mod introspect;
 mod locks;
 pub mod password;
+mod privileges;
 mod progress;
 mod read;
 mod recovery;
@@ -296,6 +297,9 @@ impl Coordinator {
         if let Some(bytes) = recovered.meta.get(roles::META_ROLES) {
             state.catalog.roles = roles::decode(bytes)?;
         }
+        if let Some(bytes) = recovered.meta.get(privileges::META_DATABASE_ACL) {
+            state.catalog.database_acl = privileges::decode(bytes)?;
+        }
         let mut records = Vec::new();
         for (id, bytes) in &recovered.catalog {
             let rec: ItemRecord = serde_json::from_slice(bytes)
@@ -321,13 +325,15 @@ impl Coordinator {
             let stmt = stmts.first().ok_or_else(|| Error::Storage(format!("empty catalog record {}", rec.id)))?;
             let mut params = Params::default();
             let (plan, deps) = {
-                let bc = BindCatalog::new(&state.catalog, Session::default().info());
+                let bc = BindCatalog::stored(&state.catalog);
                 let plan = sql::bind_statement(&bc, stmt, &mut params)?;
                 (plan, bc.dependencies())
             };
             state.install(rec.id, &rec.name, plan, deps, rec.create_sql.clone())?;
             if let Some(item) = state.catalog.items.get_mut(&rec.id) {
                 item.comments = rec.comments;
+                item.owner = rec.owner;
+                item.acl = rec.acl;
             }
             if rec.kind == ItemKind::MaterializedView {
                 state.recovery.pending.insert(rec.id);

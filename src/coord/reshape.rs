@@ -56,6 +56,8 @@ struct Rebuilt {
     deps: Vec<GlobalId>,
     create_sql: String,
     comments: BTreeMap<usize, String>,
+    owner: i64,
+    acl: Option<crate::repr::acl::Acl>,
 }
 
 /// What happens to the items that read the table.
@@ -303,6 +305,8 @@ impl State {
             self.install(r.new, &r.name, r.plan, r.deps, r.create_sql)?;
             if let Some(i) = self.catalog.items.get_mut(&r.new) {
                 i.comments = r.comments;
+                i.owner = r.owner;
+                i.acl = r.acl;
             }
         }
         if map.is_some() {
@@ -446,12 +450,13 @@ fn dependents_after(
             continue;
         }
         let new = alloc();
-        let mut item = super::txn_ddl::pending_item(scratch, new, &dep.name, &plan, deps.clone(), dep.create_sql.clone())?;
+        let mut item = super::txn_ddl::pending_item(scratch, new, &dep.name, &plan, deps.clone(), dep.create_sql.clone(), dep.owner)?;
         item.comments = dep.comments.clone();
+        item.acl = dep.acl.clone();
         scratch.items.remove(&id);
         scratch.insert(item);
         out.replaced.push(id);
-        out.rebuilt.push(Rebuilt { new, name: dep.name, plan, deps, create_sql: dep.create_sql, comments: dep.comments });
+        out.rebuilt.push(Rebuilt { new, name: dep.name, plan, deps, create_sql: dep.create_sql, comments: dep.comments, owner: dep.owner, acl: dep.acl });
     }
     Ok(out)
 }

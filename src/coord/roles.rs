@@ -16,7 +16,8 @@
 //! session's own role can be dropped.
 //!
 //! Owns: the role map and the rules above. Must not: know the wire
-//! protocol or objects' privileges.
+//! protocol or objects' privileges (a role that owns objects or holds
+//! privileges is not dropped: `privileges` says which).
 
 use std::collections::BTreeMap;
 
@@ -305,6 +306,13 @@ impl Catalog {
                 if !actor.create_role() || (role.superuser && !actor.superuser()) {
                     return Err(denied(&format!("permission denied to drop role \"{name}\"")));
                 }
+                let dependents = self.role_dependents(role.oid);
+                if !dependents.is_empty() {
+                    return Err(Error::DependentObjects {
+                        message: format!("role \"{name}\" cannot be dropped because some objects depend on it"),
+                        detail: dependents.join("\n"),
+                    });
+                }
             }
         }
         Ok(())
@@ -393,7 +401,11 @@ impl super::Coordinator {
     /// What the start-up of a connection as `user` needs to know of its
     /// role, as the role is now; `None` if there is no such role.
     pub async fn login_role(&self, user: &str) -> Option<LoginRole> {
-        self.state.lock().await.catalog.roles.login_role(user, Utc::now())
+        let state = self.state.lock().await;
+        let catalog = &state.catalog;
+        let mut role = catalog.roles.login_role(user, Utc::now())?;
+        role.connect = super::privileges::Access::of(catalog, user).database(crate::repr::acl::Privs::CONNECT).is_ok();
+        Some(role)
     }
 
     /// Gives the bootstrap superuser `password` if it has none yet (its
@@ -411,6 +423,8 @@ pub struct LoginRole {
     pub connection_limit: i32,
     /// The verifier, if the role has a password that has not expired.
     pub verifier: Option<Verifier>,
+    /// Whether it holds CONNECT on the database (superusers always do).
+    pub connect: bool,
 }
 
 impl Roles {
@@ -423,6 +437,7 @@ impl Roles {
             superuser: role.superuser,
             connection_limit: role.connection_limit,
             verifier: role.password.as_deref().filter(|_| !expired).and_then(Verifier::parse),
+            connect: true,
         })
     }
 }

@@ -26,8 +26,8 @@ pub(super) const META_SCHEMAS: &str = "schemas";
 /// One change to the schemas.
 #[derive(Clone, Debug)]
 pub enum SchemaOp {
-    /// `CREATE SCHEMA`, with the OID it gets.
-    Create { name: String, oid: i64 },
+    /// `CREATE SCHEMA`, with the OID it gets and its owner's.
+    Create { name: String, oid: i64, owner: i64 },
     /// `DROP SCHEMA`, once the items in it are gone.
     Drop { name: String },
     /// `ALTER SCHEMA ... RENAME TO`.
@@ -52,11 +52,11 @@ impl Catalog {
     pub(super) fn apply_schema_op(&mut self, op: &SchemaOp) -> Result<Vec<GlobalId>, Error> {
         let missing = |name: &str| Error::InvalidSchemaName(format!("schema \"{name}\" does not exist"));
         match op {
-            SchemaOp::Create { name, oid } => {
+            SchemaOp::Create { name, oid, owner } => {
                 if self.schemas.contains_key(name) {
                     return Err(Error::DuplicateSchema(format!("schema \"{name}\" already exists")));
                 }
-                self.schemas.insert(name.clone(), Schema { oid: *oid, comment: None });
+                self.schemas.insert(name.clone(), Schema::created(*oid, *owner));
                 Ok(Vec::new())
             }
             SchemaOp::Drop { name } => {
@@ -199,7 +199,7 @@ mod tests {
 
     fn catalog() -> Catalog {
         let mut c = Catalog::default();
-        c.apply_schema_op(&SchemaOp::Create { name: "app".into(), oid: 16390 }).unwrap();
+        c.apply_schema_op(&SchemaOp::Create { name: "app".into(), oid: 16390, owner: 10 }).unwrap();
         c.insert(item(1, "app", "t", ItemKind::Table, vec![], "CREATE TABLE app.t (a INT)"));
         let mut ix = item(2, "app", "t_a_idx", ItemKind::Index, vec![1], "CREATE INDEX t_a_idx ON app.t(a)");
         ix.index = Some((1, vec![0]));

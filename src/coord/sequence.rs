@@ -139,12 +139,17 @@ impl Coordinator {
                 }
                 Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
-            Plan::CreateSchema { name, if_not_exists } => {
-                if state.catalog_of(session.txn.as_ref()).schemas.contains_key(&name) && if_not_exists {
+            Plan::CreateSchema { name, if_not_exists, owner } => {
+                let catalog = state.catalog_of(session.txn.as_ref());
+                if catalog.schemas.contains_key(&name) && if_not_exists {
                     return Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None });
                 }
+                let owner = match owner {
+                    Some(role) => catalog.roles.get(&role).map(|r| r.oid).ok_or_else(|| roles::missing(&role))?,
+                    None => role_oid(catalog, session),
+                };
                 let oid = system::item_oid(state.catalog.allocate_id());
-                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Create { name, oid })?;
+                state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Create { name, oid, owner })?;
                 Ok(ExecuteResponse::Command { tag: "CREATE SCHEMA".into(), rows: None })
             }
             Plan::DropSchema { names, if_exists, cascade } => {
@@ -161,23 +166,23 @@ impl Coordinator {
                 }
                 roles::hash_password(&mut options)?;
                 let oid = system::item_oid(state.catalog.allocate_id());
-                let user = session.info().user;
+                let user = session.info().current_user();
                 state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Create { name, oid, options }])?;
                 Ok(ExecuteResponse::Command { tag: "CREATE ROLE".into(), rows: None })
             }
             Plan::AlterRole { name, mut options } => {
                 roles::hash_password(&mut options)?;
-                let user = session.info().user;
+                let user = session.info().current_user();
                 state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Alter { name, options }])?;
                 Ok(ExecuteResponse::Command { tag: "ALTER ROLE".into(), rows: None })
             }
             Plan::RenameRole { name, new_name } => {
-                let user = session.info().user;
+                let user = session.info().current_user();
                 state.run_role_ops(session.txn.as_mut(), &user, vec![roles::RoleOp::Rename { name, new_name }])?;
                 Ok(ExecuteResponse::Command { tag: "ALTER ROLE".into(), rows: None })
             }
             Plan::DropRole { names, if_exists } => {
-                let user = session.info().user;
+                let user = session.info().current_user();
                 let roles = &state.catalog_of(session.txn.as_ref()).roles;
                 let ops = names
                     .into_iter()
@@ -186,6 +191,24 @@ impl Coordinator {
                     .collect();
                 state.run_role_ops(session.txn.as_mut(), &user, ops)?;
                 Ok(ExecuteResponse::Command { tag: "DROP ROLE".into(), rows: None })
+            }
+            Plan::ChangePrivileges(change) => {
+                let tag = if change.revoke { "REVOKE" } else { "GRANT" };
+                let user = session.info().current_user();
+                let op = privileges::Access::of(state.catalog_of(session.txn.as_ref()), &user).resolve_change(&change)?;
+                state.run_privilege_op(session.txn.as_mut(), op)?;
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
+            }
+            Plan::AlterOwner { object, owner, tag } => {
+                let object = match object {
+                    sql::GrantObject::Relation { id, .. } => privileges::Object::Relation(id),
+                    sql::GrantObject::Schema(name) => privileges::Object::Schema(name),
+                    other => return Err(Error::Internal(format!("OWNER TO of {other:?}"))),
+                };
+                let user = session.info().current_user();
+                let op = privileges::Access::of(state.catalog_of(session.txn.as_ref()), &user).resolve_owner(object, &owner)?;
+                state.run_privilege_op(session.txn.as_mut(), op)?;
+                Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
             Plan::CommentSchema { name, comment } => {
                 state.run_schema_op(session.txn.as_mut(), schema::SchemaOp::Comment { name, comment })?;
@@ -277,10 +300,11 @@ impl Coordinator {
                     }
                     return Err(Error::DuplicateTable(name));
                 }
+                let owner = role_oid(state.catalog_of(session.txn.as_ref()), session);
                 let id = state.catalog.allocate_id();
                 match session.txn.as_mut() {
-                    Some(txn) => state.defer_create(txn, id, &name, plan, deps, create_sql, &[])?,
-                    None => state.create(id, &name, plan, deps, create_sql, &HashMap::new())?,
+                    Some(txn) => state.defer_create(txn, id, &name, plan, deps, create_sql, owner, &[])?,
+                    None => state.create(id, &name, plan, deps, create_sql, owner, &HashMap::new())?,
                 }
                 Ok(ExecuteResponse::Command { tag: kind_tag.into(), rows: None })
             }
@@ -306,10 +330,11 @@ impl Coordinator {
                     Vec::new()
                 };
                 let mut state = self.state.lock().await;
+                let owner = role_oid(state.catalog_of(session.txn.as_ref()), session);
                 let id = state.catalog.allocate_id();
                 match session.txn.as_mut() {
-                    Some(txn) => state.defer_create(txn, id, &name, *create, deps, create_sql, &[])?,
-                    None => state.create(id, &name, *create, deps, create_sql, &HashMap::new())?,
+                    Some(txn) => state.defer_create(txn, id, &name, *create, deps, create_sql, owner, &[])?,
+                    None => state.create(id, &name, *create, deps, create_sql, owner, &HashMap::new())?,
                 }
                 let n = rows.len() as u64;
                 drop(self.write(state, session, vec![(id, rows.into_iter().map(|r| (r, 1)).collect())]).await?);
@@ -353,14 +378,15 @@ impl Coordinator {
                     let rows = self.collect(rx).await?;
                     contents.insert(*on, rows.into_iter().map(|r| (Row::from_datums(r), 1)).collect::<Vec<_>>());
                 }
+                let owner = role_oid(state.catalog_of(session.txn.as_ref()), session);
                 let id = state.catalog.allocate_id();
                 match session.txn.as_mut() {
                     Some(txn) => {
                         let on = if let Plan::CreateIndex { on, .. } = &plan { *on } else { id };
                         let rows = contents.remove(&on).unwrap_or_default();
-                        state.defer_create(txn, id, &name, plan, deps, create_sql, &rows)?;
+                        state.defer_create(txn, id, &name, plan, deps, create_sql, owner, &rows)?;
                     }
-                    None => state.create(id, &name, plan, deps, create_sql, &contents)?,
+                    None => state.create(id, &name, plan, deps, create_sql, owner, &contents)?,
                 }
                 Ok(ExecuteResponse::Command { tag: "CREATE INDEX".into(), rows: None })
             }
@@ -435,6 +461,10 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "RESET".into(), rows: None })
             }
             Plan::SetVariable { name, value } => {
+                if settings::canonical(&name) == "role" {
+                    let access = privileges::Access::of(state.catalog_of(session.txn.as_ref()), &session.user);
+                    access.check_set_role(&session.user, &value)?;
+                }
                 settings::set(Arc::make_mut(&mut session.vars), &name, value)?;
                 Ok(ExecuteResponse::Command { tag: "SET".into(), rows: None })
             }
@@ -689,6 +719,12 @@ fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut
         _ => None,
     };
     Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes, read_session: bc.read_system.get(), write_query: None })
+}
+
+/// The OID of the role `session` runs statements as (what it creates, it
+/// owns); the bootstrap superuser's if it has no role.
+fn role_oid(catalog: &Catalog, session: &Session) -> i64 {
+    catalog.roles.get(&session.info().current_user()).map_or(system::OWNER_OID, |r| r.oid)
 }
 
 /// Parameters with their values, typed as the values arrived (as

@@ -130,6 +130,7 @@ pub static SETTINGS: &[Setting] = &[
     s("default_transaction_read_only", "off", "Client Connection Defaults", "Sets the default read-only status of new transactions."),
     s("transaction_read_only", "off", "Client Connection Defaults", "Sets the current transaction's read-only status."),
     s("session_authorization", "", "Client Connection Defaults", "Sets the session user name."),
+    s("role", "none", "Client Connection Defaults", "Sets the current role."),
     s("row_security", "on", "Client Connection Defaults", "Enable row security."),
     s("synchronous_commit", "on", "Write-Ahead Log", "Sets the current transaction's synchronization level."),
     s("check_function_bodies", "on", "Client Connection Defaults", "Check routine bodies during CREATE FUNCTION."),

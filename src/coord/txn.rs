@@ -126,7 +126,7 @@ pub struct Reshaped {
 #[derive(Clone, Debug)]
 pub enum Ddl {
     /// `CREATE TABLE | VIEW | MATERIALIZED VIEW | INDEX`, bound.
-    Create { id: GlobalId, name: String, plan: Plan, deps: Vec<GlobalId>, create_sql: String },
+    Create { id: GlobalId, name: String, plan: Plan, deps: Vec<GlobalId>, create_sql: String, owner: i64 },
     /// `DROP ...`: the items and everything dropped with them.
     Drop { ids: Vec<GlobalId> },
     /// `ALTER ... RENAME TO`, `ALTER ... SET SCHEMA`.
@@ -135,6 +135,8 @@ pub enum Ddl {
     Schema(super::schema::SchemaOp),
     /// `CREATE | ALTER | DROP ROLE`, checked when it ran.
     Role(super::roles::RoleOp),
+    /// `GRANT`, `REVOKE`, `ALTER ... OWNER TO`, checked when it ran.
+    Privileges(super::privileges::PrivilegeOp),
     /// `COMMENT ON`.
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
     /// `ALTER TABLE ... ADD | DROP | ALTER COLUMN`, `ADD CONSTRAINT`: the

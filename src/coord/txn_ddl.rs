@@ -52,10 +52,11 @@ impl State {
         plan: Plan,
         deps: Vec<GlobalId>,
         create_sql: String,
+        owner: i64,
         rows: &[(Row, Diff)],
     ) -> Result<(), Error> {
         let tc = self.block(txn);
-        let item = pending_item(&tc.catalog, id, name, &plan, deps.clone(), create_sql.clone())?;
+        let item = pending_item(&tc.catalog, id, name, &plan, deps.clone(), create_sql.clone(), owner)?;
         match &plan {
             Plan::CreateTable { unique, desc, .. } => {
                 for k in unique {
@@ -72,7 +73,7 @@ impl State {
         }
         tc.catalog.insert(item);
         tc.created.insert(id);
-        tc.ddl.push(Ddl::Create { id, name: name.to_string(), plan, deps, create_sql });
+        tc.ddl.push(Ddl::Create { id, name: name.to_string(), plan, deps, create_sql, owner });
         Ok(())
     }
 
@@ -108,7 +109,7 @@ impl State {
         tc.ddl.retain(|d| match d {
             Ddl::Create { id, .. } | Ddl::Rename { id, .. } | Ddl::Comment { id, .. } => !created.contains(id),
             Ddl::Reshape { table: id, .. } | Ddl::RenameColumn { table: id, .. } => !created.contains(id),
-            Ddl::Drop { .. } | Ddl::Schema(_) | Ddl::Role(_) => true,
+            Ddl::Drop { .. } | Ddl::Schema(_) | Ddl::Role(_) | Ddl::Privileges(_) => true,
         });
         for id in &ids {
             tc.reshaped.remove(id);
@@ -156,14 +157,15 @@ impl State {
     pub(super) fn apply_block_ddl(&mut self, mut tc: TxnCatalog) -> Result<(), Error> {
         for d in std::mem::take(&mut tc.ddl) {
             match d {
-                Ddl::Create { id, name, plan, deps, create_sql } => {
-                    self.create(id, &name, plan, deps, create_sql, &HashMap::new())?;
+                Ddl::Create { id, name, plan, deps, create_sql, owner } => {
+                    self.create(id, &name, plan, deps, create_sql, owner, &HashMap::new())?;
                 }
                 Ddl::Drop { ids } => self.drop_ids(ids)?,
                 Ddl::Rename { id, schema, new_name } => self.rename(id, &schema, &new_name)?,
                 Ddl::Comment { id, column, comment } => self.comment(id, column, comment)?,
                 Ddl::Schema(op) => self.schema_op(op)?,
                 Ddl::Role(op) => self.role_op(op)?,
+                Ddl::Privileges(op) => self.privilege_op(op)?,
                 Ddl::Reshape { table, edit, rows, map, cascade, ids } => {
                     self.reshape(table, &edit, Some(rows), map.as_deref(), cascade, ids)?
                 }
@@ -176,7 +178,12 @@ impl State {
 
 /// The catalog item a `CREATE` plan makes, as the block's catalog holds it
 /// (no dataflow: nothing is imported).
-pub(super) fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String) -> Result<Item, Error> {
+pub(super) fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &Plan, deps: Vec<GlobalId>, create_sql: String, owner: i64) -> Result<Item, Error> {
+    // An index belongs to its relation's owner.
+    let owner = match plan {
+        Plan::CreateIndex { on, .. } => catalog.items.get(on).map_or(owner, |i| i.owner),
+        _ => owner,
+    };
     let schema = plan.created().map_or(crate::sql::binder_names::USER_SCHEMA, |(s, _)| s).to_string();
     let base = |kind, desc, depends_on, plan| Item {
         id,
@@ -193,6 +200,8 @@ pub(super) fn pending_item(catalog: &Catalog, id: GlobalId, name: &str, plan: &P
         unique: false,
         defaults: Vec::new(),
         comments: BTreeMap::new(),
+        owner,
+        acl: None,
     };
     Ok(match plan {
         Plan::CreateTable { desc, unique, defaults, .. } => {

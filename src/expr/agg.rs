@@ -479,6 +479,16 @@ impl AggregateExpr {
     /// The aggregate over one group: `rows` holds, per input row, the values
     /// of `inputs()` and the row's multiplicity.
     pub fn eval(&self, rows: &[(&[Datum], Diff)]) -> Result<Datum, EvalError> {
+        // Rows may come with retractions not yet netted against what they
+        // retract (a constant query evaluated without a dataflow): what
+        // keeps rows by their multiplicity sees the net.
+        let net;
+        let rows = if rows.iter().any(|(_, d)| *d < 0) {
+            net = consolidated(rows);
+            &net[..]
+        } else {
+            rows
+        };
         if self.distinct {
             let distinct = distinct_inputs(rows);
             let refs: Vec<(&[Datum], Diff)> = distinct.iter().map(|v| (v.as_slice(), 1)).collect();
@@ -616,6 +626,21 @@ pub fn normalize_datum(d: Datum) -> Datum {
 /// The distinct input tuples among rows with positive multiplicity, SQL
 /// equality deciding; of equal tuples, the one whose packed row is least
 /// represents them (as the dataflow rendering chooses).
+/// The rows with the multiplicities of equal rows summed, those summing to
+/// zero left out.
+fn consolidated<'r>(rows: &[(&'r [Datum], Diff)]) -> Vec<(&'r [Datum], Diff)> {
+    let mut keyed: Vec<(Row, &'r [Datum], Diff)> = rows.iter().map(|(v, d)| (Row::pack(v.iter()), *v, *d)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(Row, &'r [Datum], Diff)> = Vec::with_capacity(keyed.len());
+    for (row, v, d) in keyed {
+        match out.last_mut() {
+            Some(last) if last.0 == row => last.2 += d,
+            _ => out.push((row, v, d)),
+        }
+    }
+    out.into_iter().filter(|(_, _, d)| *d != 0).map(|(_, v, d)| (v, d)).collect()
+}
+
 fn distinct_inputs(rows: &[(&[Datum], Diff)]) -> Vec<Vec<Datum>> {
     let mut keyed: Vec<(Row, Row, &[Datum])> = rows
         .iter()
@@ -731,6 +756,17 @@ mod tests {
         let mut twice = refs.clone();
         twice[0].1 = 2;
         assert_eq!(agg.eval(&twice).unwrap(), t("c;b,a,a"));
+    }
+
+    #[test]
+    fn retractions_net_out_before_rows_are_kept() {
+        let agg = AggregateExpr { func: AggregateFunc::ArrayAgg, expr: ScalarExpr::Column(0), args: vec![], order_by: vec![], distinct: false };
+        let (zero, one, two) = ([Datum::Int64(0)], [Datum::Int64(1)], [Datum::Int64(2)]);
+        let rows: Vec<(&[Datum], Diff)> = vec![(&zero, 1), (&one, 1), (&zero, -1), (&two, 2), (&two, -1)];
+        assert_eq!(agg.eval(&rows).unwrap().to_string(), "{1,2}");
+        let max = AggregateExpr { func: AggregateFunc::Max, ..agg };
+        let rows: Vec<(&[Datum], Diff)> = vec![(&two, 1), (&one, 1), (&two, -1)];
+        assert_eq!(max.eval(&rows).unwrap(), Datum::Int64(1));
     }
 
     #[test]

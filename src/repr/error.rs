@@ -25,6 +25,8 @@ pub enum SqlState {
     WrongObjectType,
     InvalidColumnReference,
     DependentObjectsStillExist,
+    InvalidGrantOperation,
+    InvalidCatalogName,
     NotNullViolation,
     UniqueViolation,
     InvalidTableDefinition,
@@ -102,6 +104,8 @@ impl SqlState {
             SqlState::WrongObjectType => "42809",
             SqlState::InvalidColumnReference => "42P10",
             SqlState::DependentObjectsStillExist => "2BP01",
+            SqlState::InvalidGrantOperation => "0LP01",
+            SqlState::InvalidCatalogName => "3D000",
             SqlState::NotNullViolation => "23502",
             SqlState::UniqueViolation => "23505",
             SqlState::InvalidTableDefinition => "42P16",
@@ -446,9 +450,20 @@ pub enum Error {
     /// `schema "s" does not exist` (3F000).
     #[error("{0}")]
     InvalidSchemaName(String),
-    /// DDL or writes on the system catalog, which ripple computes (42501).
+    /// A privilege the role lacks, or DDL and writes on the system
+    /// catalog, which ripple computes (42501).
     #[error("{0}")]
     InsufficientPrivilege(String),
+    /// `database "x" does not exist` (3D000).
+    #[error("{0}")]
+    InvalidCatalogName(String),
+    /// A privilege that does not apply to the object (0LP01).
+    #[error("{0}")]
+    InvalidGrantOperation(String),
+    /// `REVOKE` of a grant option others' privileges depend on, without
+    /// CASCADE (2BP01).
+    #[error("{0}")]
+    DependentPrivileges(String),
     /// A statement that needs a transaction block outside one (25P01).
     #[error("{0}")]
     NoActiveTransaction(String),
@@ -510,7 +525,11 @@ impl Error {
             Error::InvalidRowCount(_) => SqlState::InvalidRowCountInLimitClause,
             Error::WrongObjectType(_) => SqlState::WrongObjectType,
             Error::InvalidColumnReference(_) => SqlState::InvalidColumnReference,
-            Error::DependentObjects { .. } | Error::RequiredBySystem(_) => SqlState::DependentObjectsStillExist,
+            Error::DependentObjects { .. } | Error::RequiredBySystem(_) | Error::DependentPrivileges(_) => {
+                SqlState::DependentObjectsStillExist
+            }
+            Error::InvalidGrantOperation(_) => SqlState::InvalidGrantOperation,
+            Error::InvalidCatalogName(_) => SqlState::InvalidCatalogName,
             Error::UniqueViolation { .. } => SqlState::UniqueViolation,
             Error::InvalidTableDefinition(_) => SqlState::InvalidTableDefinition,
             Error::FeatureNotSupported(_) => SqlState::FeatureNotSupported,
@@ -587,6 +606,7 @@ impl Error {
             Error::DependentObjects { .. } => {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
             }
+            Error::DependentPrivileges(_) => Some("Use CASCADE to revoke them too.".into()),
             Error::DatatypeMismatch(m) if m.contains("\" cannot be cast automatically to type ") => {
                 // column "c" cannot be cast automatically to type t
                 let (column, ty) = m.strip_prefix("column \"")?.split_once("\" cannot be cast automatically to type ")?;

@@ -6,6 +6,7 @@
 //! single value (ordering, text input and output, casts between types).
 //! Must not: depend on any other ripple module.
 
+pub mod acl;
 pub mod array;
 pub mod datetime;
 pub mod datum;

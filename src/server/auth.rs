@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     fn role(limit: i32, superuser: bool) -> LoginRole {
-        LoginRole { login: true, superuser, connection_limit: limit, verifier: None }
+        LoginRole { login: true, superuser, connection_limit: limit, verifier: None, connect: true }
     }
 
     #[test]

@@ -96,6 +96,12 @@ impl RippleStartup {
         if !role.login {
             return Err(fatal("28000", format!("role \"{user}\" is not permitted to log in")));
         }
+        if !role.connect {
+            return Err(fatal(
+                "42501",
+                format!("permission denied for database \"{DATABASE_NAME}\": role \"{user}\" does not have the CONNECT privilege"),
+            ));
+        }
         let mut counted = self.counted_role.lock();
         if counted.is_none() {
             if !self.auth.sessions.take(user, &role) {

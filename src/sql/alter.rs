@@ -25,7 +25,7 @@ impl Binder<'_> {
             Ok(None) => return Err(Error::UndefinedTable(q.to_string())),
             Err(e) => return Err(e),
         };
-        Self::check_writable(&entry)?;
+        self.owned(&entry)?;
         if entry.kind != kind {
             return Err(Error::WrongObjectType(format!("\"{}\" is not {}", entry.name, kind.with_article())));
         }
@@ -71,13 +71,19 @@ impl Binder<'_> {
         // ALTER TABLE ... OWNER TO applies to any relation, as in Postgres
         // (pg_dump writes it for views and materialized views).
         if let AlterTableOperation::OwnerTo { new_owner } = op {
-            if let Some(e) = self.alter_target(&at.name, ItemKind::Table, at.if_exists).or_else(|e| match e {
+            let target = self.alter_target(&at.name, ItemKind::Table, at.if_exists).or_else(|e| match e {
                 Error::WrongObjectType(_) => Ok(Some(self.resolve_object(&at.name)?)),
                 e => Err(e),
-            })? {
-                Self::check_writable(&e)?;
+            })?;
+            let Some(e) = target else { return Ok(Plan::Maintenance { tag: "ALTER TABLE".into() }) };
+            self.owned(&e)?;
+            // An index belongs to its table's owner (PostgreSQL warns and
+            // leaves it).
+            if e.kind == ItemKind::Index {
+                return Ok(Plan::Maintenance { tag: "ALTER TABLE".into() });
             }
-            return self.owner_to(new_owner);
+            let owner = self.role_of(new_owner)?;
+            return Ok(Plan::AlterOwner { object: crate::sql::GrantObject::Relation { id: e.id, name: e.name }, owner, tag: "ALTER TABLE" });
         }
         if let AlterTableOperation::RenameTable { table_name: RenameTableNameKind::To(n) | RenameTableNameKind::As(n) } = op {
             let new = Ident::with_quote('"', self.new_name(n)?);
@@ -101,7 +107,7 @@ impl Binder<'_> {
                 }
                 other => Err(Error::FeatureNotSupported(format!("constraint {other} is not supported yet"))),
             },
-            AlterTableOperation::OwnerTo { new_owner } => self.owner_to(new_owner),
+            AlterTableOperation::OwnerTo { .. } => Err(Error::Internal("OWNER TO is bound before the table is".into())),
             AlterTableOperation::AddColumn { .. }
             | AlterTableOperation::DropColumn { .. }
             | AlterTableOperation::AlterColumn { .. } => self.bind_alter_columns(&entry, op),
@@ -109,12 +115,18 @@ impl Binder<'_> {
         }
     }
 
-    /// `OWNER TO`: one role owns everything, the session's user.
-    fn owner_to(&self, new_owner: &Owner) -> Result<Plan, Error> {
-        if let Owner::Ident(role) = new_owner {
-            self.check_role(role)?;
-        }
-        Ok(Plan::Maintenance { tag: "ALTER TABLE".into() })
+    /// The role `OWNER TO` names, checked to exist.
+    pub(super) fn role_of(&self, owner: &Owner) -> Result<String, Error> {
+        let session = self.catalog.session();
+        let name = match owner {
+            Owner::Ident(role) => {
+                self.check_role(role)?;
+                ident(role)
+            }
+            Owner::CurrentRole | Owner::CurrentUser => session.current_user(),
+            Owner::SessionUser => session.user.clone(),
+        };
+        Ok(name)
     }
 
     pub(super) fn bind_comment(
@@ -146,7 +158,7 @@ impl Binder<'_> {
         };
         let relation = ObjectName(relation.to_vec());
         let entry = self.resolve_object(&relation)?;
-        Self::check_writable(&entry)?;
+        self.owned(&entry)?;
         if entry.kind == ItemKind::Index {
             return Err(Error::WrongObjectType(format!("\"{}\" is an index", entry.name)));
         }
@@ -164,7 +176,7 @@ impl Binder<'_> {
     /// it only checks its target.
     pub(super) fn bind_refresh(&self, name: &ObjectName) -> Result<Plan, Error> {
         let entry = self.resolve_object(name)?;
-        Self::check_writable(&entry)?;
+        self.owned(&entry)?;
         if entry.kind != ItemKind::MaterializedView {
             return Err(Error::WrongObjectType(format!("\"{}\" is not a table or materialized view", entry.name)));
         }

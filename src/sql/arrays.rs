@@ -471,6 +471,7 @@ fn array_agg_in_place(q: &Query) -> Result<Option<Query>, Error> {
         || q.with.is_some()
         || contains_aggregate(item.0)
         || contains_window(item.0)
+        || contains_subquery(item.0)
     {
         return Ok(None);
     }
@@ -498,6 +499,18 @@ fn array_agg_in_place(q: &Query) -> Result<Option<Query>, Error> {
         s.projection = agg_select.projection;
     }
     Ok(Some(direct))
+}
+
+/// Whether an expression holds a subquery (which an aggregate's argument
+/// cannot: the item is computed in a derived table first).
+fn contains_subquery(e: &Expr) -> bool {
+    use std::ops::ControlFlow;
+    sqlparser::ast::visit_expressions(e, |x| match x {
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ControlFlow::Break(()),
+        Expr::Function(f) if matches!(f.args, sqlparser::ast::FunctionArguments::Subquery(_)) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// The number of columns a query body produces, where the text says.

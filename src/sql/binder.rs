@@ -3,6 +3,7 @@
 //! operations) and `subquery.rs` (decorrelation).
 
 use crate::expr::{RelationExpr, ScalarExpr};
+use crate::repr::acl::Privs;
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::expr::ExprCtx;
 use crate::sql::plan::{ItemKind, Plan, ShowKind, UniqueKey};
@@ -312,7 +313,7 @@ impl Binder<'_> {
             }
             Statement::CreateIndex(ci) => {
                 let entry = self.resolve_object(&ci.table_name)?;
-                Self::check_writable(&entry)?;
+                self.owned(&entry)?;
                 let on_name = entry.name.clone();
                 if !matches!(entry.kind, ItemKind::Table | ItemKind::MaterializedView) {
                     return Err(Error::WrongObjectType(format!(
@@ -381,13 +382,22 @@ impl Binder<'_> {
                                 "cannot drop schema {s} because it is required by the database system"
                             )));
                         }
+                        for n in names.iter().filter(|n| self.catalog.user_schema_exists(n)) {
+                            self.catalog.require_schema_owner(n)?;
+                        }
                         return Ok(Plan::DropSchema { names, if_exists: *if_exists, cascade: *cascade });
                     }
                     other => return Err(Error::FeatureNotSupported(format!("DROP {other} is not supported"))),
                 };
                 let mut targets = Vec::new();
                 for n in names {
-                    targets.push(self.user_object_schema(n, *if_exists)?);
+                    let q = self.user_object_schema(n, *if_exists)?;
+                    if let Some(s) = &q.schema {
+                        if let Some(entry) = self.catalog.resolve_in(Some(s), &q.name)? {
+                            self.owned(&entry)?;
+                        }
+                    }
+                    targets.push(q);
                 }
                 Ok(Plan::Drop { kind, names: targets, if_exists: *if_exists, cascade: *cascade })
             }
@@ -443,14 +453,19 @@ impl Binder<'_> {
                 ast::Set::SetNames { charset_name, .. } => {
                     Ok(Plan::SetVariable { name: "client_encoding".into(), value: charset_name.to_string() })
                 }
-                // SET TRANSACTION ..., SET ROLE ...: accepted; ripple has
-                // one isolation level per session setting and no roles.
+                ast::Set::SetRole { role_name, .. } => Ok(Plan::SetVariable {
+                    name: "role".into(),
+                    value: role_name.as_ref().map_or_else(|| "none".to_string(), ident),
+                }),
+                // SET TRANSACTION ...: accepted; ripple has one isolation
+                // level per session setting.
                 _ => Ok(Plan::SessionCleanup { tag: "SET".into() }),
             },
             Statement::Truncate(t) => {
                 let mut tables = Vec::new();
                 for target in &t.table_names {
                     let entry = self.resolve_table(&target.name)?;
+                    self.catalog.require(&entry, Privs::TRUNCATE, false)?;
                     let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
                     if !tables.iter().any(|(id, _)| *id == entry.id) {
                         tables.push((entry.id, get));
@@ -512,7 +527,9 @@ impl Binder<'_> {
             }
             Statement::Lock(lock) => {
                 for target in &lock.tables {
-                    self.resolve_table(&target.name)?;
+                    let entry = self.resolve_table(&target.name)?;
+                    let any = Privs::SELECT.union(Privs::INSERT).union(Privs::UPDATE).union(Privs::DELETE).union(Privs::TRUNCATE);
+                    self.catalog.require(&entry, any, true)?;
                 }
                 Ok(Plan::Lock)
             }
@@ -538,6 +555,8 @@ impl Binder<'_> {
             Statement::CreateSchema { schema_name, if_not_exists, .. } => self.bind_create_schema(schema_name, *if_not_exists),
             Statement::AlterSchema(a) => self.bind_alter_schema(a),
             Statement::CreateRole(c) => self.bind_create_role(c),
+            Statement::Grant(g) => self.bind_grant(g),
+            Statement::Revoke(r) => self.bind_revoke(r),
             Statement::AlterRole { name, operation } => self.bind_alter_role(name, operation),
             Statement::Comment { object_type, object_name, comment, if_exists } => {
                 self.bind_comment(object_type, object_name, comment, *if_exists)
@@ -621,6 +640,7 @@ impl Binder<'_> {
         if !self.catalog.user_schema_exists(&schema) {
             return Err(Error::InvalidSchemaName(format!("schema \"{schema}\" does not exist")));
         }
+        self.catalog.require_schema(&schema, Privs::CREATE)?;
         Ok((schema, q.name))
     }
 
@@ -652,6 +672,13 @@ impl Binder<'_> {
         }
     }
 
+    /// The target of DDL: not a system relation, and owned by the
+    /// statement's role (42501).
+    pub fn owned(&self, entry: &CatalogEntry) -> Result<(), Error> {
+        Self::check_writable(entry)?;
+        self.catalog.require_owner(entry)
+    }
+
     /// Refuses to change a relation of the system catalog (42501).
     pub fn check_writable(entry: &CatalogEntry) -> Result<(), Error> {
         if entry.system {
@@ -679,6 +706,11 @@ impl Binder<'_> {
             return Err(Error::FeatureNotSupported("INSERT into a table function is not supported".into()));
         };
         let entry = self.resolve_table(tname)?;
+        self.catalog.require(&entry, Privs::INSERT, false)?;
+        if matches!(&ins.on, Some(ast::OnInsert::OnConflict(ast::OnConflict { action: ast::OnConflictAction::DoUpdate(_), .. }))) {
+            // DO UPDATE changes rows and reads the ones it meets.
+            self.catalog.require(&entry, Privs::UPDATE.union(Privs::SELECT), false)?;
+        }
         let label = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| entry.name.clone());
         let on_conflict = match &ins.on {
             None => None,
@@ -852,6 +884,10 @@ impl Binder<'_> {
             TableFactor::Table { name, alias, .. } => (self.resolve_table(name)?, alias.as_ref().map(|a| ident(&a.name))),
             _ => return Err(Error::FeatureNotSupported("UPDATE of this target is not supported".into())),
         };
+        self.catalog.require(&entry, Privs::UPDATE, false)?;
+        if up.selection.is_some() || up.assignments.iter().any(|a| reads_columns(&a.value)) {
+            self.catalog.require(&entry, Privs::SELECT, false)?;
+        }
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
         let targets = assignment_targets(&scope, &up.assignments, &entry, "UPDATE")?;
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
@@ -875,6 +911,10 @@ impl Binder<'_> {
             TableFactor::Table { name, alias, .. } => (self.resolve_table(name)?, alias.as_ref().map(|a| ident(&a.name))),
             _ => return Err(Error::FeatureNotSupported("DELETE of this target is not supported".into())),
         };
+        self.catalog.require(&entry, Privs::DELETE, false)?;
+        if del.selection.is_some() {
+            self.catalog.require(&entry, Privs::SELECT, false)?;
+        }
         let scope = scope_of(&entry, alias.as_deref().unwrap_or(&entry.name));
         let get = RelationExpr::Get { id: entry.id, name: entry.name.clone(), types: entry.desc.types.clone() };
         let selection = self.bind_dml_selection(get, scope, del.selection.as_ref(), &[], &entry)?;
@@ -885,6 +925,20 @@ impl Binder<'_> {
         Ok(Plan::Delete { table: entry.id, table_name: entry.name, selection, returning })
     }
 
+}
+
+/// Whether an expression names a column (what `UPDATE ... SET c = e`
+/// reads, needing SELECT on the table as PostgreSQL does); a subquery's
+/// own columns count too, which asks for no more than PostgreSQL would
+/// of a statement reading the table.
+fn reads_columns(e: &Expr) -> bool {
+    use std::ops::ControlFlow;
+    let found = ast::visit_expressions(e, |x| match x {
+        Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
+        Expr::Identifier(id) if id.quote_style.is_some() || !id.value.eq_ignore_ascii_case("default") => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    });
+    found.is_break()
 }
 
 /// The table factor of `name [AS alias]` (an INSERT's target, read by its

@@ -12,7 +12,7 @@
 //! Owns: which of these functions exist and how they bind. Must not: build
 //! the snapshot (the coordinator does) or evaluate anything but constants.
 
-use crate::expr::func::catalog::{CatalogFunc, SizeKind, SnapshotRef};
+use crate::expr::func::catalog::{CatalogFunc, PrivilegeObject, SizeKind, SnapshotRef};
 use crate::expr::{ScalarExpr, UnaryFunc, VariadicFunc};
 use crate::repr::{Datum, Error, RegKind, ScalarType};
 use crate::sql::binder::Binder;
@@ -69,9 +69,8 @@ impl Binder<'_> {
         Ok(match (name, n) {
             ("version", 0) => Ok(text(version_string())),
             ("current_database" | "current_catalog", 0) => Ok(typed(Datum::Text(session.database), ScalarType::Name)),
-            ("current_user" | "session_user" | "user" | "current_role" | "getpgusername", 0) => {
-                Ok(typed(Datum::Text(session.user), ScalarType::Name))
-            }
+            ("current_user" | "user" | "current_role", 0) => Ok(typed(Datum::Text(session.current_user()), ScalarType::Name)),
+            ("session_user" | "getpgusername", 0) => Ok(typed(Datum::Text(session.user), ScalarType::Name)),
             ("current_schema", 0) => {
                 let first = self.catalog.creation_schema();
                 Ok(typed(first.map(Datum::Text).unwrap_or(Datum::Null), ScalarType::Name))
@@ -147,13 +146,39 @@ impl Binder<'_> {
             // Ripple takes no advisory locks; releasing all of them (what
             // connection pools send on release) has nothing to do.
             ("pg_advisory_unlock_all", 0) => Ok(typed(Datum::Null, ScalarType::Text)),
-            // Ripple has no privileges: every user may do everything, as a
-            // Postgres superuser may.
+            // Privileges on tables (and their columns: ripple keeps them
+            // per table), schemas and the database, from their ACLs.
+            ("has_table_privilege" | "has_any_column_privilege", 2 | 3)
+            | ("has_column_privilege", 3 | 4)
+            | ("has_schema_privilege" | "has_database_privilege", 2 | 3) => {
+                let what = match name {
+                    "has_schema_privilege" => PrivilegeObject::Schema,
+                    "has_database_privilege" => PrivilegeObject::Database,
+                    _ => PrivilegeObject::Table,
+                };
+                // (role,) object, [column,] privileges: the column is only
+                // checked to be given.
+                let mut args = args;
+                if name == "has_column_privilege" {
+                    args.remove(args.len() - 2);
+                }
+                if args.len() == 2 {
+                    args.insert(0, typed(Datum::Text(session.current_user()), ScalarType::Text));
+                }
+                let by_oid = |b: &Bound| matches!(b.ty, Some(ScalarType::Oid | ScalarType::Int32 | ScalarType::Int64 | ScalarType::Reg(_)));
+                let types = [
+                    if by_oid(&args[0]) { oid.clone() } else { ScalarType::Text },
+                    if by_oid(&args[1]) { oid.clone() } else { ScalarType::Text },
+                    ScalarType::Text,
+                ];
+                self.catalog_call(CatalogFunc::HasPrivilege(what), args, &types)
+            }
+            // PUBLIC may use every function, type, language and tablespace
+            // ripple has, and it has no sequences or servers. (pg_has_role
+            // stays true: ripple has no role membership to ask about.)
             (
-                "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege"
-                | "has_function_privilege" | "has_sequence_privilege" | "has_any_column_privilege"
-                | "has_type_privilege" | "has_tablespace_privilege" | "has_language_privilege"
-                | "has_foreign_data_wrapper_privilege" | "has_server_privilege" | "pg_has_role",
+                "has_function_privilege" | "has_sequence_privilege" | "has_type_privilege" | "has_tablespace_privilege"
+                | "has_language_privilege" | "has_foreign_data_wrapper_privilege" | "has_server_privilege" | "pg_has_role",
                 2..=4,
             ) => Ok(typed(Datum::Bool(true), ScalarType::Bool)),
             ("pg_encoding_to_char", 1) => (|| {

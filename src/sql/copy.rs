@@ -8,6 +8,7 @@
 //! `copy_format` does), or touch the catalog except through `SqlCatalog`.
 
 use crate::expr::RelationExpr;
+use crate::repr::acl::Privs;
 use crate::repr::{Error, RelationDesc};
 use crate::sql::binder::{ident, Binder};
 use crate::sql::plan::{Finishing, ItemKind, Plan};
@@ -347,6 +348,7 @@ impl Binder<'_> {
                     let dir = if to { "from" } else { "to" };
                     return Err(Error::WrongObjectType(format!("cannot copy {dir} {kind} \"{name}\"")));
                 }
+                self.catalog.require(&entry, if to { Privs::SELECT } else { Privs::INSERT }, false)?;
                 let desc = entry.desc.clone();
                 let cols: Vec<usize> = if columns.is_empty() {
                     (0..desc.arity()).collect()

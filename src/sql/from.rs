@@ -8,6 +8,7 @@
 //! subqueries beyond calling `subquery.rs`.
 
 use crate::expr::{BinaryFunc, RelationExpr, ScalarExpr, VariadicFunc};
+use crate::repr::acl::Privs;
 use crate::repr::{ColumnType, Datum, Error, ScalarType};
 use crate::sql::binder::{ident, object_name, Binder};
 use crate::sql::expr::ExprCtx;
@@ -36,6 +37,7 @@ impl Binder<'_> {
             }
         }
         let entry = self.resolve_object(name)?;
+        self.catalog.require(&entry, Privs::SELECT, false)?;
         let mut scope = Scope::from_names(Some(label), &entry.desc.names, &entry.desc.types);
         origin::apply(&mut scope, &origin::of_relation(entry.oid, entry.desc.arity()));
         let mut expr = match entry.kind {

@@ -190,8 +190,9 @@ pub enum Plan {
     /// `DROP kind name, ...`: each name with the schema that holds it
     /// (`None`: no schema on the search path does).
     Drop { kind: ItemKind, names: Vec<crate::sql::QualifiedName>, if_exists: bool, cascade: bool },
-    /// `CREATE SCHEMA [IF NOT EXISTS] name`.
-    CreateSchema { name: String, if_not_exists: bool },
+    /// `CREATE SCHEMA [IF NOT EXISTS] name [AUTHORIZATION role]`:
+    /// `owner`, the role named (`None`: the statement's role).
+    CreateSchema { name: String, if_not_exists: bool, owner: Option<String> },
     /// `DROP SCHEMA [IF EXISTS] name, ... [CASCADE | RESTRICT]`.
     DropSchema { names: Vec<String>, if_exists: bool, cascade: bool },
     /// `ALTER SCHEMA name RENAME TO new`.
@@ -202,6 +203,11 @@ pub enum Plan {
     AlterRole { name: String, options: crate::sql::RoleOptions },
     /// `ALTER ROLE | USER name RENAME TO new`.
     RenameRole { name: String, new_name: String },
+    /// `GRANT` or `REVOKE` of privileges on objects.
+    ChangePrivileges(crate::sql::PrivilegeChange),
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | SCHEMA ... OWNER TO role`
+    /// (`object`: a relation or a schema).
+    AlterOwner { object: crate::sql::GrantObject, owner: String, tag: &'static str },
     /// `DROP ROLE | USER [IF EXISTS] name, ...`.
     DropRole { names: Vec<String>, if_exists: bool },
     /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | INDEX ... SET SCHEMA s`.

@@ -7,8 +7,9 @@
 
 use super::binder::{ident, object_name, Binder, SYSTEM_SCHEMAS};
 use super::plan::{ItemKind, Plan};
+use crate::repr::acl::Privs;
 use crate::repr::Error;
-use sqlparser::ast::{AlterSchema, AlterSchemaOperation, Ident, ObjectName, Owner, SchemaName};
+use sqlparser::ast::{AlterSchema, AlterSchemaOperation, Ident, ObjectName, SchemaName};
 
 /// Refuses a schema name a user may not create or rename to: the system
 /// schemas' prefix is reserved (42939), as in Postgres.
@@ -43,26 +44,35 @@ impl Binder<'_> {
     /// `CREATE SCHEMA [IF NOT EXISTS] name [AUTHORIZATION role]` (or
     /// `AUTHORIZATION role` alone: the schema is named after the role).
     pub(super) fn bind_create_schema(&self, schema_name_ast: &SchemaName, if_not_exists: bool) -> Result<Plan, Error> {
-        let name = match schema_name_ast {
-            SchemaName::Simple(n) => schema_name(n)?,
+        let (name, owner) = match schema_name_ast {
+            SchemaName::Simple(n) => (schema_name(n)?, None),
             SchemaName::UnnamedAuthorization(role) => {
                 self.check_role(role)?;
-                ident(role)
+                (ident(role), Some(ident(role)))
             }
             SchemaName::NamedAuthorization(n, role) => {
                 self.check_role(role)?;
-                schema_name(n)?
+                (schema_name(n)?, Some(ident(role)))
             }
         };
+        self.catalog.require_database(Privs::CREATE)?;
+        // Without role membership, only a superuser gives a schema to
+        // another role.
+        if owner.as_ref().is_some_and(|o| *o != self.catalog.session().current_user()) && !self.catalog.superuser() {
+            return Err(Error::InsufficientPrivilege(format!(
+                "must be able to SET ROLE \"{}\": only superusers create schemas for other roles",
+                owner.unwrap_or_default()
+            )));
+        }
         check_new_schema_name(&name)?;
         if SYSTEM_SCHEMAS.contains(&name.as_str()) && !if_not_exists {
             return Err(Error::DuplicateSchema(format!("schema \"{name}\" already exists")));
         }
-        Ok(Plan::CreateSchema { name, if_not_exists })
+        Ok(Plan::CreateSchema { name, if_not_exists, owner })
     }
 
-    /// The user schema a statement names; the system schemas cannot be
-    /// changed (42501).
+    /// The user schema a statement changes: the statement's role must own
+    /// it; the system schemas cannot be changed (42501).
     fn existing_user_schema(&self, name: &ObjectName) -> Result<String, Error> {
         let name = schema_name(name)?;
         if SYSTEM_SCHEMAS.contains(&name.as_str()) {
@@ -71,6 +81,7 @@ impl Binder<'_> {
         if !self.catalog.user_schema_exists(&name) {
             return Err(Error::InvalidSchemaName(format!("schema \"{name}\" does not exist")));
         }
+        self.catalog.require_schema_owner(&name)?;
         Ok(name)
     }
 
@@ -90,10 +101,8 @@ impl Binder<'_> {
                 Ok(Plan::RenameSchema { name, new_name })
             }
             AlterSchemaOperation::OwnerTo { owner } => {
-                if let Owner::Ident(role) = owner {
-                    self.check_role(role)?;
-                }
-                Ok(Plan::Maintenance { tag: "ALTER SCHEMA".into() })
+                let owner = self.role_of(owner)?;
+                Ok(Plan::AlterOwner { object: crate::sql::GrantObject::Schema(name), owner, tag: "ALTER SCHEMA" })
             }
             other => Err(Error::FeatureNotSupported(format!("ALTER SCHEMA ... {other} is not supported"))),
         }
@@ -121,7 +130,7 @@ impl Binder<'_> {
             None if if_exists => return Ok(Plan::Maintenance { tag: tag.into() }),
             None => return Err(Error::UndefinedTable(q.to_string())),
         };
-        Self::check_writable(&entry)?;
+        self.owned(&entry)?;
         if entry.kind == ItemKind::Index {
             return Err(Error::WrongObjectType(format!("cannot change schema of index \"{}\"", entry.name)));
         }
@@ -132,6 +141,7 @@ impl Binder<'_> {
         if !self.catalog.user_schema_exists(&target) {
             return Err(Error::InvalidSchemaName(format!("schema \"{target}\" does not exist")));
         }
+        self.catalog.require_schema(&target, Privs::CREATE)?;
         Ok(Plan::SetSchema { id: entry.id, schema: target, tag })
     }
 }

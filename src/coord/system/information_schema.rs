@@ -19,6 +19,20 @@ fn none(_: &Ctx) -> Vec<Vec<Datum>> {
 
 pub static RELATIONS: &[SystemRelation] = &[
     rel(
+        "table_privileges",
+        13400,
+        "grantor name, grantee name, table_catalog name, table_schema name, table_name name, \
+         privilege_type text, is_grantable text, with_hierarchy text",
+        table_privileges,
+    ),
+    rel(
+        "role_table_grants",
+        13401,
+        "grantor name, grantee name, table_catalog name, table_schema name, table_name name, \
+         privilege_type text, is_grantable text, with_hierarchy text",
+        table_privileges,
+    ),
+    rel(
         "schemata",
         13300,
         "catalog_name name, schema_name name, schema_owner name, default_character_set_catalog name, \
@@ -99,11 +113,54 @@ pub static RELATIONS: &[SystemRelation] = &[
     ),
 ];
 
+/// The privileges on user relations, one row per privilege of an ACL
+/// item, that the session's role granted or holds (directly or as PUBLIC);
+/// a superuser sees them all. (`role_table_grants` shows the same rows:
+/// ripple has no role membership to tell them apart.)
+fn table_privileges(ctx: &Ctx) -> Vec<Vec<Datum>> {
+    let user = ctx.session.current_user();
+    let me = ctx.catalog.roles.get(&user);
+    let all = me.is_some_and(|r| r.superuser);
+    let me = me.map_or(-1, |r| r.oid);
+    let mut out = Vec::new();
+    for item in ctx.catalog.items.values().filter(|i| i.kind != ItemKind::Index) {
+        for a in ctx.catalog.relation_acl(item).0.iter() {
+            if !(all || a.grantee == me || a.grantor == me || a.grantee == crate::repr::acl::PUBLIC) {
+                continue;
+            }
+            let grantee = if a.grantee == crate::repr::acl::PUBLIC { "PUBLIC".to_string() } else { ctx.role_name(a.grantee) };
+            // The owner may always grant what it holds.
+            let grantable = |p| a.options.contains(p) || a.grantee == item.owner;
+            for (name, p) in a.privs.names().into_iter().zip(privileges_in(a.privs)) {
+                out.push(vec![
+                    t(&ctx.role_name(a.grantor)),
+                    t(&grantee),
+                    t(&ctx.session.database),
+                    t(&item.schema),
+                    t(&item.name),
+                    t(name),
+                    t(if grantable(p) { "YES" } else { "NO" }),
+                    t(if name == "SELECT" { "YES" } else { "NO" }),
+                ]);
+            }
+        }
+    }
+    out
+}
+
+/// Each privilege of `privs` alone, in the order `Privs::names` gives.
+fn privileges_in(privs: crate::repr::acl::Privs) -> Vec<crate::repr::acl::Privs> {
+    (0..16).map(|b| crate::repr::acl::Privs(1 << b)).filter(|p| privs.contains(*p)).collect()
+}
+
 fn schemata(ctx: &Ctx) -> Vec<Vec<Datum>> {
     ["pg_catalog", "information_schema"]
         .into_iter()
         .chain(ctx.catalog.schemas.keys().map(String::as_str))
-        .map(|s| vec![t(&ctx.session.database), t(s), t(ctx.owner()), null(), null(), null(), null()])
+        .map(|s| {
+            let owner = ctx.catalog.schemas.get(s).map_or_else(|| ctx.owner().to_string(), |schema| ctx.role_name(schema.owner()));
+            vec![t(&ctx.session.database), t(s), t(&owner), null(), null(), null(), null()]
+        })
         .collect()
 }
 

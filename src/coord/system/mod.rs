@@ -155,6 +155,19 @@ impl Ctx<'_> {
     pub fn owner(&self) -> &str {
         self.catalog.roles.name_of(OWNER_OID).unwrap_or(crate::coord::roles::BOOTSTRAP_SUPERUSER)
     }
+
+    /// The name of the role with `oid` (its OID as text if it has none).
+    pub fn role_name(&self, oid: i64) -> String {
+        match oid {
+            DATABASE_OWNER_OID => "pg_database_owner".into(),
+            _ => self.catalog.roles.name_of(oid).map_or_else(|| oid.to_string(), str::to_string),
+        }
+    }
+
+    /// An ACL as `aclitem[]` shows it (text elements).
+    pub fn acl(&self, acl: &crate::repr::acl::Acl) -> Datum {
+        Datum::Array(acl.texts(&|oid| Some(self.role_name(oid))).into_iter().map(Datum::Text).collect())
+    }
 }
 
 /// A relation as `pg_class` and friends list it.
@@ -350,6 +363,7 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
         snap.procs.insert(*oid as i64, name.to_string());
     }
     let ctx = Ctx { catalog, session };
+    snap.privileges = privileges(&ctx);
     for rel in ctx.relations() {
         snap.relations.insert(rel.oid, SnapRelation { name: rel.name.clone(), schema: rel.schema.to_string() });
         if let Some(ix) = &rel.index {
@@ -370,6 +384,43 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
         }
     }
     snap
+}
+
+/// Owners and ACLs as the privilege functions read them: the system
+/// relations and schemas are the bootstrap superuser's, readable and
+/// usable by every role.
+fn privileges(ctx: &Ctx) -> crate::expr::func::catalog::SnapPrivileges {
+    use crate::repr::acl::{Acl, ObjectKind, Privs, PUBLIC};
+    let catalog = ctx.catalog;
+    let public = |kind: ObjectKind, p: Privs| {
+        let mut a = Acl::default_for(kind, OWNER_OID);
+        a.grant(OWNER_OID, PUBLIC, p, false);
+        a
+    };
+    let mut out = crate::expr::func::catalog::SnapPrivileges {
+        database: catalog.database_acl().into_owned(),
+        database_name: ctx.session.database.clone(),
+        database_oid: DATABASE_OID,
+        database_owner: OWNER_OID,
+        ..Default::default()
+    };
+    out.superusers = catalog.roles.iter().filter(|(_, r)| r.superuser).map(|(_, r)| r.oid).collect();
+    for rel in ctx.relations() {
+        let entry = match rel.item {
+            Some(item) => (crate::coord::privileges::object_kind(item.kind), item.owner, catalog.relation_acl(item).into_owned()),
+            None => (ObjectKind::Table, OWNER_OID, public(ObjectKind::Table, Privs::SELECT)),
+        };
+        out.relations.insert(rel.oid, entry);
+    }
+    for oid in [PG_CATALOG_OID, INFORMATION_SCHEMA_OID] {
+        out.schemas.insert(oid, (OWNER_OID, public(ObjectKind::Schema, Privs::USAGE)));
+    }
+    for (name, schema) in &catalog.schemas {
+        if let Some((owner, acl)) = catalog.schema_acl(name) {
+            out.schemas.insert(schema.oid, (owner, acl.into_owned()));
+        }
+    }
+    out
 }
 
 /// `pg_get_constraintdef` of a key.

@@ -377,11 +377,12 @@ fn namespaces(ctx: &Ctx) -> Vec<Vec<Datum>> {
     for (name, schema) in &ctx.catalog.schemas {
         // `public` as the database was made is owned by pg_database_owner
         // (PostgreSQL 15); a schema created later by the user.
-        out.push(if schema.oid == PUBLIC_OID {
-            vec![o(schema.oid), t(name), o(DATABASE_OWNER_OID), super::public_acl()]
-        } else {
-            vec![o(schema.oid), t(name), o(OWNER_OID), null()]
-        });
+        let acl = match (&schema.acl, schema.oid == PUBLIC_OID) {
+            (Some(acl), _) => ctx.acl(acl),
+            (None, true) => super::public_acl(),
+            (None, false) => null(),
+        };
+        out.push(vec![o(schema.oid), t(name), o(schema.owner()), acl]);
     }
     out
 }
@@ -402,7 +403,7 @@ fn classes(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 o(r.schema_oid),
                 o(0),
                 o(0),
-                o(OWNER_OID),
+                o(r.item.map_or(OWNER_OID, |i| i.owner)),
                 o(am),
                 o(if r.kind == "v" { 0 } else { r.oid }),
                 o(0),
@@ -427,7 +428,7 @@ fn classes(ctx: &Ctx) -> Vec<Vec<Datum>> {
                 o(0),
                 i8(0),
                 i8(0),
-                null(),
+                r.item.and_then(|i| i.acl.as_ref()).map_or(null(), |a| ctx.acl(a)),
                 null(),
                 null(),
             ]
@@ -646,7 +647,7 @@ fn databases(ctx: &Ctx) -> Vec<Vec<Datum>> {
         t("C"),
         null(),
         null(),
-        null(),
+        ctx.catalog.database_acl.as_ref().map_or(null(), |a| ctx.acl(a)),
     ]]
 }
 
@@ -779,7 +780,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
     let mut out: Vec<Vec<Datum>> = user_items(ctx, ItemKind::Table)
         .map(|i| {
             let indexed = !i.keys.is_empty() || ctx.catalog.indexes().any(|ix| ix.index.as_ref().is_some_and(|(on, _)| *on == i.id));
-            vec![t(&i.schema), t(&i.name), t(ctx.owner()), null(), b(indexed), b(false), b(false), b(false)]
+            vec![t(&i.schema), t(&i.name), t(&ctx.role_name(i.owner)), null(), b(indexed), b(false), b(false), b(false)]
         })
         .collect();
     out.sort_by(|a, b| a[1].sql_cmp(&b[1]));
@@ -788,7 +789,7 @@ fn tables(ctx: &Ctx) -> Vec<Vec<Datum>> {
 
 fn views(ctx: &Ctx) -> Vec<Vec<Datum>> {
     user_items(ctx, ItemKind::View)
-        .map(|i| vec![t(&i.schema), t(&i.name), t(ctx.owner()), super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null())])
+        .map(|i| vec![t(&i.schema), t(&i.name), t(&ctx.role_name(i.owner)), super::view_def(ctx.catalog, i, &ctx.search_path()).map(t).unwrap_or(null())])
         .collect()
 }
 
@@ -799,7 +800,7 @@ fn matviews(ctx: &Ctx) -> Vec<Vec<Datum>> {
             vec![
                 t(&i.schema),
                 t(&i.name),
-                t(ctx.owner()),
+                t(&ctx.role_name(i.owner)),
                 null(),
                 b(indexed),
                 b(true),

@@ -10,6 +10,7 @@
 //! Owns: the snapshot's shape and the functions' semantics. Must not: know
 //! how the snapshot is built or touch the live catalog.
 
+use crate::repr::acl::{parse_privilege_list, Acl, ObjectKind};
 use crate::repr::{Datum, EvalError, RegKind, ScalarType};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -50,6 +51,99 @@ pub struct CatalogSnapshot {
     /// indexes'. Measured by the coordinator before the statement runs,
     /// only for a statement that calls a size function.
     pub sizes: std::sync::OnceLock<BTreeMap<i64, RelationSize>>,
+    /// Owners and ACLs, for the privilege functions.
+    pub privileges: SnapPrivileges,
+}
+
+/// What the privilege functions (`has_table_privilege`...) read.
+#[derive(Clone, Debug, Default)]
+pub struct SnapPrivileges {
+    /// Every relation by OID: its kind, owner and ACL as it applies.
+    pub relations: BTreeMap<i64, (ObjectKind, i64, Acl)>,
+    /// Every schema by OID: its owner and ACL as it applies.
+    pub schemas: BTreeMap<i64, (i64, Acl)>,
+    /// The database's ACL as it applies; its owner is the bootstrap
+    /// superuser.
+    pub database: Acl,
+    /// The database's name, OID and owner.
+    pub database_name: String,
+    pub database_oid: i64,
+    pub database_owner: i64,
+    /// The roles that are superusers.
+    pub superusers: std::collections::BTreeSet<i64>,
+}
+
+/// The objects the privilege functions ask about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrivilegeObject {
+    /// `has_table_privilege`, and the column functions (ripple keeps
+    /// privileges per table).
+    Table,
+    Schema,
+    Database,
+}
+
+impl CatalogSnapshot {
+    /// `has_*_privilege(role, object, privileges)`: whether the role holds
+    /// any privilege of the comma-separated list (a superuser holds all;
+    /// an owner may always grant). NULL for an object OID that does not
+    /// exist, as in PostgreSQL; an unknown name is an error.
+    fn has_privilege(&self, what: PrivilegeObject, role: &Datum, object: &Datum, privileges: &Datum) -> Result<Datum, EvalError> {
+        let p = &self.privileges;
+        let role = match role {
+            Datum::Text(name) => self.reg_in(RegKind::Role, &crate::expr::func::catalog::quote_ident(name))?,
+            d => d.as_i64().unwrap_or(-1),
+        };
+        let (kind, owner, acl): (ObjectKind, i64, std::borrow::Cow<'_, Acl>) = match (what, object) {
+            (PrivilegeObject::Table, o) => {
+                let oid = match o {
+                    Datum::Text(name) => self.reg_in(RegKind::Class, name)?,
+                    d => d.as_i64().unwrap_or(-1),
+                };
+                match p.relations.get(&oid) {
+                    Some((k, owner, acl)) => (*k, *owner, std::borrow::Cow::Borrowed(acl)),
+                    None => return Ok(Datum::Null),
+                }
+            }
+            (PrivilegeObject::Schema, o) => {
+                let oid = match o {
+                    Datum::Text(name) => self.reg_in(RegKind::Namespace, &crate::expr::func::catalog::quote_ident(name))?,
+                    d => d.as_i64().unwrap_or(-1),
+                };
+                match p.schemas.get(&oid) {
+                    Some((owner, acl)) => (ObjectKind::Schema, *owner, std::borrow::Cow::Borrowed(acl)),
+                    None => return Ok(Datum::Null),
+                }
+            }
+            (PrivilegeObject::Database, o) => {
+                let known = match o {
+                    Datum::Text(name) => *name == p.database_name,
+                    d => d.as_i64() == Some(p.database_oid),
+                };
+                if !known {
+                    return match o {
+                        Datum::Text(name) => Err(EvalError::UndefinedObject(format!("database \"{name}\" does not exist"))),
+                        _ => Ok(Datum::Null),
+                    };
+                }
+                (ObjectKind::Database, p.database_owner, std::borrow::Cow::Borrowed(&p.database))
+            }
+        };
+        let Datum::Text(list) = privileges else { return Ok(Datum::Null) };
+        let kind_for_names = if kind == ObjectKind::Schema || kind == ObjectKind::Database { kind } else { ObjectKind::Table };
+        let (wanted, option) =
+            parse_privilege_list(list, kind_for_names).map_err(|e| EvalError::InvalidParameter(e.to_string()))?;
+        if p.superusers.contains(&role) {
+            return Ok(Datum::Bool(true));
+        }
+        let (held, options) = acl.held(role);
+        let has = if option {
+            role == owner || !options.intersect(wanted).is_empty()
+        } else {
+            !held.intersect(wanted).is_empty()
+        };
+        Ok(Datum::Bool(has))
+    }
 }
 
 /// The bytes a relation holds in memory (`pg_relation_size` and friends):
@@ -200,6 +294,10 @@ pub enum CatalogFunc {
     /// `pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
     /// `pg_total_relation_size` (`regclass [, fork]`): bytes.
     Size(SizeKind),
+    /// `has_table_privilege` and friends, always called with the role
+    /// first (`name` or OID), then the object (name or OID), then the
+    /// privileges.
+    HasPrivilege(PrivilegeObject),
 }
 
 /// Which bytes a size function counts.
@@ -259,13 +357,16 @@ impl CatalogFunc {
             CatalogFunc::Size(SizeKind::Relation) => "pg_relation_size",
             CatalogFunc::Size(SizeKind::Indexes) => "pg_indexes_size",
             CatalogFunc::Size(SizeKind::Total) => "pg_total_relation_size",
+            CatalogFunc::HasPrivilege(PrivilegeObject::Table) => "has_table_privilege",
+            CatalogFunc::HasPrivilege(PrivilegeObject::Schema) => "has_schema_privilege",
+            CatalogFunc::HasPrivilege(PrivilegeObject::Database) => "has_database_privilege",
         }
     }
 
     pub fn output_type(&self) -> ScalarType {
         match self {
             CatalogFunc::RegIn(k) | CatalogFunc::ToReg(k) => ScalarType::Reg(*k),
-            CatalogFunc::TableIsVisible => ScalarType::Bool,
+            CatalogFunc::TableIsVisible | CatalogFunc::HasPrivilege(_) => ScalarType::Bool,
             CatalogFunc::UserById => ScalarType::Name,
             CatalogFunc::AclDefault => ScalarType::Text.array_of(),
             CatalogFunc::Size(_) => ScalarType::Int64,
@@ -285,6 +386,7 @@ impl CatalogFunc {
                 | CatalogFunc::ObjDescription
                 | CatalogFunc::ColDescription
                 | CatalogFunc::ShobjDescription
+                | CatalogFunc::HasPrivilege(_)
         )
     }
 
@@ -360,6 +462,10 @@ impl CatalogFunc {
                 items.push(Datum::Text(format!("{owner}={own}/{owner}")));
                 Datum::Array(items)
             }
+            CatalogFunc::HasPrivilege(what) => match args {
+                [role, object, privileges] if !object.is_null() && !privileges.is_null() => snap.has_privilege(*what, role, object, privileges)?,
+                _ => Datum::Null,
+            },
             CatalogFunc::ConstraintDef => text(snap.constraint_defs.get(&oid()?)),
             CatalogFunc::ViewDef => text(snap.view_defs.get(&oid()?)),
             CatalogFunc::ObjDescription => {
