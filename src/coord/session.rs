@@ -354,6 +354,8 @@ impl StmtClass {
             | Statement::AlterSchema(_)
             | Statement::CreateRole(_)
             | Statement::AlterRole { .. }
+            | Statement::Grant(_)
+            | Statement::Revoke(_)
             | Statement::Comment { .. } => StmtClass::Write { ddl: true },
             _ => StmtClass::Other,
         }
