@@ -180,12 +180,18 @@ impl Catalog {
                     }
                 }
                 Object::Schema(name) => {
-                    let schema = self
-                        .schemas
-                        .get_mut(name)
+                    let (old, effective) = self
+                        .schema_acl(name)
+                        .map(|(o, a)| (o, a.into_owned()))
                         .ok_or_else(|| Error::InvalidSchemaName(format!("schema \"{name}\" does not exist")))?;
-                    let old = schema.owner();
-                    schema.acl = schema.acl.take().map(|a| a.reassigned(old, *owner));
+                    let Some(schema) = self.schemas.get_mut(name) else { return Ok(changed) };
+                    // `public`'s default (PUBLIC may use it) is written out
+                    // before it changes hands, as PostgreSQL keeps it
+                    // written; another schema's default stays the default.
+                    let public = schema.oid == super::system::PUBLIC_OID;
+                    if schema.acl.is_some() || public {
+                        schema.acl = Some(effective.reassigned(old, *owner));
+                    }
                     schema.owner = Some(*owner);
                 }
                 Object::Database => return Err(Error::FeatureNotSupported("ALTER DATABASE ... OWNER TO is not supported".into())),
@@ -561,6 +567,11 @@ mod tests {
         c.apply_privilege_op(&op).unwrap();
         assert_eq!(c.items[&1].owner, 30);
         assert!(c.role_dependents(20).is_empty());
+        // public changes hands with its grants: every role may still use it.
+        let op = Access::of(&c, BOOTSTRAP_SUPERUSER).resolve_owner(Object::Schema("public".into()), "alice").unwrap();
+        c.apply_privilege_op(&op).unwrap();
+        assert!(Access::of(&c, "bob").schema("public", Privs::USAGE).is_ok());
+        assert!(Access::of(&c, "alice").schema("public", Privs::CREATE).is_ok());
         assert!(Access::of(&c, "alice").check_set_role("alice", "bob").is_err());
         assert!(Access::of(&c, BOOTSTRAP_SUPERUSER).check_set_role(BOOTSTRAP_SUPERUSER, "bob").is_ok());
         assert_eq!(Access::of(&c, BOOTSTRAP_SUPERUSER).check_set_role(BOOTSTRAP_SUPERUSER, "zed").unwrap_err().sqlstate().code(), "42704");

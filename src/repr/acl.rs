@@ -65,7 +65,12 @@ impl Privs {
 
     /// The keywords of the privileges in the set, in PostgreSQL's order.
     pub fn names(self) -> Vec<&'static str> {
-        NAMES.iter().filter(|(_, p, _)| self.contains(*p)).map(|(_, _, n)| *n).collect()
+        self.each().map(|(n, _)| n).collect()
+    }
+
+    /// Each privilege in the set with its keyword, in PostgreSQL's order.
+    pub fn each(self) -> impl Iterator<Item = (&'static str, Privs)> {
+        NAMES.iter().filter(move |(_, p, _)| self.contains(*p)).map(|(_, p, n)| (*n, *p))
     }
 }
 

@@ -17,19 +17,21 @@ fn none(_: &Ctx) -> Vec<Vec<Datum>> {
     Vec::new()
 }
 
+/// The columns of `table_privileges` and `role_table_grants`.
+const TABLE_GRANT_COLUMNS: &str = "grantor name, grantee name, table_catalog name, table_schema name, table_name name, \
+     privilege_type text, is_grantable text, with_hierarchy text";
+
 pub static RELATIONS: &[SystemRelation] = &[
     rel(
         "table_privileges",
         13400,
-        "grantor name, grantee name, table_catalog name, table_schema name, table_name name, \
-         privilege_type text, is_grantable text, with_hierarchy text",
+        TABLE_GRANT_COLUMNS,
         table_privileges,
     ),
     rel(
         "role_table_grants",
         13401,
-        "grantor name, grantee name, table_catalog name, table_schema name, table_name name, \
-         privilege_type text, is_grantable text, with_hierarchy text",
+        TABLE_GRANT_COLUMNS,
         table_privileges,
     ),
     rel(
@@ -131,7 +133,7 @@ fn table_privileges(ctx: &Ctx) -> Vec<Vec<Datum>> {
             let grantee = if a.grantee == crate::repr::acl::PUBLIC { "PUBLIC".to_string() } else { ctx.role_name(a.grantee) };
             // The owner may always grant what it holds.
             let grantable = |p| a.options.contains(p) || a.grantee == item.owner;
-            for (name, p) in a.privs.names().into_iter().zip(privileges_in(a.privs)) {
+            for (name, p) in a.privs.each() {
                 out.push(vec![
                     t(&ctx.role_name(a.grantor)),
                     t(&grantee),
@@ -146,11 +148,6 @@ fn table_privileges(ctx: &Ctx) -> Vec<Vec<Datum>> {
         }
     }
     out
-}
-
-/// Each privilege of `privs` alone, in the order `Privs::names` gives.
-fn privileges_in(privs: crate::repr::acl::Privs) -> Vec<crate::repr::acl::Privs> {
-    (0..16).map(|b| crate::repr::acl::Privs(1 << b)).filter(|p| privs.contains(*p)).collect()
 }
 
 fn schemata(ctx: &Ctx) -> Vec<Vec<Datum>> {
