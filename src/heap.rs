@@ -15,8 +15,17 @@
 //! large blocks, so the freed memory would stay in the server's RSS until
 //! later allocations happen to reuse it. Owns only that; must not decide
 //! when (callers do, after work large enough to be worth it).
+//!
+//! It also counts the bytes the server holds ([`allocated`]), which the
+//! memory limit (`crate::memory`) reads: each thread adds what it
+//! allocates and frees to a counter of its own (no atomic instruction per
+//! block) and moves it into the shared total once it passes
+//! [`FLUSH_BYTES`] either way, so the total is exact to within that much
+//! per thread.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// Blocks of at least this many bytes are mapped on their own.
 pub const MMAP_THRESHOLD: usize = 128 << 10;
@@ -31,6 +40,46 @@ fn is_large(size: usize) -> bool {
     size >= MMAP_THRESHOLD
 }
 
+/// A thread moves its count into [`TOTAL`] once it passes this many bytes
+/// either way.
+pub const FLUSH_BYTES: isize = 256 << 10;
+
+/// Bytes allocated and not yet freed, as the threads last moved them in.
+static TOTAL: AtomicIsize = AtomicIsize::new(0);
+
+thread_local! {
+    /// This thread's allocations less its frees since it last moved them
+    /// into `TOTAL`. (A plain `Cell` with a constant initializer: reading
+    /// it neither allocates nor registers a destructor.)
+    static PENDING: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Counts `delta` bytes allocated (negative: freed) on this thread.
+#[inline]
+fn count(delta: isize) {
+    let flushed = PENDING.try_with(|p| {
+        let now = p.get() + delta;
+        if now.abs() >= FLUSH_BYTES {
+            p.set(0);
+            TOTAL.fetch_add(now, Ordering::Relaxed);
+        } else {
+            p.set(now);
+        }
+    });
+    if flushed.is_err() {
+        // The thread is being torn down: count it in the total directly.
+        TOTAL.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+/// Bytes the server holds in heap blocks (allocated through the global
+/// allocator and not freed), to within [`FLUSH_BYTES`] per thread. What
+/// the allocators keep around those blocks (free lists, page rounding) and
+/// RocksDB's own caches are not counted.
+pub fn allocated() -> usize {
+    TOTAL.load(Ordering::Relaxed).max(0) as usize
+}
+
 // SAFETY: every block is allocated, reallocated and freed by the same
 // underlying allocator, chosen from the size in the layout that `GlobalAlloc`
 // callers must pass back unchanged; a `realloc` that crosses the threshold
@@ -38,24 +87,32 @@ fn is_large(size: usize) -> bool {
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees (see the impl).
-        unsafe {
+        let p = unsafe {
             if is_large(layout.size()) {
                 System.alloc(layout)
             } else {
                 mimalloc::MiMalloc.alloc(layout)
             }
+        };
+        if !p.is_null() {
+            count(layout.size() as isize);
         }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees (see the impl).
-        unsafe {
+        let p = unsafe {
             if is_large(layout.size()) {
                 System.alloc_zeroed(layout)
             } else {
                 mimalloc::MiMalloc.alloc_zeroed(layout)
             }
+        };
+        if !p.is_null() {
+            count(layout.size() as isize);
         }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -68,6 +125,7 @@ unsafe impl GlobalAlloc for Allocator {
                 mimalloc::MiMalloc.dealloc(ptr, layout)
             }
         }
+        count(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -75,9 +133,16 @@ unsafe impl GlobalAlloc for Allocator {
         // up to `layout.align()`, does not overflow `isize`, so the new
         // layout is valid, and both blocks hold at least the bytes copied.
         unsafe {
+            let same = |new: *mut u8| {
+                if !new.is_null() {
+                    count(new_size as isize - layout.size() as isize);
+                }
+                new
+            };
             match (is_large(layout.size()), is_large(new_size)) {
-                (true, true) => System.realloc(ptr, layout, new_size),
-                (false, false) => mimalloc::MiMalloc.realloc(ptr, layout, new_size),
+                (true, true) => same(System.realloc(ptr, layout, new_size)),
+                (false, false) => same(mimalloc::MiMalloc.realloc(ptr, layout, new_size)),
+                // (`alloc` and `dealloc` count the two blocks.)
                 _ => {
                     let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
                     let new = self.alloc(new_layout);

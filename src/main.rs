@@ -65,6 +65,14 @@ struct Args {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
 
+    /// The most heap memory the server may hold: a size (`4GB`, `512MB`;
+    /// powers of 1024), a share of the machine's memory (`75%`), or
+    /// `none`. A statement running when the server reaches it fails with
+    /// 53200 (out of memory), and so does a materialized view still being
+    /// built, instead of the kernel killing the server.
+    #[arg(long, value_name = "SIZE", default_value = ripple::memory::DEFAULT_LIMIT, value_parser = parse_memory_limit)]
+    memory_limit: MemoryLimit,
+
     /// How clients prove who they are: `trust` believes the role a client
     /// names (allowed only while listening on loopback); `password` asks
     /// for the role's password with SCRAM-SHA-256. The superuser `ripple`
@@ -93,6 +101,14 @@ fn check_trust_is_local(listen: &std::net::SocketAddr, auth: ripple::server::aut
         ));
     }
     Ok(())
+}
+
+/// `--memory-limit`, read: bytes, or no limit.
+#[derive(Clone, Copy, Debug)]
+struct MemoryLimit(Option<usize>);
+
+fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
+    ripple::memory::parse_limit(text, ripple::memory::physical()).map(MemoryLimit)
 }
 
 fn main() -> ExitCode {
@@ -132,7 +148,13 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), String> {
     let workers = args.workers as usize;
     let ssl = if args.tls_cert.is_some() { "on" } else { "off" };
-    ripple::coord::set_server_values([("max_connections", args.max_connections.to_string()), ("ssl", ssl.to_string())]);
+    ripple::memory::set_limit(args.memory_limit.0);
+    let memory_limit = args.memory_limit.0.map_or_else(|| "0".to_string(), ripple::memory::show_size);
+    ripple::coord::set_server_values([
+        ("max_connections", args.max_connections.to_string()),
+        ("ssl", ssl.to_string()),
+        ("memory_limit", memory_limit.replace(' ', "")),
+    ]);
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
@@ -183,9 +205,10 @@ async fn run(args: Args) -> Result<(), String> {
         _ => None,
     };
     eprintln!(
-        "ripple listening on {local} (data dir {}, {workers} worker{}, auth {}{})",
+        "ripple listening on {local} (data dir {}, {workers} worker{}, memory limit {}, auth {}{})",
         args.data_dir.display(),
         if workers == 1 { "" } else { "s" },
+        args.memory_limit.0.map_or_else(|| "none".to_string(), ripple::memory::show_size),
         match args.auth {
             ripple::server::auth::AuthMethod::Trust => "trust",
             ripple::server::auth::AuthMethod::Password => "password",

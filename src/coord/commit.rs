@@ -52,6 +52,8 @@ pub struct GroupCommit {
     /// Counts write sets that changed the catalog: a statement described
     /// at one count describes the same while the count stays.
     catalog_changes: std::sync::atomic::AtomicU64,
+    /// Asked for free space before a write that adds data is queued.
+    storage: Arc<Storage>,
 }
 
 impl GroupCommit {
@@ -64,6 +66,7 @@ impl GroupCommit {
             durable,
             stats: CommitStats::default(),
             catalog_changes: std::sync::atomic::AtomicU64::new(0),
+            storage: storage.clone(),
         });
         let weak = Arc::downgrade(&gc);
         std::thread::Builder::new()
@@ -82,6 +85,17 @@ impl GroupCommit {
         let mut q = self.queue.lock().map_err(|_| Error::Internal("commit queue poisoned".into()))?;
         q.sets.push(ws);
         self.wake.notify_one();
+        Ok(())
+    }
+
+    /// An error if a write should not take a timestamp now: an earlier
+    /// commit failed, or (for a write that `adds` data) the data
+    /// directory's filesystem is short of space (`storage::space`).
+    pub fn check_writable(&self, adds: bool) -> Result<(), Error> {
+        self.check_failed()?;
+        if adds {
+            self.storage.check_space()?;
+        }
         Ok(())
     }
 

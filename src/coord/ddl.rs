@@ -33,6 +33,7 @@ impl State {
         contents: &HashMap<GlobalId, Vec<(Row, Diff)>>,
     ) -> Result<(), Error> {
         self.check_unique(name, &plan, contents)?;
+        self.check_not_stopped(&deps)?;
         let kind = match &plan {
             Plan::CreateTable { .. } => ItemKind::Table,
             Plan::CreateView { materialized: true, .. } => ItemKind::MaterializedView,
@@ -46,11 +47,15 @@ impl State {
             _ => owner,
         };
         let rec = ItemRecord { id, schema, name: name.to_string(), kind, create_sql: create_sql.clone(), comments: BTreeMap::new(), owner, acl: None };
+        self.commits.check_writable(true)?;
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         ws.catalog_puts.push((id, serde_json::to_vec(&rec).map_err(|e| Error::Internal(e.to_string()))?));
         ws.meta_puts.push((META_NEXT_ID.into(), self.catalog.next_id.to_be_bytes().to_vec()));
         self.commits.submit(ws)?;
+        if matches!(plan, Plan::CreateView { materialized: true, .. }) {
+            self.building.insert(id, ts);
+        }
         self.install(id, name, plan, deps, create_sql)?;
         if let Some(item) = self.catalog.items.get_mut(&id) {
             item.owner = owner;
@@ -274,6 +279,8 @@ impl State {
             self.storage.hold_folds_at(self.checkpoints.fold_hold());
             self.recovery.forget(*id);
             self.incremental.remove(id);
+            self.stopped.remove(id);
+            self.building.remove(id);
         }
         for id in to_drop {
             self.drop_arrangement(id);

@@ -320,6 +320,10 @@ impl State {
         if updates.is_empty() {
             return Ok(());
         }
+        // (Retractions only, as a DELETE's, may run on a full disk: they
+        // make room once the log is folded.)
+        let adds = updates.iter().any(|(_, rows)| rows.iter().any(|(_, d)| *d > 0));
+        self.commits.check_writable(adds)?;
         let ts = self.next_ts();
         self.catalog.stats.applied(&updates);
         let updates = Arc::new(updates);

@@ -44,6 +44,7 @@ mod dml;
 mod generic;
 mod introspect;
 mod locks;
+mod memory;
 pub mod password;
 mod privileges;
 mod progress;
@@ -166,6 +167,13 @@ struct State {
     /// Dropped indexes whose arrangements live on because a maintained
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
+    /// Materialized views (and indexes on them) stopped at the memory
+    /// limit (`memory`): their dataflows are gone until they are dropped.
+    stopped: std::collections::BTreeSet<GlobalId>,
+    /// Materialized views created since start, with the timestamp they
+    /// were created at, until they are complete through it (`memory`:
+    /// the views a memory limit may stop).
+    building: BTreeMap<GlobalId, Timestamp>,
     dataflow: Arc<DataflowClient>,
     /// Recent commits, for checking writing transactions (`conflicts`).
     log: conflicts::CommitLog,
@@ -278,6 +286,8 @@ impl Coordinator {
             catalog: SharedCatalog::default(),
             write_ts,
             orphans: Vec::new(),
+            stopped: Default::default(),
+            building: Default::default(),
             dataflow: dataflow.clone(),
             log: conflicts::CommitLog::default(),
             recovery: Recovery::new(started, write_ts),
@@ -385,6 +395,10 @@ impl Coordinator {
                 checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
             ),
         };
+        // (From the start: rebuilding views after a restart is held to the
+        // limit too.)
+        let watcher = coord.clone();
+        tokio::spawn(async move { watcher.watch_memory().await });
         let background = coord.clone();
         tokio::spawn(async move {
             let loaded = background.recover_contents(storage, load_ts, cuts).await;
@@ -585,7 +599,7 @@ impl Coordinator {
                 // Not while the view is rebuilt after a restart: its read
                 // would wait for that, and its old checkpoint may still be
                 // being read for serving.
-                if st.recovery.pending.contains(&id) || st.recovery.loading.contains_key(&id) {
+                if st.recovery.pending.contains(&id) || st.recovery.loading.contains_key(&id) || st.stopped.contains(&id) {
                     continue;
                 }
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

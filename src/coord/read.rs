@@ -101,7 +101,15 @@ impl Coordinator {
         let mut first_err: Option<EvalError> = None;
         for _ in 0..self.dataflow.workers() {
             let reply = loop {
-                match tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await {
+                // (Dropping `rx` on the way out ends the read in the
+                // workers: they drop its dataflow.)
+                let waited = tokio::select! {
+                    r = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()) => r,
+                    _ = crate::memory::exceeded() => {
+                        return Err(Error::OutOfMemory { what: "this statement's query ran".into() });
+                    }
+                };
+                match waited {
                     Ok(reply) => break reply,
                     Err(_) if self.dataflow.failed() => {
                         return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
@@ -110,7 +118,12 @@ impl Coordinator {
                 }
             };
             match reply {
-                Some(Ok(part)) => rows.extend(part),
+                Some(Ok(part)) => {
+                    rows.extend(part);
+                    if crate::memory::over_limit() {
+                        return Err(Error::OutOfMemory { what: "this statement's result was gathered".into() });
+                    }
+                }
                 Some(Err(e)) => {
                     if first_err.as_ref().map(|f| e < *f).unwrap_or(true) {
                         first_err = Some(e);
@@ -193,6 +206,7 @@ impl State {
     ) -> Result<PendingRead, Error> {
         let deps = query.depends_on();
         self.check_shape(deps.iter().copied(), ts)?;
+        self.check_not_stopped(&deps)?;
         for id in &deps {
             *self.checkpoints.reads.entry(*id).or_insert(0) += 1;
         }

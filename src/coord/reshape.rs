@@ -250,6 +250,7 @@ impl State {
         let next_id = next.max(self.catalog.next_id);
 
         // One durable write: the rows, the table's record, the dependents.
+        self.commits.check_writable(true)?;
         let ts = self.next_ts();
         let mut ws = WriteSet::new(ts);
         let contents: Vec<(Row, Diff)> = p.new_rows.iter().map(|r| (r.clone(), 1)).collect();

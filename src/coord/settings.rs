@@ -82,6 +82,14 @@ pub static SETTINGS: &[Setting] = &[
         at_start: true,
     },
     Setting {
+        name: "memory_limit",
+        default: "0",
+        category: "Resource Usage / Memory",
+        description: "Sets the most heap memory the server may hold (--memory-limit; 0: no limit).",
+        read_only: true,
+        at_start: true,
+    },
+    Setting {
         name: "authentication_timeout",
         default: "1min",
         category: "Connections and Authentication / Authentication",

@@ -26,6 +26,7 @@ use crate::dataflow::row_spine::{arrange_rows, flat_map_after, RowArrangement, R
 use differential_dataflow::trace::implementations::KeySpine;
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use timely::dataflow::Scope;
 
@@ -90,6 +91,9 @@ pub struct Ctx<'a, 'o> {
     /// Tables no arrangement keeps, whose reads get inputs of their own
     /// (`None`: a dataflow that cannot read them, e.g. a transient query).
     pub streamed: Option<Streamed<'a>>,
+    /// The dataflow's share in the memory limit, asked by operators whose
+    /// one call can make output without bound.
+    pub budget: Rc<crate::memory::Budget>,
 }
 
 /// The input of one read of a streamed table.
@@ -242,8 +246,9 @@ pub fn render_top<'s>(
     built: &mut Vec<String>,
     resume_after: Option<Timestamp>,
     streamed: Option<Streamed<'_>>,
+    budget: Rc<crate::memory::Budget>,
 ) -> (Coll<'s>, ErrColl<'s>) {
-    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed };
+    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed, budget };
     render(scope, expr, &mut ctx, &Locals::new())
 }
 
@@ -582,7 +587,10 @@ fn render_join<'s, T: RenderTime>(
     for (s, step) in plan.steps.iter().enumerate() {
         if let Some(arr) = start_arr.take() {
             let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-            acc = arr.join_core(lookup_arr, |k: RowRef, a: RowRef, b: RowRef| (!k.has_null()).then(|| a.concat(b)));
+            let budget = ctx.budget.clone();
+            acc = arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| {
+                (!k.has_null() && !budget.exhausted()).then(|| a.concat(b))
+            });
             order.push(step.input);
             continue;
         }
@@ -593,7 +601,10 @@ fn render_join<'s, T: RenderTime>(
         let stream_arr = arrange_rows(stream_ok, "JoinStream");
 
         let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-        acc = stream_arr.join_core(lookup_arr, |k: RowRef, a: RowRef, b: RowRef| (!k.has_null()).then(|| a.concat(b)));
+        let budget = ctx.budget.clone();
+        acc = stream_arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| {
+            (!k.has_null() && !budget.exhausted()).then(|| a.concat(b))
+        });
         order.push(step.input);
     }
     // Restore the inputs' original column order.

@@ -90,14 +90,14 @@ fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, ro
             let mut built = Vec::new();
             let (ok, err) = match (&*p2, rendering) {
                 (RelationExpr::TopK { input, group_key, order, limit, offset }, Rendering::HierarchicalTopK) => {
-                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None);
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default());
                     (super::topk::render_topk_hierarchical(ok, group_key.clone(), order.clone(), *limit, *offset), err)
                 }
                 (RelationExpr::Reduce { input, group_key, aggregates }, Rendering::DifferentialReduce) => {
-                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None);
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default());
                     super::reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), index, false)
                 }
-                _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None, None),
+                _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None, None, Default::default()),
             };
             err.inspect(move |(e, _t, _d)| e2.lock().unwrap().push(e.to_string()));
             let (probe, _) = ok.inspect(move |(r, t, d)| s2.lock().unwrap().push((r.clone(), *t, *d))).probe();

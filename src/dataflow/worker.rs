@@ -13,6 +13,7 @@ use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use timely::progress::frontier::{Antichain, AntichainRef};
@@ -54,6 +55,9 @@ pub struct WorkerState {
     pub traces: BTreeMap<GlobalId, TraceBundle>,
     /// Timely dataflow index of each item's dataflow, for dropping it.
     dataflows: BTreeMap<GlobalId, usize>,
+    /// Each maintained view's share in the memory limit (`memory::Budget`):
+    /// one that ran out is reported to the coordinator, which stops it.
+    budgets: BTreeMap<GlobalId, Rc<crate::memory::Budget>>,
     /// Arrangements each item's dataflow built (for introspection).
     pub built: BTreeMap<GlobalId, Vec<String>>,
     /// Identifiers of each item's dataflow operators, and the records of
@@ -146,6 +150,9 @@ struct PendingPeek {
     /// The table a read of a table or of an index on one reads, which it
     /// can answer before its arrangement reaches its time (`held.rs`).
     source: Option<Source>,
+    /// A query's share in the memory limit: once it ran out, the query
+    /// fails with 53200 and its dataflow is dropped.
+    budget: Option<Rc<crate::memory::Budget>>,
 }
 
 /// A whole checkpoint read between chunks (`Command::CheckpointMore`).
@@ -164,6 +171,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         streamed: BTreeMap::new(),
         traces: BTreeMap::new(),
         dataflows: BTreeMap::new(),
+        budgets: BTreeMap::new(),
         built: BTreeMap::new(),
         operators: BTreeMap::new(),
         arrange_log: ArrangeLog::register(worker),
@@ -236,6 +244,14 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         for ack in state.load_acks.drain(..) {
             let _ = ack.send(());
         }
+        // Views that ran out of memory: their output is incomplete; the
+        // coordinator stops them (on every worker).
+        state.budgets.retain(|id, budget| {
+            if budget.stopped() {
+                crate::memory::report_exhausted(*id);
+            }
+            !budget.stopped()
+        });
         serve_peeks(worker, &mut state);
         if let Some(time) = state.trim_after {
             let ids: Vec<GlobalId> = state.inputs.keys().copied().collect();
@@ -308,6 +324,7 @@ fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: Unboun
             lookup,
             checkpoint: None,
             source: source_of(&state.inputs, id, bundle),
+            budget: None,
         }),
         None => {
             let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
@@ -430,6 +447,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 readers.retain(|(reader, _)| *reader != id);
             }
             state.traces.remove(&id);
+            state.budgets.remove(&id);
             state.built.remove(&id);
             state.operators.remove(&id);
             if let Some(df) = state.dataflows.remove(&id) {
@@ -457,6 +475,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 lookup: None,
                 checkpoint: Some((id, since, chunk_bytes)),
                 source: None,
+                budget: None,
             });
         }
         Command::CheckpointMore { id, reply } => match state.chunked.remove(&id) {
@@ -585,13 +604,16 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     let mut seed_inputs = Vec::new();
     let streamed_tables = state.streamed.keys().copied().collect();
     let mut streamed_inputs = Vec::new();
+    let budget = Rc::new(crate::memory::Budget::default());
+    state.budgets.insert(desc.id, budget.clone());
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
         let streamed = Some(Streamed { tables: &streamed_tables, inputs: &mut streamed_inputs });
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
-                let (mut ok, err) = render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume, streamed);
+                let (mut ok, err) =
+                    render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume, streamed, budget);
                 if desc.seed || desc.resume.is_some() {
                     let (input, seed) = scope.new_collection::<Row, Diff>();
                     seed_inputs.push((desc.id, input));
@@ -689,13 +711,15 @@ fn query(
 ) {
     let df = worker.next_dataflow_index();
     let mut built = Vec::new();
+    let budget = Rc::new(crate::memory::Budget::default());
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
+        let budget = budget.clone();
         worker.dataflow_named("query", |scope| {
             // A transient query cannot read a streamed table: it would see
             // only changes after it started ("not available").
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None);
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget);
             render::export_rows(ok, err, "query")
         })
     };
@@ -715,6 +739,7 @@ fn query(
             lookup: None,
             source: None,
             checkpoint: None,
+            budget: Some(budget),
         }),
         None => {
             worker.drop_dataflow(df);
@@ -765,6 +790,15 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         // disconnected) stops computing.
         if peek.reply.is_closed() && peek.checkpoint.is_none() {
             let peek = state.peeks.swap_remove(i);
+            if let Some(df) = peek.drop_dataflow {
+                worker.drop_dataflow(df);
+            }
+            continue;
+        }
+        // A query that ran out of memory (its output is incomplete).
+        if peek.budget.as_ref().is_some_and(|b| b.stopped()) {
+            let peek = state.peeks.swap_remove(i);
+            let _ = peek.reply.send(Err(EvalError::MemoryExhausted));
             if let Some(df) = peek.drop_dataflow {
                 worker.drop_dataflow(df);
             }

@@ -80,6 +80,8 @@ pub enum SqlState {
     ObjectNotInPrerequisiteState,
     ObjectInUse,
     CantChangeRuntimeParam,
+    OutOfMemory,
+    DiskFull,
 }
 
 impl SqlState {
@@ -159,6 +161,8 @@ impl SqlState {
             SqlState::ObjectNotInPrerequisiteState => "55000",
             SqlState::ObjectInUse => "55006",
             SqlState::CantChangeRuntimeParam => "55P02",
+            SqlState::OutOfMemory => "53200",
+            SqlState::DiskFull => "53100",
         }
     }
 }
@@ -247,6 +251,14 @@ pub enum EvalError {
     /// A pattern `~` cannot compile (2201B).
     #[error("{0}")]
     InvalidRegularExpression(String),
+    /// One allocation of `requested` bytes would take the server past its
+    /// memory limit (`crate::memory`; 53200).
+    #[error("out of memory")]
+    OutOfMemory { requested: usize },
+    /// The server went past its memory limit while a query's dataflow
+    /// ran, and it was ended (`crate::memory::Budget`; 53200).
+    #[error("out of memory")]
+    MemoryExhausted,
 }
 
 impl EvalError {
@@ -258,6 +270,15 @@ impl EvalError {
             | EvalError::MalformedArrayLiteral { detail, .. } => {
                 Some(detail.clone())
             }
+            EvalError::OutOfMemory { requested } => Some(format!(
+                "Failed on request of size {requested} bytes: the server holds {} of its memory limit of {}.",
+                crate::memory::show_size(crate::heap::allocated()),
+                crate::memory::show_size(crate::memory::limit().unwrap_or(0)),
+            )),
+            EvalError::MemoryExhausted => Some(format!(
+                "The server reached its memory limit of {} while this query ran, which was stopped to keep the server within it.",
+                crate::memory::show_size(crate::memory::limit().unwrap_or(0)),
+            )),
             _ => None,
         }
     }
@@ -315,6 +336,7 @@ impl EvalError {
             EvalError::UndefinedFunction(_) => SqlState::UndefinedFunction,
             EvalError::InvalidSchemaName(_) => SqlState::InvalidSchemaName,
             EvalError::InvalidRegularExpression(_) => SqlState::InvalidRegularExpression,
+            EvalError::OutOfMemory { .. } | EvalError::MemoryExhausted => SqlState::OutOfMemory,
         }
     }
 }
@@ -428,6 +450,18 @@ pub enum Error {
     Canceled,
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
+    /// The server went past its memory limit while the statement ran
+    /// (53200); `what` says what was stopped.
+    #[error("out of memory")]
+    OutOfMemory { what: String },
+    /// The data directory's filesystem has less free space than a write
+    /// needs (`storage::space`; 53100).
+    #[error("could not write to the data directory \"{dir}\": No space left on device (only {free} free; ripple keeps {reserve} free for its own work)")]
+    DiskFull { dir: String, free: String, reserve: String },
+    /// A materialized view stopped when the server reached its memory
+    /// limit while it was being built (`coord::memory`; 53200).
+    #[error("materialized view \"{name}\" was stopped: the server reached its memory limit while it was being built")]
+    ViewStopped { name: String },
     /// Malformed COPY input: wrong column count, bad quoting, a corrupt
     /// end marker (22P04); `hint` is Postgres's HINT line, if any.
     #[error("{message}")]
@@ -550,6 +584,8 @@ impl Error {
             Error::Storage(_) => SqlState::IoError,
             Error::Internal(_) => SqlState::InternalError,
             Error::Canceled | Error::StatementTimeout | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
+            Error::OutOfMemory { .. } | Error::ViewStopped { .. } => SqlState::OutOfMemory,
+            Error::DiskFull { .. } => SqlState::DiskFull,
             Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
             Error::InvalidBinaryRepresentation(_) => SqlState::InvalidBinaryRepresentation,
             Error::CharacterNotInRepertoire(_) => SqlState::CharacterNotInRepertoire,
@@ -594,6 +630,10 @@ impl Error {
             | Error::UniqueViolation { detail, .. }
             | Error::DeadlockDetected { detail }
             | Error::ReservedName { detail, .. } => Some(detail.clone()),
+            Error::OutOfMemory { what } => Some(format!(
+                "The server reached its memory limit of {} while {what}, which was stopped to keep the server within it.",
+                crate::memory::show_size(crate::memory::limit().unwrap_or(0)),
+            )),
             Error::Eval(e) => e.detail(),
             Error::WithContext { error, .. } => error.detail(),
             _ => None,
@@ -607,6 +647,17 @@ impl Error {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
             }
             Error::DependentPrivileges(_) => Some("Use CASCADE to revoke them too.".into()),
+            Error::DiskFull { .. } => Some(
+                "Free disk space (DROP or TRUNCATE tables, or remove other files on that filesystem); writes resume once there is room.".into(),
+            ),
+            Error::ViewStopped { name } => Some(format!(
+                "Drop it (DROP MATERIALIZED VIEW \"{name}\") and create it again once the server has room: a larger --memory-limit, or less data."
+            )),
+            Error::OutOfMemory { .. }
+            | Error::Eval(EvalError::OutOfMemory { .. })
+            | Error::Eval(EvalError::MemoryExhausted) => Some(
+                "Read fewer rows at a time (a cursor, LIMIT), or start the server with a larger --memory-limit.".into(),
+            ),
             Error::DatatypeMismatch(m) if m.contains("\" cannot be cast automatically to type ") => {
                 // column "c" cannot be cast automatically to type t
                 let (column, ty) = m.strip_prefix("column \"")?.split_once("\" cannot be cast automatically to type ")?;

@@ -39,6 +39,7 @@ mod staged;
 
 pub use compact::Compactor;
 pub use staged::{Load, LoadChunks};
+pub mod space;
 
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 use rocksdb::{
@@ -89,6 +90,8 @@ pub struct Storage {
     /// for the workers: their table is not folded meanwhile
     /// (`Storage::feeding`).
     feeding: std::sync::Mutex<std::collections::HashSet<(GlobalId, u64)>>,
+    /// The data directory (its filesystem's free space, `space`).
+    dir: std::path::PathBuf,
 }
 
 /// Everything one atomic, durable write consists of.
@@ -253,7 +256,14 @@ impl Storage {
             fold_hold: AtomicU64::new(Timestamp::MAX),
             loads: std::sync::Mutex::new(staged::Loads::new()),
             feeding: std::sync::Mutex::new(Default::default()),
+            dir: dir.to_path_buf(),
         })
+    }
+
+    /// An error if a write that adds data should wait for free space
+    /// (`space::check`).
+    pub fn check_space(&self) -> Result<(), Error> {
+        space::check(&self.dir)
     }
 
     fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {

@@ -83,6 +83,7 @@ impl Storage {
     /// garbage anyway; `seal_loads` makes the chunks durable before the
     /// commit marker is written). Returns the bytes written.
     pub fn stage(&self, table: GlobalId, load: u64, chunk: u64, rows: &[(Row, Diff)]) -> Result<u64, Error> {
+        self.check_space()?;
         let log = self.cf(CF_TABLE_LOG)?;
         let value = codec::encode_updates(rows.iter().map(|(r, d)| (r, *d)));
         let bytes = value.len() as u64;

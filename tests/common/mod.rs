@@ -52,6 +52,25 @@ impl TestServer {
             .prefix("ripple-test-data-")
             .tempdir()
             .expect("create data dir");
+        TestServer::start_on(workers, data_dir, args, envs)
+    }
+
+    /// `start_with`, with the data directory made inside `parent` (a
+    /// filesystem the test set up).
+    pub fn start_in(workers: usize, parent: &Path, args: &[&str]) -> TestServer {
+        let data_dir = tempfile::Builder::new()
+            .prefix("ripple-test-data-")
+            .tempdir_in(parent)
+            .expect("create data dir");
+        TestServer::start_on(workers, data_dir, args, &[])
+    }
+
+    fn start_on(
+        workers: usize,
+        data_dir: tempfile::TempDir,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> TestServer {
         let log_dir = tempfile::Builder::new()
             .prefix("ripple-test-log-")
             .tempdir()
@@ -72,6 +91,11 @@ impl TestServer {
     /// The port the server listens on (changes on restart).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The server process's id, while it runs (to sample its memory).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
     }
 
     pub fn workers(&self) -> usize {

@@ -12,6 +12,15 @@ fn too_large() -> EvalError {
     EvalError::ProgramLimitExceeded("requested length too large".into())
 }
 
+/// Room for a result of `bytes`: within Postgres's 1 GB limit for one
+/// value, and within the server's memory limit (`crate::memory`).
+fn room_for(bytes: u128) -> Result<(), EvalError> {
+    if bytes > MAX_ALLOC as u128 {
+        return Err(too_large());
+    }
+    crate::memory::reserve(bytes as usize)
+}
+
 fn like_end_error() -> EvalError {
     EvalError::InvalidEscapeSequence("LIKE pattern must not end with escape character".into())
 }
@@ -231,10 +240,7 @@ pub fn repeat(s: &str, n: i64) -> Result<String, EvalError> {
     if n <= 0 || s.is_empty() {
         return Ok(String::new());
     }
-    let total = (s.len() as u128) * (n as u128);
-    if total > MAX_ALLOC as u128 {
-        return Err(too_large());
-    }
+    room_for((s.len() as u128) * (n as u128))?;
     Ok(s.repeat(n as usize))
 }
 
@@ -248,6 +254,7 @@ pub fn pad(s: &str, len: i64, fill: &str, left: bool) -> Result<String, EvalErro
         return Err(too_large());
     }
     let len = len as usize;
+    room_for((len * fill.len().max(1)) as u128)?;
     let count = s.chars().count();
     if count >= len || fill.is_empty() {
         return Ok(s.chars().take(len).collect());
