@@ -2,8 +2,8 @@
 # build ripple, installed only where missing.
 #
 # build_packages appends to the caller's `packages` array the system
-# packages the build needs: a C/C++ toolchain for RocksDB (built from
-# source by librocksdb-sys), clang + libclang for its bindgen bindings, and
+# packages the build needs: a C/C++ toolchain (ring, mimalloc, lz4),
+# RocksDB (librocksdb-dev), clang + libclang for its bindgen bindings, and
 # curl to fetch rustup if Rust is missing. install_packages installs the
 # array; ensure_rust installs Rust with rustup (edition 2024 needs a newer
 # toolchain than Debian's rustc) and puts it on PATH.
@@ -17,6 +17,9 @@ build_packages() {
     command -v c++ >/dev/null 2>&1 || packages+=(build-essential)
     command -v clang >/dev/null 2>&1 || packages+=(clang)
     dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+    # RocksDB itself: linked from Debian's package instead of compiling its
+    # C++ (.cargo/config.toml).
+    dpkg -s librocksdb-dev >/dev/null 2>&1 || packages+=(librocksdb-dev)
     if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
         command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
     fi

@@ -73,6 +73,12 @@ struct Args {
     #[arg(long, value_name = "SIZE", default_value = ripple::memory::DEFAULT_LIMIT, value_parser = parse_memory_limit)]
     memory_limit: MemoryLimit,
 
+    /// The largest frontend message a client may send (a query, a Bind
+    /// with its parameters, a row of COPY data): a size (`64MB`); past it
+    /// the connection is ended with 54000. PostgreSQL's 1 GB by default.
+    #[arg(long, value_name = "SIZE", default_value = "1GB", value_parser = parse_message_size)]
+    max_message_size: usize,
+
     /// How clients prove who they are: `trust` believes the role a client
     /// names (allowed only while listening on loopback); `password` asks
     /// for the role's password with SCRAM-SHA-256. The superuser `ripple`
@@ -109,6 +115,15 @@ struct MemoryLimit(Option<usize>);
 
 fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
     ripple::memory::parse_limit(text, ripple::memory::physical()).map(MemoryLimit)
+}
+
+fn parse_message_size(text: &str) -> Result<usize, String> {
+    let size = ripple::memory::parse_size(text)?;
+    if size < 1024 {
+        return Err(format!("--max-message-size {text} is below 1 kB: clients could not even start up"));
+    }
+    // The length field of a message is an i32 that counts itself.
+    Ok(size.min(ripple::server::DEFAULT_MAX_MESSAGE_SIZE))
 }
 
 fn main() -> ExitCode {
@@ -154,6 +169,7 @@ async fn run(args: Args) -> Result<(), String> {
         ("max_connections", args.max_connections.to_string()),
         ("ssl", ssl.to_string()),
         ("memory_limit", memory_limit.replace(' ', "")),
+        ("max_message_size", ripple::memory::show_size(args.max_message_size).replace(' ', "")),
     ]);
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
@@ -216,7 +232,12 @@ async fn run(args: Args) -> Result<(), String> {
         if tls.is_some() { ", TLS" } else { "" }
     );
 
-    let config = ripple::server::ServerConfig { max_connections: args.max_connections as usize, auth: args.auth, tls };
+    let config = ripple::server::ServerConfig {
+        max_connections: args.max_connections as usize,
+        auth: args.auth,
+        tls,
+        max_message_size: args.max_message_size,
+    };
     tokio::select! {
         result = ripple::server::serve_listener(listener, coord, config) => {
             result.map_err(|e| format!("server failed: {e}"))

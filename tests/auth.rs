@@ -7,7 +7,7 @@
 //! binding) and psycopg.
 //!
 //! psql and psycopg are needed as in `tests/psql.rs` and `tests/drivers.rs`
-//! (`.ci/run` installs them); where they are missing those parts fail,
+//! (`./check` installs them); where they are missing those parts fail,
 //! unless `RIPPLE_SKIP_PSQL=1` / `RIPPLE_SKIP_PYTHON_DRIVERS=1` is set.
 
 mod common;

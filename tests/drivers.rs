@@ -7,7 +7,7 @@
 //! The tests need `python3` with `psycopg`, `sqlalchemy` and `asyncpg` installed,
 //! `node` with `npm`, and `java` (17 or later) with pgjdbc's jar at
 //! `/usr/share/java/postgresql.jar` (Debian's `default-jdk-headless` and
-//! `libpostgresql-jdbc-java`; `.ci/run` installs them; the node test
+//! `libpostgresql-jdbc-java`; `./check` installs them; the node test
 //! installs its packages from `tests/drivers/node/package-lock.json` with
 //! `npm ci`). Where one is missing its test fails, unless
 //! `RIPPLE_SKIP_PYTHON_DRIVERS=1` (or the older `RIPPLE_SKIP_PSYCOPG=1`),

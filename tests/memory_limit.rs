@@ -70,6 +70,9 @@ async fn a_query_that_outgrows_the_limit_fails_and_the_server_serves_on() {
     exec(&client, "CREATE TABLE big (x int)").await;
     exec(&client, "INSERT INTO big SELECT g FROM generate_series(1, 20000) g").await;
     exec(&client, "CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM big").await;
+    // Built before the server goes over its limit (a view still being
+    // built then is stopped).
+    assert_eq!(eventually(&client, "SELECT n FROM total").await, vec![vec!["20000".to_string()]]);
     // 400 million distinct pairs: gigabytes in the dataflow's arrangements.
     let (code, message) = error_of(&client, "SELECT count(*) FROM (SELECT DISTINCT a.x, b.x FROM big a, big b) s")
         .await

@@ -5,7 +5,7 @@
 //! tables consistent: every transaction's delta is in the history and in
 //! the account, teller and branch balances alike.
 //!
-//! Needs `pgbench` (Debian's `postgresql-15`, which `.ci/run` installs);
+//! Needs `pgbench` (Debian's `postgresql-15`, which `./check` installs);
 //! where it is missing the test fails, unless `RIPPLE_SKIP_PGBENCH=1` is set.
 
 mod common;

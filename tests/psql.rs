@@ -6,7 +6,7 @@
 //! with `pg_dump --schema-only`, loaded by psql into a fresh server, dumps
 //! the same again.
 //!
-//! Needs `psql` and `pg_dump` (Debian's `postgresql-client`, which `.ci/run`
+//! Needs `psql` and `pg_dump` (Debian's `postgresql-client`, which `./check`
 //! installs); where they are missing the tests fail, unless
 //! `RIPPLE_SKIP_PSQL=1` is set.
 

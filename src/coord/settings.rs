@@ -90,10 +90,18 @@ pub static SETTINGS: &[Setting] = &[
         at_start: true,
     },
     Setting {
+        name: "max_message_size",
+        default: "1GB",
+        category: "Connections and Authentication / Connection Settings",
+        description: "Sets the largest frontend message a client may send (--max-message-size).",
+        read_only: true,
+        at_start: true,
+    },
+    Setting {
         name: "authentication_timeout",
         default: "1min",
         category: "Connections and Authentication / Authentication",
-        // (pgwire's fixed start-up deadline, `process_socket`.)
+        // (`server::protocol::STARTUP_TIMEOUT`.)
         description: "Sets the maximum allowed time to complete client authentication.",
         read_only: true,
         at_start: true,

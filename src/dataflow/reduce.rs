@@ -103,6 +103,7 @@ pub fn render_reduce<'s, T: RenderTime>(
     ok: Coll<'s, T>,
     err: ErrColl<'s, T>,
     group_key: Vec<usize>,
+    key_shape: Option<crate::dataflow::render::KeyShape>,
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
     ordered: bool,
@@ -128,7 +129,15 @@ pub fn render_reduce<'s, T: RenderTime>(
     }
     let prepared = ok.map(move |row| {
         let datums = row.unpack_needed(&needed);
-        let key_row = Row::from_datums(key.iter().map(|c| normalize_key(datums[*c].clone())).collect());
+        let key_row = Row::from_datums(
+            key.iter()
+                .enumerate()
+                .map(|(i, c)| match &key_shape {
+                    Some(shape) => shape.datum(i, datums[*c].clone()),
+                    None => normalize_key(datums[*c].clone()),
+                })
+                .collect(),
+        );
         let mut vals = Vec::new();
         for a in &aggs {
             for e in a.inputs() {

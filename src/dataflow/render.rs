@@ -223,6 +223,46 @@ pub(crate) fn normalize_key(d: Datum) -> Datum {
     crate::expr::agg::normalize_datum(d)
 }
 
+/// How group keys are formed: values equal in SQL are one value
+/// (`normalize_key`: 1 and 1.00, a negative numeric zero), and a numeric
+/// of a declared scale is shown at that scale (a group of `numeric(10,2)`
+/// 1.50 is 1.50, not 1.5). `None` where no key column is a numeric, jsonb
+/// or array.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyShape {
+    /// Per column: normalize it, and the scale to show a numeric at.
+    columns: Vec<Option<Option<u8>>>,
+}
+
+impl KeyShape {
+    pub(crate) fn of(types: &[crate::repr::ColumnType]) -> Option<KeyShape> {
+        use crate::repr::ScalarType;
+        let columns: Vec<Option<Option<u8>>> = types
+            .iter()
+            .map(|t| match &t.scalar {
+                ScalarType::Numeric { scale, .. } => Some(*scale),
+                ScalarType::Jsonb | ScalarType::Array(_) => Some(None),
+                _ => None,
+            })
+            .collect();
+        columns.iter().any(Option::is_some).then_some(KeyShape { columns })
+    }
+
+    /// The value of column `c` as a key.
+    pub(crate) fn datum(&self, c: usize, d: Datum) -> Datum {
+        match self.columns.get(c) {
+            Some(Some(scale)) => match (normalize_key(d), scale) {
+                (Datum::Numeric(mut v), Some(s)) => {
+                    v.rescale(u32::from(*s));
+                    Datum::Numeric(v)
+                }
+                (other, _) => other,
+            },
+            _ => normalize_key(d),
+        }
+    }
+}
+
 /// The key of `row` in an index on the columns `key` (`export_index`).
 pub(crate) fn index_key(row: &Row, key: &[usize]) -> Row {
     let datums = row.unpack();
@@ -345,7 +385,10 @@ fn render_uncached<'s, T: RenderTime>(
         RelationExpr::Reduce { input, group_key, aggregates } => {
             let (ok, err) = render(scope, input, ctx, locals);
             ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
-            reduce::render_reduce(scope, ok, err, group_key.clone(), aggregates.clone(), worker_index, T::TOTALLY_ORDERED)
+            let types = input.typ();
+            let key_types: Vec<_> = group_key.iter().filter_map(|c| types.get(*c).cloned()).collect();
+            let shape = KeyShape::of(&key_types);
+            reduce::render_reduce(scope, ok, err, group_key.clone(), shape, aggregates.clone(), worker_index, T::TOTALLY_ORDERED)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
             let (ok, err) = render(scope, input, ctx, locals);

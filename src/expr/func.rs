@@ -291,6 +291,16 @@ fn int_range_error(ty: &str) -> EvalError {
     EvalError::OutOfRange(format!("{ty} out of range"))
 }
 
+/// A numeric zero without a sign: PostgreSQL has no -0 (`-(0.00)` is
+/// `0.00`), and a signed zero would print as `-0.00` and be a second value
+/// to DISTINCT, grouping and joins.
+pub(crate) fn unsigned_zero(mut v: Decimal) -> Decimal {
+    if v.is_zero() {
+        v.set_sign_positive(true);
+    }
+    v
+}
+
 fn numeric_overflow() -> EvalError {
     EvalError::OutOfRange("value overflows numeric format".into())
 }
@@ -383,7 +393,7 @@ impl UnaryFunc {
                 Datum::Int64(v) => Datum::Int64(v.checked_neg().ok_or_else(|| int_range_error("bigint"))?),
                 Datum::Float32(v) => Datum::Float32(-v),
                 Datum::Float64(v) => Datum::Float64(-v),
-                Datum::Numeric(v) => Datum::Numeric(-v),
+                Datum::Numeric(v) => Datum::Numeric(unsigned_zero(-v)),
                 Datum::Interval(i) => Datum::Interval(i.checked_neg()?),
                 other => return Err(EvalError::Internal(format!("cannot negate {other:?}"))),
             },
@@ -808,8 +818,17 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
         }
         (f, D::Numeric(a), D::Numeric(b)) => {
             let v = match f {
-                Add => a.checked_add(b).ok_or_else(numeric_overflow)?,
-                Sub => a.checked_sub(b).ok_or_else(numeric_overflow)?,
+                // The scale of a sum is the larger of its operands' (1 +
+                // 0.00 is 1.00; rust_decimal returns the other operand as
+                // it is when one is zero).
+                Add | Sub => {
+                    let mut v = if f == Add { a.checked_add(b) } else { a.checked_sub(b) }.ok_or_else(numeric_overflow)?;
+                    let scale = a.scale().max(b.scale());
+                    if v.scale() < scale {
+                        v.rescale(scale);
+                    }
+                    v
+                }
                 Mul => {
                     let mut v = a.checked_mul(b).ok_or_else(numeric_overflow)?;
                     let scale = (a.scale() + b.scale()).min(28);
@@ -827,7 +846,7 @@ fn arith(func: BinaryFunc, l: Datum, r: Datum) -> Result<Datum, EvalError> {
                 }
                 _ => return Err(EvalError::Internal("numeric operator".into())),
             };
-            Ok(D::Numeric(v))
+            Ok(D::Numeric(unsigned_zero(v)))
         }
         (Add, D::Date(d), D::Int32(n)) | (Add, D::Int32(n), D::Date(d)) => {
             Ok(D::Date(datetime::date_add_days(d, n as i64)?))

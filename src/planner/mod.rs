@@ -390,6 +390,36 @@ fn lift_filter(inputs: &mut [RelationExpr], j: usize, offset: usize, lifted: &mu
     }
 }
 
+/// The equalities of `equivalences` that the join's keys (`keyed`) do not
+/// enforce, as predicates to check after the join. Keys equate one member
+/// of a class already joined with the members of the input looked up, so
+/// members of one input (`a.x = b.y AND a.z = b.y`: `a.x = a.z`) or an
+/// equality an index cannot key twice (`a.x = b.y AND a.x = b.z`, looked
+/// up in an index on `a.x`) are left for the filter.
+fn unkeyed_equalities(equivalences: &[Vec<ScalarExpr>], keyed: &[(ScalarExpr, ScalarExpr)]) -> Vec<ScalarExpr> {
+    let mut out = Vec::new();
+    for class in equivalences {
+        // Components of the class joined by keys: the index of each
+        // member's component.
+        let mut component: Vec<usize> = (0..class.len()).collect();
+        let position = |e: &ScalarExpr| class.iter().position(|m| m == e);
+        for (a, b) in keyed {
+            let (Some(i), Some(j)) = (position(a), position(b)) else { continue };
+            let (from, to) = (component[i].max(component[j]), component[i].min(component[j]));
+            component.iter_mut().filter(|c| **c == from).for_each(|c| *c = to);
+        }
+        for (i, member) in class.iter().enumerate().skip(1) {
+            let root = component[0];
+            if component[i] != root {
+                let from = component[i];
+                component.iter_mut().filter(|c| **c == from).for_each(|c| *c = root);
+                out.push(class[0].clone().call_binary(member.clone(), BinaryFunc::Eq));
+            }
+        }
+    }
+    out
+}
+
 fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, indexes: &dyn IndexCatalog) -> RelationExpr {
     let n = inputs.len();
     let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
@@ -458,6 +488,8 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
     let mut joined = vec![start];
     let mut steps = Vec::new();
     let mut lifted = Vec::new();
+    // The equalities the steps' keys enforce (stream side, lookup side).
+    let mut keyed: Vec<(ScalarExpr, ScalarExpr)> = Vec::new();
     while joined.len() < n {
         let remaining: Vec<usize> = (0..n).filter(|i| !joined.contains(i)).collect();
         // Prefer a connected input with a usable index, then any connected
@@ -494,6 +526,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
                 }
             }
         }
+        keyed.extend(pairs.iter().cloned());
         // Stream keys over the accumulated layout (inputs in join order).
         let mut acc_off = vec![usize::MAX; n];
         let mut pos = 0;
@@ -524,6 +557,7 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
         steps.push(JoinStep { input: j, stream_key, lookup_key, index });
         joined.push(j);
     }
+    lifted.extend(unkeyed_equalities(&equivalences, &keyed));
     let join = RelationExpr::Join { inputs, equivalences, plan: Some(JoinPlan { start, start_index, steps, demand: None }) };
     if lifted.is_empty() {
         join
@@ -536,6 +570,22 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
 mod tests {
     use super::*;
     use crate::repr::{ColumnType, ScalarType};
+
+    #[test]
+    fn equalities_the_keys_do_not_enforce_are_filtered() {
+        let c = ScalarExpr::Column;
+        // a.p = b.y AND a.q = b.y: one class {a.p, b.y, a.q}; the key
+        // equates a.p and b.y, so a.p = a.q is left.
+        let classes = vec![vec![c(0), c(2), c(1)]];
+        let left = unkeyed_equalities(&classes, &[(c(0), c(2))]);
+        assert_eq!(left, vec![c(0).call_binary(c(1), BinaryFunc::Eq)]);
+        // Keys that connect every member leave nothing; members connected
+        // through another member count.
+        assert!(unkeyed_equalities(&classes, &[(c(0), c(2)), (c(2), c(1))]).is_empty());
+        assert!(unkeyed_equalities(&classes, &[(c(1), c(2)), (c(2), c(0))]).is_empty());
+        // No keys (a cross join): every member after the first.
+        assert_eq!(unkeyed_equalities(&classes, &[]).len(), 2);
+    }
 
     fn get(id: GlobalId, arity: usize) -> RelationExpr {
         RelationExpr::Get {

@@ -74,6 +74,9 @@ pub fn encode_array(
 /// Decodes an array value of array type `ty` from its binary form (a
 /// binary parameter or COPY field); `None` if the bytes are not one.
 pub fn decode_array_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
+    if !header_fits(raw) {
+        return None;
+    }
     let pg = pg_type(ty);
     let elem = ty.element_type().cloned().unwrap_or(ScalarType::Text);
     // The value as `Vec<Option<T>>`, each element converted by `f`.
@@ -110,5 +113,59 @@ pub fn decode_array_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
         ScalarType::Timestamp { .. } => recv!(chrono::NaiveDateTime, &pg, |x| Some(Datum::Timestamp(x))),
         // Raw element bytes (read as bytea[] so that no type is checked).
         _ => recv!(Vec<u8>, &Type::BYTEA_ARRAY, |x: Vec<u8>| decode_binary_bytes(&x, &elem)),
+    }
+}
+
+/// PostgreSQL's most dimensions of an array (`MAXDIM`).
+const MAX_DIMENSIONS: usize = 6;
+
+/// Whether a binary array's header is one whose elements can be in
+/// `raw`: at most six dimensions, none negative, and at least a length
+/// field (4 bytes) left per element. postgres-types reserves room for as
+/// many elements as the header claims, so a header claiming 2^31 of them
+/// would ask for tens of GB before the first is read.
+fn header_fits(raw: &[u8]) -> bool {
+    let word = |at: usize| raw.get(at..at + 4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let Some(dims) = word(0).and_then(|d| usize::try_from(d).ok()) else { return false };
+    if dims > MAX_DIMENSIONS {
+        return false;
+    }
+    let mut elements: usize = if dims == 0 { 0 } else { 1 };
+    for d in 0..dims {
+        let Some(len) = word(12 + 8 * d).and_then(|l| usize::try_from(l).ok()) else { return false };
+        let Some(n) = elements.checked_mul(len) else { return false };
+        elements = n;
+    }
+    let data = raw.len().saturating_sub(12 + 8 * dims);
+    elements.checked_mul(4).is_some_and(|needed| needed <= data)
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn a_header_claiming_more_elements_than_bytes_is_refused() {
+        // text[]: one dimension of 0x7fffffff elements, with none present.
+        let huge = b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x19\x7f\xff\xff\xff\x00\x00\x00\x01";
+        assert!(!header_fits(huge));
+        assert_eq!(decode_array_value(huge, &ScalarType::Array(Box::new(ScalarType::Text))), None);
+        // One element of 1 byte fits.
+        let one = b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x19\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01x";
+        assert!(header_fits(one));
+        assert_eq!(
+            decode_array_value(one, &ScalarType::Array(Box::new(ScalarType::Text))),
+            Some(Datum::Array(vec![Datum::Text("x".into())]))
+        );
+        // Seven dimensions, a negative one, and a product that overflows.
+        assert!(!header_fits(b"\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x17"));
+        assert!(!header_fits(b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x17\xff\xff\xff\xff\x00\x00\x00\x01"));
+        let mut wide = b"\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x17".to_vec();
+        for _ in 0..3 {
+            wide.extend_from_slice(b"\x7f\xff\xff\xff\x00\x00\x00\x01");
+        }
+        assert!(!header_fits(&wide));
+        // The empty array.
+        assert!(header_fits(b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x17"));
     }
 }

@@ -16,8 +16,10 @@
 //! idle inside a transaction block for longer than its
 //! `idle_in_transaction_session_timeout` is ended with FATAL 25P03
 //! (`idle`). A connection that has not finished its start-up within 60 s
-//! is closed by pgwire's `process_socket` (PostgreSQL's default
-//! `authentication_timeout`, which `SHOW` reports).
+//! is closed (`protocol`; PostgreSQL's default `authentication_timeout`,
+//! which `SHOW` reports). Every frontend message is checked for its length
+//! (`--max-message-size`) and layout before pgwire decodes it (`frames`):
+//! a malformed one ends the connection with FATAL 08P01.
 //!
 //! A CancelRequest cancels the statement its connection is running, if it
 //! only reads (pgwire's `ConnectionManager` finds the connection).
@@ -29,8 +31,10 @@ mod convert;
 mod copy;
 mod copy_binary;
 mod copy_format;
+mod frames;
 mod idle;
 mod portal_cursor;
+mod protocol;
 mod startup;
 pub mod tls;
 
@@ -45,13 +49,13 @@ use pgwire::api::{ConnectionManager, PgWireServerHandlers};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::tokio::process_socket;
 use tokio::net::{TcpListener, ToSocketAddrs};
 
 use crate::coord::Coordinator;
 use crate::repr::Error;
 
 pub use connection::{Connection, PreparedStatement};
+pub use frames::DEFAULT_MAX_MESSAGE_SIZE;
 pub use startup::SERVER_VERSION;
 
 /// What the server enforces per connection.
@@ -65,11 +69,19 @@ pub struct ServerConfig {
     /// The certificate and key TLS is offered with (`--tls-cert`,
     /// `--tls-key`); `None`: no TLS.
     pub tls: Option<tls::TlsFiles>,
+    /// The largest frontend message accepted (`--max-message-size`); past
+    /// it the connection ends with 54000.
+    pub max_message_size: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_connections: DEFAULT_MAX_CONNECTIONS, auth: auth::AuthMethod::Trust, tls: None }
+        ServerConfig {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            auth: auth::AuthMethod::Trust,
+            tls: None,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
     }
 }
 
@@ -149,6 +161,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
         let startup = Arc::new(startup::RippleStartup::new(slots.clone(), keys.clone(), auth.clone()));
         let acceptor = acceptor.clone();
         let cancels = cancels.clone();
+        let max_message = config.max_message_size;
         let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             tracing::debug!(conn_id, %peer, "connection opened");
@@ -165,7 +178,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
             // The loop and with it the session (rolled back) are dropped
             // when the select ends.
             let ended = tokio::select! {
-                ended = process_socket(socket, acceptor, handlers) => Ended::Closed(ended),
+                ended = protocol::process_socket(socket, acceptor, handlers, max_message) => Ended::Closed(ended),
                 () = idle.expired() => Ended::IdleInTransaction,
             };
             match ended {

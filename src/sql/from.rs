@@ -157,7 +157,7 @@ impl Binder<'_> {
                         if *lateral || !corr.cols.is_empty() {
                             let keys = distinct(project(l.rel.clone(), corr.cols.clone()));
                             let desc = corr.desc.clone();
-                            let s = corr.instantiate(&keys);
+                            let s = corr.instantiate(&keys)?;
                             // The item carries the left side's columns;
                             // the caller does not join it again.
                             let mut sc = l.scope.clone();
@@ -451,6 +451,9 @@ impl Binder<'_> {
             }
             Kind::Full => full_join(left.rel, right.rel, on),
         };
+        // An outer join reads its inputs more than once: nested ones
+        // multiply the plan.
+        crate::sql::subquery::check_plan_size(&rel)?;
         if pairs.is_empty() {
             return Ok(From { rel, scope, over_left: false });
         }

@@ -167,6 +167,35 @@ pub struct Recovered {
     pub table_parts: HashMap<GlobalId, Vec<(Timestamp, Vec<(Row, Diff)>)>>,
 }
 
+/// RocksDB's options with no preallocated WAL space (`allow_fallocate`):
+/// RocksDB would otherwise reserve up to 64 MB per WAL file (1.1 × the
+/// memtable size, capped by `max_total_wal_size`), so that an idle data
+/// directory of a few hundred KiB took 69 MB on disk. RocksDB 7.8's C API
+/// has no setter for it, so the options come from an options file of that
+/// one setting, which RocksDB itself reads (`rocksdb_load_latest_options`).
+fn base_options() -> Result<Options, Error> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "ripple-rocksdb-options-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let fail = |e: String| Error::Storage(format!("RocksDB options ({}): {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+    let file = "[Version]\n  rocksdb_version=7.8.3\n  options_file_version=1.1\n\n\
+                [DBOptions]\n  allow_fallocate=false\n\n\
+                [CFOptions \"default\"]\n\n\
+                [TableOptions/BlockBasedTable \"default\"]\n";
+    let written = std::fs::write(dir.join("OPTIONS-000001"), file).map_err(|e| fail(e.to_string()));
+    let loaded = written.and_then(|()| {
+        let env = rocksdb::Env::new().map_err(|e| fail(e.to_string()))?;
+        let cache = rocksdb::Cache::new_lru_cache(8 << 20).map_err(|e| fail(e.to_string()))?;
+        Options::load_latest(&dir, env, false, cache).map_err(|e| fail(e.to_string()))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(loaded?.0)
+}
+
 fn rocks_err(context: &str) -> impl Fn(rocksdb::Error) -> Error + '_ {
     move |e| Error::Storage(format!("{context}: {e}"))
 }
@@ -198,12 +227,7 @@ impl Storage {
                 dir.display()
             ))
         })?;
-        // No preallocated WAL space: RocksDB would otherwise reserve about
-        // 1.1 × the memtable size per WAL file, so that an idle data
-        // directory of a few hundred KiB took tens of MiB on disk.
-        let mut db_opts = Options::default()
-            .get_options_from_string("allow_fallocate=false")
-            .map_err(|e| Error::Storage(format!("RocksDB options: {e}")))?;
+        let mut db_opts = base_options()?;
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
         // Bound what history costs on disk: old WAL files go once their
@@ -856,6 +880,24 @@ mod tests {
     #[test]
     fn storage_is_send_and_sync() {
         assert_send_sync::<Storage>();
+    }
+
+    /// A data directory holding one row takes little disk: no WAL space is
+    /// preallocated (`base_options`).
+    #[test]
+    fn an_idle_data_directory_is_small_on_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        s.recover().unwrap();
+        let mut ws = WriteSet::new(100);
+        ws.table_updates = Arc::new(vec![(1, vec![(row(1, "one"), 1)])]);
+        s.commit(ws).unwrap();
+        let bytes: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().blocks() * 512)
+            .sum();
+        assert!(bytes < 8 << 20, "{bytes} bytes allocated");
     }
 
     /// Staged loads: invisible until committed, the table's entries at

@@ -344,3 +344,21 @@ pub fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
         .map(|r| r.iter().map(|s| s.to_string()).collect())
         .collect()
 }
+
+/// One step of SplitMix64, the fuzzers' and load tests' small,
+/// deterministic generator (no extra dependency): advances `state` and
+/// returns the next number.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A field of a process's `/proc/PID/status` in KiB: its resident set size
+/// (`VmRSS`) or its peak (`VmHWM`).
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
