@@ -235,10 +235,11 @@ pub enum EvalError {
     /// (see `dataflow::recursive::ITERATION_LIMIT`).
     #[error("recursive query \"{name}\" exceeded the iteration limit of {limit}")]
     RecursionLimit { name: String, limit: u64 },
-    /// Binding a statement built a plan of more than `limit` operators:
-    /// each correlated subquery repeats what it is correlated with, so
-    /// nested ones multiply the plan (`sql::subquery::MAX_PLAN_NODES`).
-    #[error("statement is too complex: its plan has more than {limit} operators")]
+    /// Binding a statement would copy more than `limit` operators into its
+    /// plan: each correlated subquery repeats what it is correlated with,
+    /// each outer join its inputs, so nested ones multiply the plan
+    /// (`sql::subquery::MAX_COPIED_NODES`).
+    #[error("statement is too complex: its plan would repeat more than {limit} operators")]
     PlanTooLarge { limit: usize },
     /// A name read into an OID alias type (`'t'::regclass`) that names
     /// nothing: `relation "t" does not exist` (42P01).
@@ -298,7 +299,7 @@ impl EvalError {
                 Some("Perhaps you need a different \"datestyle\" setting.".into())
             }
             EvalError::PlanTooLarge { .. } => Some(
-                "Nested correlated subqueries (LATERAL, EXISTS, scalar subqueries that read outer columns) each repeat the query they are nested in; un-nest some of them into joins or WITH queries.".into(),
+                "Nested correlated subqueries (LATERAL, EXISTS, scalar subqueries that read outer columns) and outer joins each repeat the query they are nested in; un-nest some of them into joins or WITH queries.".into(),
             ),
             EvalError::RecursionLimit { .. } => Some(
                 "The recursion does not terminate, or needs more rounds than ripple allows; add a condition that ends it.".into(),

@@ -72,6 +72,10 @@ pub struct Binder<'a> {
     /// How many expressions enclose the one being bound
     /// (`expr::MAX_EXPR_DEPTH` bounds it).
     pub expr_depth: usize,
+    /// Operators copied so far into the plan by repeating a relation: a
+    /// correlated subquery's keys, an outer join's inputs
+    /// (`subquery::MAX_COPIED_NODES` bounds it).
+    pub copied_nodes: usize,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -126,6 +130,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         block_outer: None,
         params_bound: 0,
         expr_depth: 0,
+        copied_nodes: 0,
     };
     let mut plan = match stmt {
         Stmt::Sql(s) => b.bind_statement(s)?,

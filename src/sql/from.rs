@@ -15,7 +15,10 @@ use crate::sql::expr::ExprCtx;
 use crate::sql::plan::ItemKind;
 use crate::sql::origin::{self, ColumnOrigin};
 use crate::sql::scope::{Scope, ScopeItem};
-use crate::sql::subquery::{distinct, filter, full_join, join, join_on_keys, left_join, map, project, swap_sides, unit, Host};
+use crate::sql::subquery::{
+    charge_copies, distinct, filter, full_join, join, join_on_keys, left_join, map, node_count, project, swap_sides, unit, Host,
+    MAX_COPIED_NODES,
+};
 use crate::sql::types::common_type;
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
 use crate::sql::query::{check_new_label, Cte, From};
@@ -157,7 +160,7 @@ impl Binder<'_> {
                         if *lateral || !corr.cols.is_empty() {
                             let keys = distinct(project(l.rel.clone(), corr.cols.clone()));
                             let desc = corr.desc.clone();
-                            let s = corr.instantiate(&keys)?;
+                            let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                             // The item carries the left side's columns;
                             // the caller does not join it again.
                             let mut sc = l.scope.clone();
@@ -443,6 +446,16 @@ impl Binder<'_> {
             _ if !host.pending.is_empty() => {
                 return Err(Error::FeatureNotSupported("subqueries in the ON clause of an outer join are not supported yet".into()));
             }
+            // An outer join reads each input more than once (its matched
+            // and unmatched rows): nested ones multiply the plan.
+            _ if {
+                let (l, r) = (node_count(&left.rel), node_count(&right.rel));
+                let copies = if kind == Kind::Full { 2 * (l + r) } else { 2 * l + r };
+                charge_copies(&mut self.copied_nodes, copies).is_err()
+            } =>
+            {
+                return Err(Error::Eval(crate::repr::EvalError::PlanTooLarge { limit: MAX_COPIED_NODES }));
+            }
             Kind::Left => left_join(left.rel, right.rel, on),
             Kind::Right => {
                 let swapped: Vec<ScalarExpr> = on.iter().map(|p| swap_sides(p, a, b)).collect();
@@ -451,9 +464,6 @@ impl Binder<'_> {
             }
             Kind::Full => full_join(left.rel, right.rel, on),
         };
-        // An outer join reads its inputs more than once: nested ones
-        // multiply the plan.
-        crate::sql::subquery::check_plan_size(&rel)?;
         if pairs.is_empty() {
             return Ok(From { rel, scope, over_left: false });
         }

@@ -116,9 +116,7 @@ impl Binder<'_> {
         let saved = self.ctes.len();
         let r = self.bind_query_with_ctes(q, outer);
         self.ctes.truncate(saved);
-        let block = r?;
-        crate::sql::subquery::check_plan_size(&block.expr)?;
-        Ok(block)
+        r
     }
 
     fn bind_query_with_ctes(&mut self, q: &Query, outer: Option<&Outer>) -> Result<Block, Error> {
@@ -460,7 +458,7 @@ impl Binder<'_> {
                     let corr = self.bind_correlated(subquery, &f.scope, vec![])?;
                     let keys = if corr.cols.is_empty() { unit() } else { distinct(project(rel.clone(), corr.cols.clone())) };
                     let n = corr.cols.len();
-                    let s = corr.instantiate(&keys)?;
+                    let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                     let e = distinct(project(s, (0..n).collect()));
                     let semi = join_on_keys(rel.clone(), &corr.cols, e, false);
                     rel = if *negated { union(vec![rel, negate(semi)]) } else { semi };
@@ -476,7 +474,7 @@ impl Binder<'_> {
                     cols.push(w);
                     let n = cols.len();
                     let keys = distinct(project(ext.clone(), cols.clone()));
-                    let s = corr.instantiate(&keys)?;
+                    let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                     let mut p = cmp;
                     p.permute(&|c| if c == 0 { n - 1 } else { n });
                     let e = distinct(project(filter(s, vec![p]), (0..n).collect()));

@@ -94,40 +94,40 @@ pub struct Correlated {
     pub fields: Vec<Option<String>>,
 }
 
-/// The most operators a bound plan may have. A correlated subquery is
-/// bound over a placeholder that each use replaces with the distinct keys
-/// of the relation it is correlated with, a copy of that relation's plan;
-/// subqueries nested in subqueries multiply it (sqlsmith's nested
-/// LATERALs made plans of 400,000 operators, 7 s and 2 GB to build on the
-/// coordinator, which every session waits for). TPC-H's largest plans
-/// have a few hundred.
-pub const MAX_PLAN_NODES: usize = 50_000;
+/// The most operators binding may copy into a plan by repeating a
+/// relation. A correlated subquery is bound over a placeholder that each
+/// use replaces with the distinct keys of the relation it is correlated
+/// with, a copy of that relation's plan, and an outer join reads its inputs
+/// more than once; nested ones multiply the plan (sqlsmith's nested
+/// LATERALs and LEFT JOINs made plans of 400,000 operators, 7 s and 2 GB to
+/// build on the coordinator, which every session waited for). Plans that
+/// are merely wide (a UNION ALL of 20,000 arms) copy nothing. TPC-H's
+/// correlated queries copy a few hundred.
+pub const MAX_COPIED_NODES: usize = 100_000;
 
 impl Correlated {
-    /// The subquery's relation reading `keys` for its prefix; 54001 when
-    /// it would pass `MAX_PLAN_NODES`.
-    pub fn instantiate(&self, keys: &RelationExpr) -> Result<RelationExpr, Error> {
+    /// The subquery's relation reading `keys` for its prefix; the copies
+    /// of `keys` are counted in `copied` (54001 past `MAX_COPIED_NODES`).
+    pub fn instantiate(&self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
         let uses = count_gets(&self.expr, self.placeholder);
-        let size = node_count(&self.expr).saturating_add(uses.saturating_mul(node_count(keys)));
-        if size > MAX_PLAN_NODES {
-            return Err(Error::Eval(EvalError::PlanTooLarge { limit: MAX_PLAN_NODES }));
-        }
+        charge_copies(copied, uses.saturating_mul(node_count(keys)))?;
         let mut e = self.expr.clone();
         substitute(&mut e, self.placeholder, keys);
         Ok(e)
     }
 }
 
-/// 54001 when `e` has more than `MAX_PLAN_NODES` operators.
-pub fn check_plan_size(e: &RelationExpr) -> Result<(), Error> {
-    if node_count(e) > MAX_PLAN_NODES {
-        return Err(Error::Eval(EvalError::PlanTooLarge { limit: MAX_PLAN_NODES }));
+/// Counts `nodes` more copied operators; 54001 past `MAX_COPIED_NODES`.
+pub fn charge_copies(copied: &mut usize, nodes: usize) -> Result<(), Error> {
+    *copied = copied.saturating_add(nodes);
+    if *copied > MAX_COPIED_NODES {
+        return Err(Error::Eval(EvalError::PlanTooLarge { limit: MAX_COPIED_NODES }));
     }
     Ok(())
 }
 
 /// The operators of a plan (without recursion: plans can be deep).
-fn node_count(e: &RelationExpr) -> usize {
+pub fn node_count(e: &RelationExpr) -> usize {
     let mut count = 0;
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
@@ -447,7 +447,7 @@ impl Binder<'_> {
         }
         let ext = map(rel, lhs);
         let mut inputs = vec![ext.clone()];
-        let mut size = node_count(&ext);
+        let ext_nodes = node_count(&ext);
         let mut eqs = Vec::new();
         let mut outputs: Vec<usize> = (0..w).collect();
         let ext_types = ext.typ();
@@ -461,15 +461,18 @@ impl Binder<'_> {
             }
             let n = cols.len();
             let keys_of = |cols: &[usize]| if cols.is_empty() { unit() } else { distinct(project(ext.clone(), cols.to_vec())) };
+            // Each subquery's keys repeat `ext`.
             let keys = keys_of(&cols);
+            charge_copies(&mut self.copied_nodes, ext_nodes)?;
             let t = match &p.kind {
                 SubqueryKind::In { l, r, negated, .. } => {
                     let corr_keys = keys_of(&p.corr.cols);
-                    let s = p.corr.instantiate(&corr_keys)?;
+                    charge_copies(&mut self.copied_nodes, ext_nodes)?;
+                    let s = p.corr.instantiate(&corr_keys, &mut self.copied_nodes)?;
                     in_table(s, keys, corr_keys, l, r, *negated)?
                 }
                 kind => {
-                    let s = p.corr.instantiate(&keys)?;
+                    let s = p.corr.instantiate(&keys, &mut self.copied_nodes)?;
                     self.subquery_table(s, n, keys, kind, &p.typ)?
                 }
             };
@@ -478,12 +481,6 @@ impl Binder<'_> {
             }
             outputs.push(offset + n);
             offset += n + 1;
-            // Each subquery's table repeats `ext` (its keys): many of them,
-            // or nested ones, multiply the plan.
-            size = size.saturating_add(node_count(&t));
-            if size > MAX_PLAN_NODES {
-                return Err(Error::Eval(EvalError::PlanTooLarge { limit: MAX_PLAN_NODES }));
-            }
             inputs.push(t);
         }
         Ok(project(join(inputs, eqs), outputs))
