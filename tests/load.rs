@@ -32,7 +32,7 @@
 
 mod common;
 
-use common::{TestServer, describe_error, exec, proc_status_kib};
+use common::{TestServer, describe_error, exec, proc_status_kib, rows_of};
 use futures::SinkExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -535,19 +535,6 @@ impl Session {
     }
 }
 
-/// The rows of a simple query's answer, as text (NULL as `NULL`).
-fn rows_of(msgs: &[SimpleQueryMessage]) -> Vec<Vec<String>> {
-    msgs.iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
 
 /// The row counts of a simple query's statements, in order.
 fn counts(msgs: &[SimpleQueryMessage]) -> Vec<u64> {

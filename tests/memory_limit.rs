@@ -63,16 +63,21 @@ async fn a_value_larger_than_the_limit_is_refused() {
     assert_eq!(code, "54000");
 }
 
+/// A table `big` of 20,000 rows and a view `total` counting them, built
+/// before the test goes over the limit (a view still being built then is
+/// stopped).
+async fn big_table_with_total(client: &tokio_postgres::Client) {
+    exec(&client, "CREATE TABLE big (x int)").await;
+    exec(&client, "INSERT INTO big SELECT g FROM generate_series(1, 20000) g").await;
+    exec(&client, "CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM big").await;
+    assert_eq!(eventually(client, "SELECT n FROM total").await, vec![vec!["20000".to_string()]]);
+}
+
 #[tokio::test]
 async fn a_query_that_outgrows_the_limit_fails_and_the_server_serves_on() {
     let server = start();
     let client = server.connect().await;
-    exec(&client, "CREATE TABLE big (x int)").await;
-    exec(&client, "INSERT INTO big SELECT g FROM generate_series(1, 20000) g").await;
-    exec(&client, "CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM big").await;
-    // Built before the server goes over its limit (a view still being
-    // built then is stopped).
-    assert_eq!(eventually(&client, "SELECT n FROM total").await, vec![vec!["20000".to_string()]]);
+    big_table_with_total(&client).await;
     // 400 million distinct pairs: gigabytes in the dataflow's arrangements.
     let (code, message) = error_of(&client, "SELECT count(*) FROM (SELECT DISTINCT a.x, b.x FROM big a, big b) s")
         .await
@@ -89,10 +94,7 @@ async fn a_query_that_outgrows_the_limit_fails_and_the_server_serves_on() {
 async fn a_view_that_outgrows_the_limit_is_stopped_and_can_be_dropped() {
     let server = start();
     let client = server.connect().await;
-    exec(&client, "CREATE TABLE big (x int)").await;
-    exec(&client, "INSERT INTO big SELECT g FROM generate_series(1, 20000) g").await;
-    exec(&client, "CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM big").await;
-    assert_eq!(eventually(&client, "SELECT n FROM total").await, vec![vec!["20000".to_string()]]);
+    big_table_with_total(&client).await;
 
     exec(&client, "CREATE MATERIALIZED VIEW pairs AS SELECT a.x AS ax, b.x AS bx FROM big a, big b").await;
     exec(&client, "CREATE VIEW pair_count AS SELECT count(*) FROM pairs").await;

@@ -31,7 +31,7 @@
 use crate::dataflow::accum::Accum;
 use crate::dataflow::accum_ordered::render_ordered_accumulate;
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
-use crate::dataflow::render::{constant, empty, normalize_key, Coll, ErrColl, RenderTime};
+use crate::dataflow::render::{constant, empty, Coll, ErrColl, RenderTime};
 use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
 use crate::expr::AggregateExpr;
 use crate::repr::{Datum, Diff, EvalError, Row};
@@ -103,7 +103,7 @@ pub fn render_reduce<'s, T: RenderTime>(
     ok: Coll<'s, T>,
     err: ErrColl<'s, T>,
     group_key: Vec<usize>,
-    key_shape: Option<crate::dataflow::render::KeyShape>,
+    key_shape: crate::dataflow::render::KeyShape,
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
     ordered: bool,
@@ -129,15 +129,7 @@ pub fn render_reduce<'s, T: RenderTime>(
     }
     let prepared = ok.map(move |row| {
         let datums = row.unpack_needed(&needed);
-        let key_row = Row::from_datums(
-            key.iter()
-                .enumerate()
-                .map(|(i, c)| match &key_shape {
-                    Some(shape) => shape.datum(i, datums[*c].clone()),
-                    None => normalize_key(datums[*c].clone()),
-                })
-                .collect(),
-        );
+        let key_row = Row::from_datums(key.iter().enumerate().map(|(i, c)| key_shape.datum(i, datums[*c].clone())).collect());
         let mut vals = Vec::new();
         for a in &aggs {
             for e in a.inputs() {

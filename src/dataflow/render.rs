@@ -226,39 +226,33 @@ pub(crate) fn normalize_key(d: Datum) -> Datum {
 /// How group keys are formed: values equal in SQL are one value
 /// (`normalize_key`: 1 and 1.00, a negative numeric zero), and a numeric
 /// of a declared scale is shown at that scale (a group of `numeric(10,2)`
-/// 1.50 is 1.50, not 1.5). `None` where no key column is a numeric, jsonb
-/// or array.
+/// 1.50 is 1.50, not 1.5).
 #[derive(Clone, Debug)]
 pub(crate) struct KeyShape {
-    /// Per column: normalize it, and the scale to show a numeric at.
-    columns: Vec<Option<Option<u8>>>,
+    /// Per key column: the declared scale of a numeric one.
+    scales: Vec<Option<u8>>,
 }
 
 impl KeyShape {
-    pub(crate) fn of(types: &[crate::repr::ColumnType]) -> Option<KeyShape> {
-        use crate::repr::ScalarType;
-        let columns: Vec<Option<Option<u8>>> = types
+    pub(crate) fn of(types: &[crate::repr::ColumnType]) -> KeyShape {
+        let scales = types
             .iter()
-            .map(|t| match &t.scalar {
-                ScalarType::Numeric { scale, .. } => Some(*scale),
-                ScalarType::Jsonb | ScalarType::Array(_) => Some(None),
+            .map(|t| match t.scalar {
+                crate::repr::ScalarType::Numeric { scale, .. } => scale,
                 _ => None,
             })
             .collect();
-        columns.iter().any(Option::is_some).then_some(KeyShape { columns })
+        KeyShape { scales }
     }
 
-    /// The value of column `c` as a key.
+    /// The value of key column `c`.
     pub(crate) fn datum(&self, c: usize, d: Datum) -> Datum {
-        match self.columns.get(c) {
-            Some(Some(scale)) => match (normalize_key(d), scale) {
-                (Datum::Numeric(mut v), Some(s)) => {
-                    v.rescale(u32::from(*s));
-                    Datum::Numeric(v)
-                }
-                (other, _) => other,
-            },
-            _ => normalize_key(d),
+        match (normalize_key(d), self.scales.get(c).copied().flatten()) {
+            (Datum::Numeric(mut v), Some(s)) => {
+                v.rescale(u32::from(s));
+                Datum::Numeric(v)
+            }
+            (other, _) => other,
         }
     }
 }

@@ -95,7 +95,7 @@ fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, ro
                 }
                 (RelationExpr::Reduce { input, group_key, aggregates }, Rendering::DifferentialReduce) => {
                     let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default());
-                    super::reduce::render_reduce(scope, ok, err, group_key.clone(), None, aggregates.clone(), index, false)
+                    super::reduce::render_reduce(scope, ok, err, group_key.clone(), super::render::KeyShape::of(&[]), aggregates.clone(), index, false)
                 }
                 _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None, None, Default::default()),
             };

@@ -17,7 +17,6 @@ use crate::sql::origin::{self, ColumnOrigin};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
     charge_copies, distinct, filter, full_join, join, join_on_keys, left_join, map, node_count, project, swap_sides, unit, Host,
-    MAX_COPIED_NODES,
 };
 use crate::sql::types::common_type;
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
@@ -429,6 +428,16 @@ impl Binder<'_> {
                 it.typ.nullable = true;
             }
         }
+        // An outer join reads each input more than once (its matched and
+        // unmatched rows): nested ones multiply the plan.
+        let (l, r) = (node_count(&left.rel), node_count(&right.rel));
+        let copies = match kind {
+            Kind::Inner => 0,
+            Kind::Left => 2 * l + r,
+            Kind::Right => 2 * r + l,
+            Kind::Full => 2 * (l + r),
+        };
+        charge_copies(&mut self.copied_nodes, copies)?;
         let rel = match kind {
             Kind::Inner => {
                 if host.pending.is_empty() {
@@ -445,16 +454,6 @@ impl Binder<'_> {
             }
             _ if !host.pending.is_empty() => {
                 return Err(Error::FeatureNotSupported("subqueries in the ON clause of an outer join are not supported yet".into()));
-            }
-            // An outer join reads each input more than once (its matched
-            // and unmatched rows): nested ones multiply the plan.
-            _ if {
-                let (l, r) = (node_count(&left.rel), node_count(&right.rel));
-                let copies = if kind == Kind::Full { 2 * (l + r) } else { 2 * l + r };
-                charge_copies(&mut self.copied_nodes, copies).is_err()
-            } =>
-            {
-                return Err(Error::Eval(crate::repr::EvalError::PlanTooLarge { limit: MAX_COPIED_NODES }));
             }
             Kind::Left => left_join(left.rel, right.rel, on),
             Kind::Right => {

@@ -297,22 +297,19 @@ pub async fn try_query_text(
     client: &tokio_postgres::Client,
     sql: &str,
 ) -> Result<Vec<Vec<String>>, tokio_postgres::Error> {
-    use tokio_postgres::SimpleQueryMessage;
-    let mut rows = Vec::new();
-    for msg in client.simple_query(sql).await? {
-        if let SimpleQueryMessage::Row(row) = msg {
-            rows.push(
-                (0..row.len())
-                    .map(|i| {
-                        row.get(i)
-                            .map(str::to_string)
-                            .unwrap_or_else(|| "NULL".into())
-                    })
-                    .collect(),
-            );
-        }
-    }
-    Ok(rows)
+    Ok(rows_of(&client.simple_query(sql).await?))
+}
+
+/// The rows of a simple query's answer, as text (NULL as `NULL`).
+pub fn rows_of(msgs: &[tokio_postgres::SimpleQueryMessage]) -> Vec<Vec<String>> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_string()).collect())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Like `query_text`, with the rows sorted (for unordered results).

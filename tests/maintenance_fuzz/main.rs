@@ -90,7 +90,7 @@ use common::TestServer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 use query::*;
 use values::*;
 
@@ -240,17 +240,7 @@ impl Fuzz {
     async fn run_raw(&self, sql: &str) -> Result<Rows, SqlErr> {
         match tokio::time::timeout(STATEMENT_HANG, self.client.simple_query(sql)).await {
             Err(_) => Err(SqlErr::Lost(format!("no answer within {STATEMENT_HANG:?}"))),
-            Ok(Ok(msgs)) => Ok(msgs
-                .into_iter()
-                .filter_map(|m| match m {
-                    SimpleQueryMessage::Row(r) => Some(
-                        (0..r.len())
-                            .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                            .collect(),
-                    ),
-                    _ => None,
-                })
-                .collect()),
+            Ok(Ok(msgs)) => Ok(common::rows_of(&msgs)),
             Ok(Err(e)) => match e.as_db_error() {
                 Some(db) => Err(SqlErr::Db {
                     code: db.code().code().to_string(),
