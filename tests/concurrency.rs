@@ -4,7 +4,8 @@
 //! long write does not hold up reads; two transactions waiting for each
 //! other's keys are told so (40P01) instead of hanging; a transaction
 //! whose reads another commit changed fails with 40001, one whose reads
-//! nobody changed commits.
+//! nobody changed commits. A write waiting for the write token ends with
+//! its statement timeout or a CancelRequest.
 
 mod common;
 
@@ -251,4 +252,44 @@ async fn racing_inserts_of_the_same_keys_leave_one_copy() {
         assert_eq!(n, 5000, "round {round}");
         assert_eq!(distinct, scalar_i64(&setup, &format!("SELECT count(*) FROM {table}")).await, "round {round}");
     }
+}
+
+/// A write waiting for the write token (behind a transaction's DDL, which
+/// holds it alone until the block ends) is ended by its statement timeout
+/// and by a CancelRequest (57014), having written nothing; once the block
+/// ends, writes go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_the_write_token_ends_with_the_timeout_or_a_cancel() {
+    let server = TestServer::start(1);
+    let a = accounts(&server).await;
+    a.batch_execute("BEGIN; CREATE TABLE held (x int);").await.unwrap();
+
+    let b = server.connect().await;
+    b.batch_execute("SET statement_timeout = 300").await.unwrap();
+    let started = Instant::now();
+    let err = tokio::time::timeout(HANG, b.batch_execute("INSERT INTO other VALUES (1)"))
+        .await
+        .expect("the timeout ends the wait")
+        .expect_err("timed out");
+    assert_eq!(sqlstate(&err), "57014", "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+
+    b.batch_execute("RESET statement_timeout").await.unwrap();
+    let token = b.cancel_token();
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(tokio_postgres::NoTls).await
+    });
+    let err = tokio::time::timeout(HANG, b.batch_execute("UPDATE acct SET bal = 0 WHERE id = 5"))
+        .await
+        .expect("the cancel ends the wait")
+        .expect_err("canceled");
+    assert_eq!(sqlstate(&err), "57014", "{err}");
+    canceler.await.unwrap().expect("the cancel request is sent");
+
+    a.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(scalar_i64(&b, "SELECT count(*) FROM other").await, 0);
+    assert_eq!(scalar_i64(&b, "SELECT bal FROM acct WHERE id = 5").await, 100);
+    b.batch_execute("INSERT INTO other VALUES (2)").await.unwrap();
+    assert_eq!(scalar_i64(&b, "SELECT count(*) FROM other").await, 1);
 }

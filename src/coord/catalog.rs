@@ -141,8 +141,7 @@ impl Schema {
 
 impl Item {
     /// An item with no columns, statement or plan (for tests of what
-    /// walks the catalog).
-    #[cfg(test)]
+    /// walks the catalog, and the fuzzers' fixed catalog).
     pub fn bare(id: GlobalId, schema: &str, name: &str, kind: ItemKind, depends_on: Vec<GlobalId>) -> Item {
         Item {
             id,

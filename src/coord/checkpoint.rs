@@ -121,8 +121,9 @@ impl Writer {
 }
 
 /// Rows (with multiplicity) and bytes of consolidated checkpoint changes.
-pub fn measure(changes: &[(Row, Diff)]) -> (Diff, u64) {
-    (changes.iter().map(|(_, d)| *d).sum(), changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum())
+pub fn measure(changes: &[(Row, Diff)]) -> (i64, u64) {
+    let rows = changes.iter().fold(0i64, |n, (_, d)| n.saturating_add(crate::repr::saturating_count(*d)));
+    (rows, changes.iter().map(|(r, _)| r.byte_len() as u64 + 2).sum())
 }
 
 /// Sums the changes the workers sent for one view.

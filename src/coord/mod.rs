@@ -41,6 +41,7 @@ mod cursor;
 mod ddl;
 mod keys;
 mod dml;
+pub mod fuzz_sql;
 mod generic;
 mod introspect;
 mod locks;
@@ -681,7 +682,7 @@ impl Coordinator {
         storage: &Arc<Storage>,
         dropped: &Dropped,
         first: Vec<(Row, Diff)>,
-    ) -> Result<Option<(Vec<(Row, Diff)>, Diff, u64)>, Error> {
+    ) -> Result<Option<(Vec<(Row, Diff)>, i64, u64)>, Error> {
         let stopped = || Error::Internal("the checkpoint writer thread stopped".into());
         let s = storage.clone();
         self.checkpoint_writer.run(move || s.clear_checkpoint_after(id, old_frontier)).await.ok_or_else(stopped)??;
@@ -697,7 +698,7 @@ impl Coordinator {
             let done = std::mem::replace(&mut chunk, next);
             let (written, r, b) = self
                 .checkpoint_writer
-                .run(move || -> Result<(bool, Diff, u64), Error> {
+                .run(move || -> Result<(bool, i64, u64), Error> {
                     let done = checkpoint::consolidate(done);
                     let (r, b) = checkpoint::measure(&done);
                     Ok((s.write_checkpoint_chunk(id, t, &done, || still_wanted(&d, id))?, r, b))

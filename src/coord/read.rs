@@ -24,7 +24,7 @@ impl Coordinator {
         let ReadPlan { bound, optimized: query, constant } = read;
         if let Some(rows) = constant {
             drop(state);
-            return Ok(finish(expand(rows?)?, finishing));
+            return finish(rows?, finishing);
         }
         // After a restart, a session that accepts a past timestamp reads
         // views still being rebuilt from their checkpoints' contents, in
@@ -37,11 +37,11 @@ impl Coordinator {
                     CheckpointRead::At(ts) => {
                         let query = crate::planner::optimize(state.recovery.substitute(bound.into_query()?), &state.catalog);
                         if let Some(rows) = query.eval_constant() {
-                            return Ok(finish(expand(rows?)?, finishing));
+                            return finish(rows?, finishing);
                         }
                         let rx = state.read(query, ts, None)?;
                         drop(state);
-                        return Ok(finish(self.collect(rx).await?, finishing));
+                        return finish(self.collect_counted(rx).await?, finishing);
                     }
                     CheckpointRead::Load(ids) => {
                         let ids = state.recovery.start_loading(&ids);
@@ -72,20 +72,24 @@ impl Coordinator {
         let ts = self.read_ts(&state, session, writing)?;
         let rx = state.read(query, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
         drop(state);
-        Ok(finish(self.collect(rx).await?, finishing))
+        finish(self.collect_counted(rx).await?, finishing)
     }
 
     /// Waits for every worker's part of a read; for a fast-path lookup,
     /// evaluates the rest of its plan over the rows they found (here, in
     /// the reading session's task: no other task is woken for it).
     pub(super) async fn collect(&self, read: PendingRead) -> Result<Vec<Vec<Datum>>, Error> {
+        expand(self.collect_counted(read).await?)
+    }
+
+    /// [`Self::collect`] before rows are repeated: each with its count.
+    pub(super) async fn collect_counted(&self, read: PendingRead) -> Result<Vec<(Row, Diff)>, Error> {
         let PendingRead { mut rx, then } = read;
         let found = self.gather(&mut rx).await?;
-        let Some((query, on)) = then else { return expand(found) };
-        let rows = crate::planner::fast_path::substitute(query, on, found)
+        let Some((query, on)) = then else { return Ok(found) };
+        Ok(crate::planner::fast_path::substitute(query, on, found)
             .eval_constant()
-            .unwrap_or_else(|| Err(EvalError::Internal("a fast-path plan could not be evaluated".into())))?;
-        expand(rows)
+            .unwrap_or_else(|| Err(EvalError::Internal("a fast-path plan could not be evaluated".into())))?)
     }
 
     /// A read's rows as the workers found them (a `State::seek`).
@@ -291,31 +295,56 @@ pub(super) struct PendingRead {
 pub(super) fn expand(rows: Vec<(Row, Diff)>) -> Result<Vec<Vec<Datum>>, Error> {
     let mut out = Vec::new();
     for (row, diff) in rows {
-        if diff < 0 {
-            return Err(Error::Internal("negative multiplicity in result".into()));
-        }
-        let datums = row.unpack();
-        for _ in 0..diff {
-            out.push(datums.clone());
-        }
+        repeat_into(&mut out, row.unpack(), diff)?;
     }
     Ok(out)
 }
 
-/// Sorts, offsets, limits and projects rows for the client.
-pub(super) fn finish(mut rows: Vec<Vec<Datum>>, f: &Finishing) -> Vec<Vec<Datum>> {
-    if !f.order.is_empty() {
-        rows.sort_by(|a, b| compare_rows(a, b, &f.order));
+/// Appends `copies` copies of `datums`: a negative count is an internal
+/// error, one past the 64-bit range 22003, and room for more than one copy
+/// is reserved under the memory limit first (53200), so that a row a join
+/// or a recursion multiplied is refused rather than written out without
+/// end.
+fn repeat_into(out: &mut Vec<Vec<Datum>>, datums: Vec<Datum>, copies: Diff) -> Result<(), Error> {
+    if copies < 0 {
+        return Err(Error::Internal("negative multiplicity in result".into()));
     }
-    let rows = rows.into_iter().skip(f.offset);
-    let rows: Vec<Vec<Datum>> = match f.limit {
-        Some(l) => rows.take(l).collect(),
-        None => rows.collect(),
-    };
-    rows.into_iter()
-        .map(|mut r| {
-            r.truncate(f.arity);
-            r
-        })
-        .collect()
+    let copies = usize::try_from(crate::repr::count_of(copies)?).map_err(|_| EvalError::MultiplicityOverflow)?;
+    if copies > 1 {
+        let each = std::mem::size_of::<Vec<Datum>>() + datums.len() * std::mem::size_of::<Datum>();
+        crate::memory::reserve(copies.saturating_mul(each))?;
+        out.try_reserve(copies).map_err(|_| EvalError::OutOfMemory { requested: copies.saturating_mul(each) })?;
+        out.extend(std::iter::repeat_n(datums, copies));
+    } else if copies == 1 {
+        out.push(datums);
+    }
+    Ok(())
+}
+
+/// Sorts, offsets, limits and projects rows for the client. OFFSET and
+/// LIMIT are cut from the rows' counts before rows are repeated, so a
+/// LIMIT over a row that stands for 10^20 copies writes LIMIT rows.
+pub(super) fn finish(rows: Vec<(Row, Diff)>, f: &Finishing) -> Result<Vec<Vec<Datum>>, Error> {
+    let mut counted: Vec<(Vec<Datum>, Diff)> = rows.into_iter().map(|(r, d)| (r.unpack(), d)).collect();
+    if !f.order.is_empty() {
+        counted.sort_by(|a, b| compare_rows(&a.0, &b.0, &f.order));
+    }
+    let mut skip = f.offset as Diff;
+    let mut room = f.limit.map_or(Diff::MAX, |l| l as Diff);
+    let mut out = Vec::new();
+    for (mut datums, d) in counted {
+        if room == 0 {
+            break;
+        }
+        if d < 0 {
+            return Err(Error::Internal("negative multiplicity in result".into()));
+        }
+        let skipped = skip.min(d);
+        skip -= skipped;
+        let take = (d - skipped).min(room);
+        room -= take;
+        datums.truncate(f.arity);
+        repeat_into(&mut out, datums, take)?;
+    }
+    Ok(out)
 }

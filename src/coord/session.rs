@@ -56,9 +56,21 @@ impl Coordinator {
         class: StmtClass,
         alone: bool,
     ) -> Result<ExecuteResponse, Error> {
-        let own_token = match self.take_write_token(session, stmt, class, alone).await {
+        // The statement timeout runs from here, and it and a CancelRequest
+        // also end the wait for the write token (behind a long write or
+        // DDL): nothing has been written then.
+        let deadline = settings::statement_timeout(&session.vars).map(|t| tokio::time::Instant::now() + t);
+        let mut waiting_cancel = session.cancel.take();
+        let taken = tokio::select! {
+            r = self.take_write_token(session, stmt, class, alone) => r,
+            _ = canceled_ref(&mut waiting_cancel) => Err(Error::Canceled),
+            _ = sleep_until(deadline) => Err(Error::StatementTimeout),
+        };
+        session.cancel = waiting_cancel;
+        let own_token = match taken {
             Ok(token) => token,
             Err(e) => {
+                session.cancel = None;
                 abort(session);
                 return Err(e);
             }
@@ -71,8 +83,8 @@ impl Coordinator {
         // reported is what happened; a write may stop only while it waits
         // for key locks, through the session's `cancel`).
         let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint);
-        let (cancel, timeout) = match interruptible {
-            true => (session.cancel.take(), settings::statement_timeout(&session.vars)),
+        let (cancel, deadline) = match interruptible {
+            true => (session.cancel.take(), deadline),
             false => (None, None),
         };
         // (One future for both kinds: it is the largest part of this one,
@@ -82,7 +94,7 @@ impl Coordinator {
             true => tokio::select! {
                 r = run => r,
                 _ = canceled(cancel) => Err(Error::Canceled),
-                _ = sleep_for(timeout) => Err(Error::StatementTimeout),
+                _ = sleep_until(deadline) => Err(Error::StatementTimeout),
             },
             false => run.await,
         };
@@ -382,6 +394,25 @@ pub(super) async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<
         }
     }
     std::future::pending().await
+}
+
+/// [`canceled`] without taking the receiver: it stays for the rest of
+/// the statement if this wait ends another way.
+async fn canceled_ref(cancel: &mut Option<futures::channel::oneshot::Receiver<()>>) {
+    if let Some(rx) = cancel.as_mut() {
+        if rx.await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
+}
+
+/// Resolves at `deadline` (never without one).
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves after `timeout` (never without one).

@@ -54,7 +54,7 @@ impl Stats {
         let mut counters = self.counters();
         for (table, rows) in updates {
             let e = counters.entry(*table).or_default();
-            e.live += rows.iter().map(|(_, d)| *d).sum::<Diff>();
+            e.live += crate::repr::saturating_count(rows.iter().map(|(_, d)| *d).sum::<Diff>());
         }
     }
 

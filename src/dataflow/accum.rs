@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// Totals of a group: its row count and one [`Totals`] per aggregate.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Accum {
-    pub rows: i64,
+    pub rows: Diff,
     pub slots: Vec<Totals>,
 }
 
@@ -52,7 +52,7 @@ impl IsZero for Accum {
 
 impl Semigroup for Accum {
     fn plus_equals(&mut self, rhs: &Self) {
-        self.rows += rhs.rows;
+        self.rows = self.rows.wrapping_add(rhs.rows);
         if self.slots.len() < rhs.slots.len() {
             self.slots.resize(rhs.slots.len(), Totals::default());
         }
@@ -70,7 +70,7 @@ impl Monoid for Accum {
 
 impl Abelian for Accum {
     fn negate(&mut self) {
-        self.rows = -self.rows;
+        self.rows = self.rows.wrapping_neg();
         for s in &mut self.slots {
             s.negate();
         }
@@ -80,7 +80,7 @@ impl Abelian for Accum {
 impl Multiply<Diff> for Accum {
     type Output = Accum;
     fn multiply(mut self, rhs: &Diff) -> Accum {
-        self.rows *= *rhs;
+        self.rows = self.rows.wrapping_mul(*rhs);
         for s in &mut self.slots {
             s.scale(*rhs);
         }

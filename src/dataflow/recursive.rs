@@ -141,12 +141,44 @@ fn fixpoint<'i>(parts: Loop<'i, '_>, ctx: &mut Ctx<'_, '_>) -> (Coll<'i, Round>,
     let locals = Locals::with(id, previous);
     let (step_ok, step_err) = render(inner, step, ctx, &locals);
     let sum = base.concat(step_ok);
-    let result = if distinct { sum.threshold_named("Recursive distinct", positive) } else { sum.consolidate() };
+    let (result, too_many) = if distinct {
+        (sum.threshold_named("Recursive distinct", positive), crate::dataflow::render::empty(inner))
+    } else {
+        capped(sum)
+    };
     // Changes from the limit on are dropped: the loop stops there.
     let kept = result.inner.clone().filter_updates(|round| round < ITERATION_LIMIT);
     let dropped = result.inner.filter_updates(|round| round >= ITERATION_LIMIT);
     variable.set(kept.clone());
-    (kept, step_err.concat(limit_errors(dropped, limit_error)))
+    (kept, step_err.concat(too_many).concat(limit_errors(dropped, limit_error)))
+}
+
+/// The multiplicity past which a row of a UNION ALL recursion is not
+/// followed further: 2^64, more copies than a result or a count can hold.
+/// A recursion that doubles its rows would otherwise pass the range of
+/// [`Diff`] within 128 rounds and wrap, to a count that is wrong or zero.
+pub const MULTIPLICITY_CAP: Diff = 1 << 64;
+
+/// A UNION ALL round's rows, consolidated, with each multiplicity held at
+/// [`MULTIPLICITY_CAP`], and the error `row multiplicity out of range`
+/// (22003) for each row held there. Both are functions of the row's
+/// accumulated multiplicity (a reduce), so a change that brings it back
+/// under the cap retracts the error and the recursion is exact again.
+fn capped<'i>(sum: Coll<'i, Round>) -> (Coll<'i, Round>, ErrColl<'i, Round>) {
+    let results = sum.map(|row| (row, ())).reduce_named(
+        "Recursive multiplicity cap",
+        |_row: &Row, vals: &[(&(), Diff)], out: &mut Vec<(Result<(), EvalError>, Diff)>| {
+            let r: Diff = vals.iter().map(|(_, d)| *d).sum();
+            if r.unsigned_abs() < MULTIPLICITY_CAP as u128 {
+                out.push((Ok(()), r));
+            } else {
+                out.push((Ok(()), MULTIPLICITY_CAP * r.signum()));
+                out.push((Err(EvalError::MultiplicityOverflow), 1));
+            }
+        },
+    );
+    let (rows, errs) = crate::dataflow::render::split_results(results.map(|(row, r)| r.map(|()| row)));
+    (rows, errs)
 }
 
 /// Postgres's working table: `W0 = base`, `W(i+1) = step(Wi)` (for UNION,
@@ -165,13 +197,14 @@ fn working_table<'i>(parts: Loop<'i, '_>, ctx: &mut Ctx<'_, '_>) -> (Coll<'i, Ro
 
     let locals = Locals::with(id, current);
     let (step_ok, step_err) = render(inner, step, ctx, &locals);
-    let next = if distinct {
-        step_ok
+    let (next, too_many) = if distinct {
+        let new = step_ok
             .threshold_named("Recursive distinct step", positive)
             .concat(result.clone().negate())
-            .threshold_named("Recursive new rows", positive)
+            .threshold_named("Recursive new rows", positive);
+        (new, crate::dataflow::render::empty(inner))
     } else {
-        step_ok.consolidate()
+        capped(step_ok)
     };
     // From the limit on the working table is empty: `next` minus `next`
     // moved to the limit round. What it held at the limit is the error.
@@ -182,7 +215,7 @@ fn working_table<'i>(parts: Loop<'i, '_>, ctx: &mut Ctx<'_, '_>) -> (Coll<'i, Ro
 
     // Errors of every round's step, each once.
     let (errors, seen) = Variable::new(inner, round);
-    let errs = seen.concat(step_err).threshold_named("Recursive errors", positive);
+    let errs = seen.concat(step_err).concat(too_many).threshold_named("Recursive errors", positive);
     errors.set(errs.clone());
     (result, errs.concat(limit_errors(held, limit_error)))
 }

@@ -138,8 +138,8 @@ pub fn top_k(vals: &[(&Row, Diff)], order: &[ColumnOrder], limit: Option<usize>,
     let mut rows: Vec<(Vec<Datum>, &Row, Diff)> = vals.iter().filter(|(_, d)| *d > 0).map(|(r, d)| (r.unpack(), *r, *d)).collect();
     // A stable sort of input sorted by row: ties stay in row order.
     rows.sort_by(|a, b| compare_rows(&a.0, &b.0, order));
-    let mut skip = offset as i64;
-    let mut remaining = limit.map(|l| l as i64).unwrap_or(i64::MAX);
+    let mut skip = offset as Diff;
+    let mut remaining = limit.map(|l| l as Diff).unwrap_or(Diff::MAX);
     for (_, row, d) in rows {
         if remaining == 0 {
             break;

@@ -155,7 +155,7 @@ struct Group {
     head: BTreeMap<Entry, Diff>,
     /// The positions the head's rows take: the sum of their positive
     /// multiplicities.
-    head_positions: i64,
+    head_positions: Diff,
     tail: FxHashMap<Row, Diff>,
     /// The head's size after its last refill: it spills only past twice
     /// that (or past `Group::cap`), so a large refill is not undone.
@@ -173,8 +173,8 @@ fn window_end(limit: usize, offset: usize) -> usize {
 
 impl Group {
     /// The positions the head keeps while the tail holds rows.
-    fn floor(end: usize) -> i64 {
-        i64::try_from(end.max(8)).unwrap_or(i64::MAX)
+    fn floor(end: usize) -> Diff {
+        end.max(8) as Diff
     }
 
     /// The distinct rows the head may hold before it spills to the tail.
@@ -324,8 +324,8 @@ fn add_to(rows: &mut FxHashMap<Row, Diff>, row: Row, d: Diff) -> i64 {
 /// `offset + limit - 1` if there is one.
 fn window(rows: &BTreeMap<Entry, Diff>, limit: usize, offset: usize) -> (Vec<(&Entry, Diff)>, Option<&Entry>) {
     let mut out = Vec::new();
-    let mut skip = offset as i64;
-    let mut remaining = limit as i64;
+    let mut skip = offset as Diff;
+    let mut remaining = limit as Diff;
     for (entry, d) in rows {
         if *d <= 0 {
             continue;
@@ -467,7 +467,7 @@ mod tests {
                             next_key
                         }
                     };
-                    let d = 1 + rng.next(2) as i64;
+                    let d = 1 + rng.next(2) as Diff;
                     changes.push((row(k, rng.next(2) as i64), d));
                 } else if front_deletes && pick < 8 {
                     let least = live.iter().min_by(|a, b| order.entry((*a).clone()).cmp(&order.entry((*b).clone()))).unwrap();

@@ -20,11 +20,18 @@ pub fn render_window<'s, T: RenderTime>(
     let keyed = ok.map(move |row| (row.project(&partition), row));
     let results = keyed.reduce(move |_key: &Row, vals: &[(&Row, Diff)], out: &mut Vec<(Result<Row, EvalError>, Diff)>| {
         // Each copy of a duplicated row is its own row of the partition.
+        // (A row that stands for more copies than fit in the 64-bit range,
+        // or in memory, makes the partition's result an error.)
         let mut rows: Vec<(Vec<Datum>, &Row)> = Vec::new();
         for (r, d) in vals {
             let datums = r.unpack();
-            for _ in 0..(*d).max(0) {
-                rows.push((datums.clone(), *r));
+            let each = std::mem::size_of::<Datum>() * (datums.len() + 1);
+            match crate::expr::agg::copies(*d, each) {
+                Ok(n) => rows.extend(std::iter::repeat_n((datums, *r), n)),
+                Err(e) => {
+                    out.push((Err(e), 1));
+                    return;
+                }
             }
         }
         // Ties in the window order are broken by the whole row, so results

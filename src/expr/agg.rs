@@ -167,7 +167,9 @@ impl AggregateFunc {
 
     /// The value of an accumulable aggregate from its totals.
     pub fn finish(&self, t: &Totals) -> Result<Datum, EvalError> {
-        let n = t.nonnull;
+        // Postgres counts in a bigint: past it, count is "bigint out of
+        // range"; the other aggregates' row counts are checked alike.
+        let n = i64::try_from(t.nonnull).map_err(|_| bigint_range())?;
         Ok(match self {
             AggregateFunc::Count => Datum::Int64(n),
             _ if n <= 0 => Datum::Null,
@@ -187,7 +189,7 @@ impl AggregateFunc {
             }
             AggregateFunc::SumFloat64 => Datum::Float64(t.float_sum()?),
             AggregateFunc::AvgFloat => Datum::Float64(t.float_sum()? / n as f64),
-            AggregateFunc::BoolAnd => Datum::Bool(t.trues == n),
+            AggregateFunc::BoolAnd => Datum::Bool(t.trues == t.nonnull),
             AggregateFunc::BoolOr => Datum::Bool(t.trues > 0),
             AggregateFunc::Variance { sample, stddev, float } => {
                 if *sample && n == 1 {
@@ -205,6 +207,17 @@ impl AggregateFunc {
             }
         })
     }
+}
+
+/// How many times an aggregate repeats an input of multiplicity `d`, each
+/// copy taking `each` bytes: 22003 past the 64-bit range, 53200 past the
+/// memory limit.
+pub fn copies(d: Diff, each: usize) -> Result<usize, EvalError> {
+    let n = usize::try_from(crate::repr::count_of(d.max(0))?).map_err(|_| EvalError::MultiplicityOverflow)?;
+    if n > 1 {
+        crate::memory::reserve(n.saturating_mul(each))?;
+    }
+    Ok(n)
 }
 
 fn bigint_range() -> EvalError {
@@ -226,10 +239,11 @@ fn float_overflow() -> EvalError {
 /// ones boxed.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Totals {
-    /// Non-NULL inputs.
-    pub nonnull: i64,
+    /// Non-NULL inputs (counted in the multiplicity type: a row can stand
+    /// for more copies than an `i64` counts; `finish` checks the range).
+    pub nonnull: Diff,
     /// TRUE inputs (boolean aggregates).
-    pub trues: i64,
+    pub trues: Diff,
     /// Exact sum of the (finite) inputs: decimal terms for integers and
     /// numerics, binary terms for floats.
     pub sum: Terms,
@@ -241,9 +255,9 @@ pub struct Totals {
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RareTotals {
     /// Float NaN, +Infinity and -Infinity inputs, kept out of the sums.
-    pub nan: i64,
-    pub pos_inf: i64,
-    pub neg_inf: i64,
+    pub nan: Diff,
+    pub pos_inf: Diff,
+    pub neg_inf: Diff,
     /// Exact sum of the squares of the finite inputs (variance only).
     pub squares: Terms,
 }
@@ -258,9 +272,9 @@ impl Totals {
     /// The totals of one input value of `func`.
     pub fn of_value(func: AggregateFunc, d: &Datum) -> Totals {
         let (sums, squares) = func.tracks();
-        let mut t = Totals { nonnull: (!d.is_null()) as i64, ..Totals::default() };
+        let mut t = Totals { nonnull: Diff::from(!d.is_null()), ..Totals::default() };
         match d {
-            Datum::Bool(b) => t.trues = *b as i64,
+            Datum::Bool(b) => t.trues = Diff::from(*b),
             Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_) | Datum::Numeric(_) if sums => {
                 let (m, s) = match d {
                     Datum::Numeric(n) => (n.mantissa(), n.scale()),
@@ -313,14 +327,14 @@ impl Totals {
     }
 
     pub fn plus(&mut self, o: &Totals) {
-        self.nonnull += o.nonnull;
-        self.trues += o.trues;
+        self.nonnull = self.nonnull.wrapping_add(o.nonnull);
+        self.trues = self.trues.wrapping_add(o.trues);
         self.sum.plus(&o.sum);
         if let Some(or) = &o.rare {
             let r = self.rare_mut();
-            r.nan += or.nan;
-            r.pos_inf += or.pos_inf;
-            r.neg_inf += or.neg_inf;
+            r.nan = r.nan.wrapping_add(or.nan);
+            r.pos_inf = r.pos_inf.wrapping_add(or.pos_inf);
+            r.neg_inf = r.neg_inf.wrapping_add(or.neg_inf);
             r.squares.plus(&or.squares);
             self.shrink();
         }
@@ -331,14 +345,14 @@ impl Totals {
     }
 
     /// Multiplies every total by `m` (the multiplicity of an input).
-    pub fn scale(&mut self, m: i64) {
-        self.nonnull *= m;
-        self.trues *= m;
+    pub fn scale(&mut self, m: Diff) {
+        self.nonnull = self.nonnull.wrapping_mul(m);
+        self.trues = self.trues.wrapping_mul(m);
         self.sum.scale(m);
         if let Some(r) = &mut self.rare {
-            r.nan *= m;
-            r.pos_inf *= m;
-            r.neg_inf *= m;
+            r.nan = r.nan.wrapping_mul(m);
+            r.pos_inf = r.pos_inf.wrapping_mul(m);
+            r.neg_inf = r.neg_inf.wrapping_mul(m);
             r.squares.scale(m);
         }
         self.shrink();
@@ -509,8 +523,8 @@ impl AggregateExpr {
                 self.func.finish(&t)
             }
             AggregateKind::Hierarchical => Ok(extreme(self.func, rows.iter().map(|(v, d)| (&v[0], *d)))),
-            AggregateKind::Basic if self.func == AggregateFunc::ArrayAgg => Ok(self.array_agg(rows)),
-            AggregateKind::Basic => Ok(self.string_agg(rows)),
+            AggregateKind::Basic if self.func == AggregateFunc::ArrayAgg => self.array_agg(rows),
+            AggregateKind::Basic => self.string_agg(rows),
         }
     }
 
@@ -541,39 +555,39 @@ impl AggregateExpr {
     }
 
     /// `array_agg` over `[value, filter condition, order keys...]` inputs.
-    fn array_agg(&self, rows: &[(&[Datum], Diff)]) -> Datum {
+    fn array_agg(&self, rows: &[(&[Datum], Diff)]) -> Result<Datum, EvalError> {
         let present = self.ordered(rows, |v| v.get(1).is_none_or(|c| *c == Datum::Bool(true)), 1);
         if present.is_empty() {
-            return Datum::Null;
+            return Ok(Datum::Null);
         }
         let mut out = Vec::new();
         for (vals, d) in present {
-            for _ in 0..*d {
-                out.push(vals[0].clone());
-            }
+            let copies = copies(*d, std::mem::size_of::<Datum>())?;
+            out.extend(std::iter::repeat_n(vals[0].clone(), copies));
         }
-        Datum::Array(out)
+        Ok(Datum::Array(out))
     }
 
     /// `string_agg` over `[value, delimiter, order keys...]` inputs.
-    fn string_agg(&self, rows: &[(&[Datum], Diff)]) -> Datum {
+    fn string_agg(&self, rows: &[(&[Datum], Diff)]) -> Result<Datum, EvalError> {
         let present = self.ordered(rows, |v| !v[0].is_null(), 2);
         if present.is_empty() {
-            return Datum::Null;
+            return Ok(Datum::Null);
         }
         let mut out = String::new();
         let mut first = true;
         for (vals, d) in present {
             let text = text_of(&vals[0]);
-            for _ in 0..*d {
+            let delimiter = text_of(vals.get(1).unwrap_or(&Datum::Null));
+            for _ in 0..copies(*d, text.len() + delimiter.len())? {
                 if !first {
-                    out.push_str(&text_of(vals.get(1).unwrap_or(&Datum::Null)));
+                    out.push_str(&delimiter);
                 }
                 out.push_str(&text);
                 first = false;
             }
         }
-        Datum::Text(out)
+        Ok(Datum::Text(out))
     }
 }
 
@@ -675,7 +689,7 @@ impl fmt::Display for AggregateExpr {
 mod tests {
     use super::*;
 
-    fn eval(func: AggregateFunc, distinct: bool, vals: &[Datum], mults: &[i64]) -> Datum {
+    fn eval(func: AggregateFunc, distinct: bool, vals: &[Datum], mults: &[Diff]) -> Datum {
         let rows: Vec<Vec<Datum>> = vals.iter().map(|d| vec![d.clone()]).collect();
         let refs: Vec<(&[Datum], Diff)> = rows.iter().map(|r| r.as_slice()).zip(mults.iter().copied()).collect();
         AggregateExpr::new(func, ScalarExpr::Column(0), distinct).eval(&refs).unwrap()

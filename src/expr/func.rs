@@ -19,7 +19,7 @@ use crate::expr::scalar::ScalarExpr;
 use crate::repr::datum::integer_digits;
 use crate::repr::{ColumnType, Datum, EvalError, Jsonb, ScalarType};
 use chrono::NaiveTime;
-use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::cmp::Ordering;
 use std::fmt;
@@ -659,9 +659,19 @@ pub fn cast(d: Datum, to: &ScalarType, explicit: bool) -> Result<Datum, EvalErro
                     // Postgres keeps DBL_DIG (15) significant digits (6 for real).
                     let digits = if matches!(d, Datum::Float32(_)) { 6 } else { 15 };
                     let text = format!("{:.*e}", digits - 1, v);
-                    let dec = Decimal::from_scientific(&text)
-                        .or_else(|_| Decimal::from_f64(v).ok_or(()))
-                        .map_err(|_| numeric_overflow())?;
+                    // Without the mantissa's trailing zeros, whose scale
+                    // would otherwise count against numeric's 28 digits.
+                    let text = match text.split_once('e') {
+                        Some((m, e)) if m.contains('.') => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+                        _ => text,
+                    };
+                    let rounds = matches!(t, T::Numeric { scale: Some(_), .. });
+                    let dec = match Decimal::from_scientific(&text) {
+                        Ok(dec) if rounds || crate::repr::datum::represents_exactly(&text, &dec) => dec,
+                        _ if v.abs() >= 1.0 => return Err(numeric_overflow()),
+                        _ if rounds => Decimal::ZERO,
+                        _ => return Err(EvalError::NumericPrecisionLost(Datum::Float64(v).to_string())),
+                    };
                     Datum::Numeric(dec.normalize())
                 }
                 _ => return Err(bad_cast(&d, t)),

@@ -261,8 +261,19 @@ impl Datum {
                 }
             }
             ScalarType::Numeric { .. } => {
+                let declared_scale = matches!(ty, ScalarType::Numeric { scale: Some(_), .. });
                 let d = if t.contains(['e', 'E']) {
-                    Decimal::from_scientific(t).map_err(|_| invalid())?
+                    match Decimal::from_scientific(t) {
+                        Ok(d) => d,
+                        // Well-formed but past what rust_decimal reads: a
+                        // tiny value rounds to zero at a declared scale.
+                        Err(_) => match scientific_exponent(t) {
+                            Some(e) if e < 0 && declared_scale => Decimal::ZERO,
+                            Some(e) if e < 0 => return Err(EvalError::NumericPrecisionLost(format!("\"{t}\""))),
+                            Some(_) => return Err(EvalError::NumericFieldOverflow),
+                            None => return Err(invalid()),
+                        },
+                    }
                 } else {
                     Decimal::from_str(t).map_err(|_| {
                         if t.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+') && !t.is_empty() {
@@ -272,6 +283,9 @@ impl Datum {
                         }
                     })?
                 };
+                if !declared_scale && !represents_exactly(t, &d) {
+                    return Err(EvalError::NumericPrecisionLost(format!("\"{t}\"")));
+                }
                 Datum::Numeric(d).apply_typmod(ty, true)?
             }
             ScalarType::Text => Datum::Text(text.to_string()),
@@ -551,6 +565,49 @@ pub fn format_float(v: f64, digits: i32) -> String {
         let (a, b) = digits_str.split_at((exp + 1) as usize);
         format!("{sign}{a}.{b}")
     }
+}
+
+/// The decimal exponent of a well-formed `[+-]digits[.digits]e[+-]n`: the
+/// power of ten of its first significant digit (`None` if malformed).
+fn scientific_exponent(text: &str) -> Option<i64> {
+    let (mantissa, exponent) = text.split_once(['e', 'E'])?;
+    let exponent: i64 = exponent.parse().ok()?;
+    let (int, frac) = mantissa.trim_start_matches(['+', '-']).split_once('.').unwrap_or((mantissa.trim_start_matches(['+', '-']), ""));
+    if int.is_empty() && frac.is_empty() || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let lead = int.trim_start_matches('0');
+    Some(if !lead.is_empty() {
+        exponent.saturating_add(lead.len() as i64 - 1)
+    } else {
+        let zeros = frac.len() - frac.trim_start_matches('0').len();
+        exponent.saturating_sub(zeros as i64 + 1)
+    })
+}
+
+/// Whether `d`, parsed from the decimal text `text` (`[+-]digits[.digits][e[+-]n]`),
+/// holds every significant digit of it: `rust_decimal` rounds digits past
+/// its 28-digit scale or 96-bit mantissa away without saying so.
+pub fn represents_exactly(text: &str, d: &Decimal) -> bool {
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()),
+        None => (text, Some(0)),
+    };
+    let Some(exponent) = exponent else { return false };
+    let mantissa = mantissa.trim_start_matches(['+', '-']);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The text's significant digits and the power of ten of the last one.
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let trimmed = all.trim_start_matches('0');
+    let digits = trimmed.trim_end_matches('0');
+    if digits.is_empty() {
+        return d.is_zero();
+    }
+    let last_power = exponent.saturating_sub(frac.len() as i64).saturating_add((trimmed.len() - digits.len()) as i64);
+    let held = d.mantissa().unsigned_abs().to_string();
+    let held_digits = held.trim_end_matches('0');
+    let held_power = (held.len() - held_digits.len()) as i64 - i64::from(d.scale());
+    held_digits == digits && held_power == last_power
 }
 
 impl fmt::Display for Datum {

@@ -265,6 +265,16 @@ pub enum EvalError {
     /// ran, and it was ended (`crate::memory::Budget`; 53200).
     #[error("out of memory")]
     MemoryExhausted,
+    // (New variants go last: errors are serialized in view checkpoints.)
+    /// A numeric value whose digits ripple's numeric (28 significant
+    /// digits, scale at most 28) cannot all hold: refused rather than
+    /// rounded to something else, as Postgres keeps every digit.
+    #[error("numeric value {0} has more digits than ripple's numeric holds")]
+    NumericPrecisionLost(String),
+    /// A row multiplicity (how many copies of a row a query or view holds,
+    /// or a count over them) outside the 64-bit range.
+    #[error("row multiplicity out of range")]
+    MultiplicityOverflow,
 }
 
 impl EvalError {
@@ -304,6 +314,12 @@ impl EvalError {
             EvalError::RecursionLimit { .. } => Some(
                 "The recursion does not terminate, or needs more rounds than ripple allows; add a condition that ends it.".into(),
             ),
+            EvalError::NumericPrecisionLost(_) => Some(
+                "ripple's numeric keeps 28 significant digits and at most 28 after the decimal point; cast to a numeric with a declared scale, e.g. numeric(38,10), to round the value.".into(),
+            ),
+            EvalError::MultiplicityOverflow => Some(
+                "A join or a recursion produces more than 9223372036854775807 copies of one row; aggregate before joining, or bound the recursion.".into(),
+            ),
             _ => None,
         }
     }
@@ -311,7 +327,10 @@ impl EvalError {
     pub fn sqlstate(&self) -> SqlState {
         match self {
             EvalError::DivisionByZero => SqlState::DivisionByZero,
-            EvalError::OutOfRange(_) | EvalError::NumericFieldOverflow => {
+            EvalError::OutOfRange(_)
+            | EvalError::NumericFieldOverflow
+            | EvalError::NumericPrecisionLost(_)
+            | EvalError::MultiplicityOverflow => {
                 SqlState::NumericValueOutOfRange
             }
             EvalError::InvalidTextRepresentation { ty, .. } => {

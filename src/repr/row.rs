@@ -551,7 +551,11 @@ impl Iterator for RowIter<'_> {
             }
             TAG_DATE => {
                 let days = i32::from_le_bytes(fixed(4)?.try_into().ok()?);
-                Datum::Date(unix_epoch_date() + chrono::Duration::days(days as i64))
+                // (Past chrono's range only in bytes that were not written
+                // by `pack`, as the timestamps below: held at the range's
+                // end rather than a panic.)
+                let date = unix_epoch_date().checked_add_signed(chrono::Duration::days(days as i64));
+                Datum::Date(date.unwrap_or(if days < 0 { NaiveDate::MIN } else { NaiveDate::MAX }))
             }
             TAG_TIMESTAMP => {
                 let micros = i64::from_le_bytes(fixed(8)?.try_into().ok()?);

@@ -451,16 +451,30 @@ pub fn binary_value_error(raw: &[u8], ty: &ScalarType) -> Error {
 
 /// Whether `raw` is a well-formed binary `numeric` as Postgres's
 /// `numeric_recv` accepts it: a digit count that matches the length, a
-/// known sign, a display scale in range, and base-10000 digits 0..=9999.
+/// known sign, a display scale in range, and base-10000 digits 0..=9999;
+/// and one whose magnitude ripple's numeric can hold: a weight (the power
+/// of 10000 of the first digit) of at most 7, as every value below 10^32
+/// has (`rust_decimal` panics on a larger one instead of refusing it).
 fn numeric_binary_is_valid(raw: &[u8]) -> bool {
     let word = |i: usize| raw.get(2 * i..2 * i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let (Some(ndigits), Some(sign), Some(dscale)) = (word(0), word(2), word(3)) else { return false };
+    let (Some(ndigits), Some(weight), Some(sign), Some(dscale)) = (word(0), word(1), word(2), word(3)) else {
+        return false;
+    };
     let ndigits = ndigits as i16;
-    ndigits >= 0
+    ndigits > 0
+        && (weight as i16) <= 7
         && raw.len() == 8 + 2 * ndigits as usize
         && matches!(sign, 0x0000 | 0x4000 | 0xC000 | 0xD000 | 0xF000)
         && dscale & 0xC000 == 0
         && (0..ndigits as usize).all(|i| word(4 + i).is_some_and(|d| d <= 9999))
+}
+
+/// A binary `numeric` with no digits: zero at its display scale (whatever
+/// its weight), or NaN and the infinities, which ripple's numeric lacks.
+fn numeric_binary_zero(raw: &[u8]) -> Option<rust_decimal::Decimal> {
+    let [0, 0, _, _, 0, 0, d0, d1] = *raw else { return None };
+    let dscale = u16::from_be_bytes([d0, d1]);
+    (dscale & 0xC000 == 0).then(|| rust_decimal::Decimal::new(0, u32::from(dscale).min(rust_decimal::Decimal::MAX_SCALE)))
 }
 
 /// Decodes a (non-NULL) value of type `ty` from PostgreSQL's binary
@@ -476,7 +490,7 @@ pub fn decode_binary_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
         ScalarType::Float32 => Datum::Float32(from_sql(&pg, raw)?),
         ScalarType::Float64 => Datum::Float64(from_sql(&pg, raw)?),
         ScalarType::Numeric { .. } if numeric_binary_is_valid(raw) => Datum::Numeric(from_sql(&pg, raw)?),
-        ScalarType::Numeric { .. } => return None,
+        ScalarType::Numeric { .. } => Datum::Numeric(numeric_binary_zero(raw)?),
         // (Postgres's text receive refuses NUL as it refuses bytes that
         // are not UTF-8.)
         ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } | ScalarType::Name | ScalarType::PgChar => {
@@ -582,6 +596,23 @@ mod tests {
         assert!(decode_binary_value(&value(&[1, 0xFFFF], 0, 4), &numeric).is_none());
         assert!(decode_binary_value(&value(&[1], 0x1234, 0), &numeric).is_none());
         assert!(decode_binary_value(&value(&[1], 0, 0x4000), &numeric).is_none());
+        // A weight past what the type holds is refused, not a panic;
+        // zero keeps its scale whatever its weight.
+        let weighted = |digits: &[u16], weight: u16| {
+            let mut b = value(digits, 0, 0);
+            b[2..4].copy_from_slice(&weight.to_be_bytes());
+            b
+        };
+        for weight in [8, 11, 0x7FFF] {
+            assert!(decode_binary_value(&weighted(&[1], weight), &numeric).is_none());
+        }
+        assert_eq!(
+            decode_binary_value(&weighted(&[7], 7), &numeric),
+            Some(Datum::Numeric(Decimal::from_str("70000000000000000000000000000").unwrap()))
+        );
+        assert_eq!(decode_binary_value(&weighted(&[], 9), &numeric), Some(Datum::Numeric(Decimal::ZERO)));
+        assert_eq!(decode_binary_value(&value(&[], 0, 2), &numeric).map(|d| d.to_string()), Some("0.00".into()));
+        assert!(decode_binary_value(&value(&[], 0xC000, 0), &numeric).is_none());
         let mut short = value(&[1, 2], 0, 0);
         short.pop();
         assert!(decode_binary_value(&short, &numeric).is_none());

@@ -31,6 +31,7 @@ mod convert;
 mod copy;
 mod copy_binary;
 mod copy_format;
+pub mod fuzz_decode;
 mod frames;
 mod idle;
 mod portal_cursor;

@@ -469,10 +469,17 @@ impl Binder<'_> {
                     let corr_keys = keys_of(&p.corr.cols);
                     charge_copies(&mut self.copied_nodes, ext_nodes)?;
                     let s = p.corr.instantiate(&corr_keys, &mut self.copied_nodes)?;
+                    // `in_table` reads the subquery twice and its keys
+                    // three times.
+                    charge_copies(&mut self.copied_nodes, node_count(&s) + 2 * node_count(&keys))?;
                     in_table(s, keys, corr_keys, l, r, *negated)?
                 }
                 kind => {
                     let s = p.corr.instantiate(&keys, &mut self.copied_nodes)?;
+                    // A scalar subquery's table reads it three times, the
+                    // others twice (`totalize`): nested ones multiply.
+                    let copies = if matches!(kind, SubqueryKind::Scalar) { 2 } else { 1 };
+                    charge_copies(&mut self.copied_nodes, copies * node_count(&s))?;
                     self.subquery_table(s, n, keys, kind, &p.typ)?
                 }
             };

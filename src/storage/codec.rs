@@ -3,7 +3,7 @@
 //! of the reserved metadata keys. Every decoder returns `Error::Storage` with
 //! a message naming what is corrupt; none of them panics on bad bytes.
 
-use crate::repr::varint::{read_varint, write_varint};
+use crate::repr::varint::{read_varint, read_varint128, write_varint, write_varint128};
 use crate::repr::{Diff, Error, GlobalId, Row, Timestamp};
 
 /// Length of a table-log key: table id, timestamp, sequence number, each a
@@ -76,7 +76,7 @@ where
         let bytes = row.as_bytes();
         write_varint(&mut out, bytes.len() as u64);
         out.extend_from_slice(bytes);
-        write_varint(&mut out, zigzag(diff));
+        write_varint128(&mut out, zigzag(diff));
     }
     out
 }
@@ -109,7 +109,7 @@ pub fn decode_updates(
         let row = Row::from_bytes(&rest[p..end])
             .ok_or_else(|| bad(&format!("row of update {i} is not a valid row encoding")))?;
         let (diff, p) =
-            read_varint(rest, end).ok_or_else(|| bad(&format!("truncated diff of update {i}")))?;
+            read_varint128(rest, end).ok_or_else(|| bad(&format!("truncated diff of update {i}")))?;
         pos = p;
         f(row, unzigzag(diff))?;
     }
@@ -132,12 +132,14 @@ pub fn corrupt(message: String) -> Error {
     Error::Storage(format!("corrupt data in the data directory: {message}"))
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
+/// Zigzag over the multiplicity type; a diff that fits in 64 bits gets the
+/// bytes the 64-bit encoding gave it, so older data directories read back.
+fn zigzag(v: Diff) -> u128 {
+    ((v << 1) ^ (v >> 127)) as u128
 }
 
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
+fn unzigzag(v: u128) -> Diff {
+    ((v >> 1) as Diff) ^ -((v & 1) as Diff)
 }
 
 
@@ -148,7 +150,7 @@ mod tests {
 
     #[test]
     fn zigzag_roundtrip() {
-        for v in [0i64, 1, -1, 2, -2, i64::MAX, i64::MIN, 12345, -98765] {
+        for v in [0, 1, -1, 2, -2, i64::MAX as Diff, i64::MIN as Diff, 12345, -98765, Diff::MAX, Diff::MIN] {
             assert_eq!(unzigzag(zigzag(v)), v);
         }
     }
@@ -160,7 +162,9 @@ mod tests {
             Row::empty(),
             Row::pack(&[Datum::Null]),
         ];
-        let diffs = [1i64, -3, i64::MIN];
+        let diffs = [1, -3, i64::MIN as Diff, Diff::MIN, Diff::MAX];
+        // Diffs in the 64-bit range keep the encoding they had as `i64`.
+        assert_eq!((zigzag(i64::MIN as Diff), zigzag(-1), zigzag(1)), (u64::MAX as u128, 1, 2));
         let bytes = encode_updates(rows.iter().zip(diffs));
         let mut out = Vec::new();
         decode_updates(&bytes, &|| "test".into(), |r, d| {

@@ -175,7 +175,7 @@ mod tests {
         }
         for v in 0..2000 {
             let mut ws = WriteSet::new(ts);
-            let updates: Vec<(Row, i64)> = (0..100).flat_map(|k| [(row(k, v), -1), (row(k, v + 1), 1)]).collect();
+            let updates: Vec<(Row, crate::repr::Diff)> = (0..100).flat_map(|k| [(row(k, v), -1), (row(k, v + 1), 1)]).collect();
             ws.table_updates = std::sync::Arc::new(vec![(7, updates)]);
             storage.commit_group(&[ws]).unwrap();
             ts += 1;

@@ -33,7 +33,7 @@
 //! checkpoint a view could resume from; recovery then hands those changes
 //! over split at the timestamps it asks for (`recover_tables`'s cuts).
 
-mod codec;
+pub mod codec;
 mod compact;
 mod staged;
 
@@ -874,7 +874,7 @@ mod tests {
         ];
         assert_eq!(consolidate_rows(rows).unwrap(), vec![(row(0, "z"), 1), (row(2, "b"), 3)]);
         assert_eq!(consolidate_rows(vec![(row(1, "a"), 1), (row(1, "a"), -1)]).unwrap(), vec![]);
-        assert!(consolidate_rows(vec![(row(1, "a"), i64::MAX), (row(1, "a"), 1)]).is_none());
+        assert!(consolidate_rows(vec![(row(1, "a"), Diff::MAX), (row(1, "a"), 1)]).is_none());
     }
 
     #[test]

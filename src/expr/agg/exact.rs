@@ -93,14 +93,17 @@ impl I256 {
     }
 
     /// Multiplication modulo 2^256 (exact whenever the product fits).
-    pub fn wrapping_mul_i64(self, m: i64) -> I256 {
+    pub fn wrapping_mul_i128(self, m: i128) -> I256 {
         let (neg, mag) = self.sign_mag();
+        let factor = u128_limbs(m.unsigned_abs());
         let mut out = [0u64; 4];
-        let mut carry: u128 = 0;
-        for (r, l) in out.iter_mut().zip(mag) {
-            let p = l as u128 * m.unsigned_abs() as u128 + carry;
-            *r = p as u64;
-            carry = p >> 64;
+        for (j, f) in factor.iter().enumerate() {
+            let mut carry: u128 = 0;
+            for i in 0..4 - j {
+                let p = mag[i] as u128 * *f as u128 + out[i + j] as u128 + carry;
+                out[i + j] = p as u64;
+                carry = p >> 64;
+            }
         }
         let r = I256(out);
         if neg != (m < 0) { r.wrapping_neg() } else { r }
@@ -220,7 +223,7 @@ fn div_small(mag: &mut [u64], d: u64) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Term {
     pub key: i16,
-    pub count: i64,
+    pub count: i128,
     pub sum: I256,
 }
 
@@ -235,11 +238,11 @@ impl Terms {
     }
 
     /// Adds `count` values with mantissa sum `sum` under `key`.
-    pub fn add(&mut self, key: i16, count: i64, sum: I256) {
+    pub fn add(&mut self, key: i16, count: i128, sum: I256) {
         match self.0.binary_search_by_key(&key, |t| t.key) {
             Ok(i) => {
                 let t = &mut self.0[i];
-                t.count += count;
+                t.count = t.count.wrapping_add(count);
                 t.sum = t.sum.wrapping_add(sum);
                 if t.count == 0 && t.sum.is_zero() {
                     self.0.remove(i);
@@ -261,19 +264,19 @@ impl Terms {
 
     pub fn negate(&mut self) {
         for t in &mut self.0 {
-            t.count = -t.count;
+            t.count = t.count.wrapping_neg();
             t.sum = t.sum.wrapping_neg();
         }
     }
 
-    pub fn scale(&mut self, m: i64) {
+    pub fn scale(&mut self, m: i128) {
         if m == 0 {
             self.0.clear();
             return;
         }
         for t in &mut self.0 {
-            t.count *= m;
-            t.sum = t.sum.wrapping_mul_i64(m);
+            t.count = t.count.wrapping_mul(m);
+            t.sum = t.sum.wrapping_mul_i128(m);
         }
     }
 
@@ -522,7 +525,10 @@ mod tests {
         let a = I256::from_i128(-5);
         let b = I256::from_i128(7);
         assert_eq!(a.wrapping_add(b).to_i128(), Some(2));
-        assert_eq!(a.wrapping_mul_i64(-3).to_i128(), Some(15));
+        assert_eq!(a.wrapping_mul_i128(-3).to_i128(), Some(15));
+        // A product past 128 bits is exact (it stays below 2^255).
+        let m = (1i128 << 100) + 7;
+        assert_eq!(I256::from_i128(-(1i128 << 90)).wrapping_mul_i128(m), I256::mul_i128(-(1i128 << 90), m));
         let big = I256::mul_i128(i128::MAX, i128::MAX);
         assert_eq!(big.to_i128(), None);
         assert_eq!(big.wrapping_add(big.wrapping_neg()), I256::ZERO);
