@@ -506,7 +506,8 @@ async fn arrays_in_binary() {
 }
 
 /// A CancelRequest stops the query its connection runs (57014), the
-/// statement timeout does the same, and the session goes on; settings given
+/// statement timeout does the same (also to an INSERT ... SELECT, before it
+/// writes), and the session goes on; settings given
 /// at start-up (`options=-c ...`) apply, and an unknown one refuses the
 /// connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -537,6 +538,29 @@ async fn cancel_requests_statement_timeout_and_startup_options() {
     // abandoned query: the next read may wait for that.)
     exec(&client, "RESET statement_timeout").await;
     assert_eq!(query_text(&client, "SELECT count(*) FROM big").await, rows(&[&["3000"]]));
+
+    // A write's read of its rows is stopped the same way, before anything
+    // is written: by the timeout, and by a cancel (also inside a block,
+    // which then fails as after any error).
+    exec(&client, "CREATE TABLE sink (n bigint)").await;
+    let slow_insert = format!("INSERT INTO sink {SLOW}");
+    exec(&client, "SET statement_timeout = 200").await;
+    let started = std::time::Instant::now();
+    let err = client.simple_query(&slow_insert).await.expect_err("timed out");
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{}", describe_error(&err));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+    exec(&client, "RESET statement_timeout").await;
+    let token = client.cancel_token();
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        token.cancel_query(tokio_postgres::NoTls).await
+    });
+    exec(&client, "BEGIN").await;
+    let err = client.simple_query(&slow_insert).await.expect_err("canceled");
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{}", describe_error(&err));
+    canceler.await.unwrap().expect("the cancel request is sent");
+    exec(&client, "ROLLBACK").await;
+    assert_eq!(query_text(&client, "SELECT count(*) FROM sink").await, rows(&[&["0"]]));
 
     let conn = format!("{} options='-c search_path=public -c statement_timeout=5s'", server.conn_str());
     let (other, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.expect("connects");

@@ -64,6 +64,10 @@ pub struct Session {
     /// Fires when a CancelRequest arrives for the statement about to run
     /// (set by the server before each statement).
     pub cancel: Option<futures::channel::oneshot::Receiver<()>>,
+    /// When the running statement's `statement_timeout` ends it (set by
+    /// `execute_once` from the statement's start): its waits and a
+    /// write's read of its rows end there.
+    pub(crate) deadline: Option<tokio::time::Instant>,
     /// Open SQL cursors (`DECLARE`), by name.
     pub(crate) cursors: crate::coord::cursor::Cursors,
     /// The server's transaction id counter (shared by its sessions).

@@ -166,7 +166,10 @@ impl Coordinator {
 
     /// Reads a write's rows at the statement's timestamp, recording what it
     /// read in the session's transaction; the coordinator lock is let go
-    /// while the workers answer and taken again for the write.
+    /// while the workers answer and taken again for the write. Nothing is
+    /// written yet, so a CancelRequest or the statement timeout ends the
+    /// read (57014): an `INSERT ... SELECT` of a long query is stopped
+    /// like the query alone.
     pub(super) async fn read_rows<'a>(
         &'a self,
         mut state: tokio::sync::MutexGuard<'a, State>,
@@ -177,8 +180,14 @@ impl Coordinator {
         let ts = self.read_ts(&state, session, writing)?;
         let rx = state.read(query, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
         drop(state);
-        let rows = self.collect(rx).await?;
-        Ok((rows, self.state.lock().await))
+        let mut cancel = session.cancel.take();
+        let rows = tokio::select! {
+            r = self.collect(rx) => r,
+            _ = super::canceled_ref(&mut cancel) => Err(Error::Canceled),
+            _ = super::sleep_until(session.deadline) => Err(Error::StatementTimeout),
+        };
+        session.cancel = cancel;
+        Ok((rows?, self.state.lock().await))
     }
 
     /// Before an UPDATE or DELETE that finds its rows of `table` by key
@@ -213,15 +222,17 @@ impl Coordinator {
         }
         drop(state);
         // The wait ends with a CancelRequest or the statement timeout too.
-        let cancel = session.cancel.take();
-        let timeout = super::settings::statement_timeout(&session.vars);
+        let mut cancel = session.cancel.take();
+        let deadline = session.deadline;
         let id = txn.id;
         let set = txn.locks.get_or_insert_with(|| self.locks.set(id));
-        tokio::select! {
-            r = self.locks.acquire(set, keys) => r?,
-            _ = super::canceled(cancel) => return Err(Error::Canceled),
-            _ = super::sleep_for(timeout) => return Err(Error::StatementTimeout),
-        }
+        let waited = tokio::select! {
+            r = self.locks.acquire(set, keys) => r,
+            _ = super::canceled_ref(&mut cancel) => Err(Error::Canceled),
+            _ = super::sleep_until(deadline) => Err(Error::StatementTimeout),
+        };
+        session.cancel = cancel;
+        waited?;
         Ok(self.state.lock().await)
     }
 }

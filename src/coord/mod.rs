@@ -87,7 +87,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 use txn::{ReadHolds, Token, Txn};
-use session::{abort, canceled, sleep_for, txn_block, Want};
+use session::{abort, canceled_ref, sleep_until, txn_block, Want};
 use read::{expand, ReadPlan};
 use introspect::{show_desc, text_desc};
 

@@ -60,6 +60,7 @@ impl Coordinator {
         // also end the wait for the write token (behind a long write or
         // DDL): nothing has been written then.
         let deadline = settings::statement_timeout(&session.vars).map(|t| tokio::time::Instant::now() + t);
+        session.deadline = deadline;
         let mut waiting_cancel = session.cancel.take();
         let taken = tokio::select! {
             r = self.take_write_token(session, stmt, class, alone) => r,
@@ -71,6 +72,7 @@ impl Coordinator {
             Ok(token) => token,
             Err(e) => {
                 session.cancel = None;
+                session.deadline = None;
                 abort(session);
                 return Err(e);
             }
@@ -99,6 +101,7 @@ impl Coordinator {
             false => run.await,
         };
         session.cancel = None;
+        session.deadline = None;
         if session.txn.as_ref().is_some_and(|t| t.implicit) {
             // The one-statement transaction of an autocommit write.
             let txn = session.txn.take();
@@ -387,7 +390,7 @@ pub(super) fn verb(stmt: &Stmt) -> String {
 
 /// Resolves when a CancelRequest fires `cancel` (never without one, or
 /// once the next statement has replaced it).
-pub(super) async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<()>>) {
+async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<()>>) {
     if let Some(rx) = cancel {
         if rx.await.is_ok() {
             return;
@@ -398,7 +401,7 @@ pub(super) async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<
 
 /// [`canceled`] without taking the receiver: it stays for the rest of
 /// the statement if this wait ends another way.
-async fn canceled_ref(cancel: &mut Option<futures::channel::oneshot::Receiver<()>>) {
+pub(super) async fn canceled_ref(cancel: &mut Option<futures::channel::oneshot::Receiver<()>>) {
     if let Some(rx) = cancel.as_mut() {
         if rx.await.is_ok() {
             return;
@@ -408,17 +411,9 @@ async fn canceled_ref(cancel: &mut Option<futures::channel::oneshot::Receiver<()
 }
 
 /// Resolves at `deadline` (never without one).
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+pub(super) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Resolves after `timeout` (never without one).
-pub(super) async fn sleep_for(timeout: Option<std::time::Duration>) {
-    match timeout {
-        Some(t) => tokio::time::sleep(t).await,
         None => std::future::pending().await,
     }
 }

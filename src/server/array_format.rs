@@ -105,9 +105,11 @@ pub fn decode_array_value(raw: &[u8], ty: &ScalarType) -> Option<Datum> {
         ScalarType::Int64 => recv!(i64, &pg, |x| Some(Datum::Int64(x))),
         ScalarType::Float32 => recv!(f32, &pg, |x| Some(Datum::Float32(x))),
         ScalarType::Float64 => recv!(f64, &pg, |x| Some(Datum::Float64(x))),
-        ScalarType::Numeric { .. } => recv!(rust_decimal::Decimal, &pg, |x| Some(Datum::Numeric(x))),
-        ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
-            recv!(String, &pg, |x| Some(Datum::Text(x)))
+        // Numerics and strings element by element through the checks of a
+        // single value (`convert::decode_binary_value`): a numeric past
+        // 10^32 (rust_decimal panics on it), a string holding a NUL.
+        ScalarType::Numeric { .. } | ScalarType::Text | ScalarType::VarChar { .. } | ScalarType::Char { .. } => {
+            recv!(Vec<u8>, &Type::BYTEA_ARRAY, |x: Vec<u8>| super::convert::decode_binary_value(&x, &elem))
         }
         ScalarType::Date => recv!(chrono::NaiveDate, &pg, |x| Some(Datum::Date(x))),
         ScalarType::Timestamp { .. } => recv!(chrono::NaiveDateTime, &pg, |x| Some(Datum::Timestamp(x))),
