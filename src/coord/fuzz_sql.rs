@@ -115,3 +115,60 @@ pub fn plan_sql_on_session_stack(sql: &str) -> Result<usize, Error> {
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::RelationExpr;
+
+    /// The optimized plan of one query on the fixed catalog.
+    fn optimized(sql: &str) -> RelationExpr {
+        let stmt = crate::sql::parse(sql).expect("parses").remove(0);
+        let session = Session::default();
+        let mut params = Params::default();
+        let plan = crate::sql::bind_statement(&BindCatalog::new(catalog(), session.info()), &stmt, &mut params).expect("binds");
+        let Plan::Select { query, .. } = plan else { panic!("not a query: {sql}") };
+        crate::planner::optimize(query, &**catalog())
+    }
+
+    fn on_session_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        std::thread::Builder::new().stack_size(STACK_BYTES).spawn(f).expect("thread").join().expect("no panic")
+    }
+
+    /// Operators per level of nesting, at depth `n`: a plan that copied a
+    /// level's input or result grows by a factor per level, not by a sum.
+    fn per_level(n: usize, make: impl Fn(usize) -> String) -> f64 {
+        let plan = optimized(&make(n));
+        let mut count = 0;
+        let mut stack = vec![&plan];
+        while let Some(e) = stack.pop() {
+            count += 1;
+            stack.extend(e.children());
+        }
+        count as f64 / n as f64
+    }
+
+    #[test]
+    fn nested_subqueries_grow_the_plan_linearly() {
+        on_session_stack(|| {
+            let scalar = |n: usize| format!("SELECT {}max(a) FROM t1{}", "(SELECT ".repeat(n), ")".repeat(n));
+            let correlated = |n: usize| format!("SELECT {}t1.a + k{} FROM t1, t4", "(SELECT ".repeat(n), ")".repeat(n));
+            let exists = |n: usize| {
+                format!("SELECT a FROM t1 WHERE {}true{}", "EXISTS (SELECT 1 FROM t4 WHERE k > t1.a AND ".repeat(n), ")".repeat(n))
+            };
+            let left_joins = |n: usize| {
+                let joins: String = (1..=n).map(|i| format!(" LEFT JOIN t4 j{i} ON j{i}.k = j{}.k", i - 1)).collect();
+                format!("SELECT count(*) FROM t4 j0{joins}")
+            };
+            let makers: [(&str, &dyn Fn(usize) -> String); 4] =
+                [("scalar", &scalar), ("correlated", &correlated), ("exists", &exists), ("left joins", &left_joins)];
+            for (what, make) in makers {
+                let (small, large) = (per_level(10, make), per_level(80, make));
+                assert!(large < small * 1.5, "{what}: {small:.1} operators per level at depth 10, {large:.1} at 80");
+            }
+            // The case: 200 levels, planned, one binding per level.
+            let explained = optimized(&scalar(200)).explain();
+            assert_eq!(explained.matches("= subquery  [computed once").count(), 200, "{explained}");
+        });
+    }
+}

@@ -248,7 +248,9 @@ impl RenderTime for Round {
         ctx: &mut Ctx<'_, '_>,
         locals: &Locals<'s, Self>,
     ) -> Option<(Coll<'s, Self>, ErrColl<'s, Self>)> {
-        if expr.free_recursive_refs().iter().any(|id| locals.contains_key(id)) {
+        // Neither what reads the recursion nor what reads a `Let` bound
+        // inside the loop can be rendered outside it.
+        if expr.free_locals().iter().any(|id| locals.contains_key(id)) {
             return None;
         }
         let top = ctx.top;

@@ -46,28 +46,50 @@ pub type RowArranged<'s, T = Timestamp> = RowArrangement<'s, T>;
 /// Identical subtrees are rendered once and their collections shared, which
 /// saves the work and the operators (every operator costs progress
 /// tracking at every timestamp).
+///
+/// It also holds the relations bound by the `Let`s being rendered (their
+/// bodies read them through `LocalGet`), each while its body is rendered.
 pub struct Locals<'s, T: RenderTime> {
-    vars: BTreeMap<LocalId, Coll<'s, T>>,
+    vars: RefCell<BTreeMap<LocalId, Coll<'s, T>>>,
     rendered: RefCell<HashMap<String, (Coll<'s, T>, ErrColl<'s, T>)>>,
 }
 
 impl<'s, T: RenderTime> Locals<'s, T> {
     /// No recursive relation in scope.
     pub fn new() -> Self {
-        Locals { vars: BTreeMap::new(), rendered: RefCell::new(HashMap::new()) }
+        Locals { vars: RefCell::new(BTreeMap::new()), rendered: RefCell::new(HashMap::new()) }
     }
 
     /// The recursive relation `id` is `coll`.
     pub fn with(id: LocalId, coll: Coll<'s, T>) -> Self {
-        Locals { vars: BTreeMap::from([(id, coll)]), rendered: RefCell::new(HashMap::new()) }
+        Locals { vars: RefCell::new(BTreeMap::from([(id, coll)])), rendered: RefCell::new(HashMap::new()) }
     }
 
-    pub fn get(&self, id: &LocalId) -> Option<&Coll<'s, T>> {
-        self.vars.get(id)
+    pub fn get(&self, id: &LocalId) -> Option<Coll<'s, T>> {
+        self.vars.borrow().get(id).cloned()
     }
 
     pub fn contains_key(&self, id: &LocalId) -> bool {
-        self.vars.contains_key(id)
+        self.vars.borrow().contains_key(id)
+    }
+
+    /// Renders `body` with `id` bound to `coll`. Rendered subexpressions
+    /// that read `id` are forgotten before and after: the same id may be
+    /// bound to another relation elsewhere in the plan (a copied
+    /// subquery instantiated with other keys), and a shared rendering
+    /// must not cross from one binding to the other.
+    fn with_binding<R>(&self, id: LocalId, coll: Coll<'s, T>, body: impl FnOnce() -> R) -> R {
+        let marker = format!("LocalGet {{ id: {id},");
+        let forget = || self.rendered.borrow_mut().retain(|k, _| !k.contains(&marker));
+        forget();
+        let previous = self.vars.borrow_mut().insert(id, coll);
+        let out = body();
+        match previous {
+            Some(p) => self.vars.borrow_mut().insert(id, p),
+            None => self.vars.borrow_mut().remove(&id),
+        };
+        forget();
+        out
     }
 }
 
@@ -302,7 +324,7 @@ pub fn render<'s, T: RenderTime>(
 ) -> (Coll<'s, T>, ErrColl<'s, T>) {
     // Constants and recursive references are as cheap to render again as
     // to look up.
-    if matches!(expr, RelationExpr::Constant { .. } | RelationExpr::RecursiveRef { .. }) {
+    if matches!(expr, RelationExpr::Constant { .. } | RelationExpr::RecursiveRef { .. } | RelationExpr::LocalGet { .. }) {
         return render_uncached(scope, expr, ctx, locals);
     }
     let key = format!("{expr:?}");
@@ -334,6 +356,17 @@ fn render_uncached<'s, T: RenderTime>(
             Some(coll) => (coll.clone(), empty(scope)),
             None => internal_error(scope, format!("recursive relation {name} read outside its recursive term"), ctx),
         },
+        RelationExpr::LocalGet { id, name, .. } => match locals.get(id) {
+            Some(coll) => (coll, empty(scope)),
+            None => internal_error(scope, format!("relation {name} read outside the plan that defines it"), ctx),
+        },
+        RelationExpr::Let { id, value, body, .. } => {
+            // The value's errors are the plan's once, however often the
+            // body reads it.
+            let (value_ok, value_err) = render(scope, value, ctx, locals);
+            let (ok, err) = locals.with_binding(*id, value_ok, || render(scope, body, ctx, locals));
+            (ok, err.concat(value_err))
+        }
         RelationExpr::Recursive { .. } => T::render_recursive(scope, expr, ctx),
         RelationExpr::Map { .. } | RelationExpr::Filter { .. } | RelationExpr::Project { .. } => {
             // Fuse a stack of Map/Filter/Project into one pass over each row.

@@ -15,9 +15,17 @@ use crate::repr::{ColumnType, Datum, Diff, EvalError, GlobalId, Row, ScalarType}
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-/// Names a recursive relation inside the plan (not a catalog item). Unique
-/// within a process, so plans of views inlined into a query never clash.
+/// Names a recursive relation or a `Let` binding inside the plan (not a
+/// catalog item). Unique within a process ([`fresh_local_id`]), so plans
+/// of views inlined into a query never clash.
 pub type LocalId = u64;
+
+static NEXT_LOCAL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A `LocalId` no other plan of this process uses.
+pub fn fresh_local_id() -> LocalId {
+    NEXT_LOCAL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// One column of an ordering.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +104,14 @@ pub enum RelationExpr {
     /// The relation `id` being defined, read inside the `step` of its
     /// `Recursive` node.
     RecursiveRef { id: LocalId, name: String, types: Vec<ColumnType> },
+    /// `body`, in which `LocalGet { id }` reads `value`: a relation that a
+    /// plan reads several times (a subquery's input and its result, both
+    /// read more than once by decorrelation) is written, planned and
+    /// rendered once. Nested subqueries stay linear in size this way, where
+    /// copies would multiply at every level.
+    Let { id: LocalId, name: String, value: Box<RelationExpr>, body: Box<RelationExpr> },
+    /// The relation bound by the enclosing `Let` of this `id`.
+    LocalGet { id: LocalId, name: String, types: Vec<ColumnType> },
 }
 
 /// How a join is evaluated: a chain of binary joins in `order`, each step
@@ -166,7 +182,9 @@ impl RelationExpr {
             RelationExpr::Constant { types, .. }
             | RelationExpr::Get { types, .. }
             | RelationExpr::Recursive { types, .. }
+            | RelationExpr::LocalGet { types, .. }
             | RelationExpr::RecursiveRef { types, .. } => types.len(),
+            RelationExpr::Let { body, .. } => body.arity(),
             RelationExpr::Map { input, scalars } => input.arity() + scalars.len(),
             RelationExpr::Filter { input, .. }
             | RelationExpr::TopK { input, .. }
@@ -190,7 +208,9 @@ impl RelationExpr {
             RelationExpr::Constant { types, .. }
             | RelationExpr::Get { types, .. }
             | RelationExpr::Recursive { types, .. }
+            | RelationExpr::LocalGet { types, .. }
             | RelationExpr::RecursiveRef { types, .. } => types.clone(),
+            RelationExpr::Let { body, .. } => body.typ(),
             RelationExpr::Map { input, scalars } => {
                 let mut t = input.typ();
                 for s in scalars {
@@ -251,25 +271,32 @@ impl RelationExpr {
     /// anything else (and for a join too large to compute here,
     /// `fold::MAX_JOIN_ROWS`).
     pub fn eval_constant(&self) -> Option<Result<Vec<(Row, Diff)>, EvalError>> {
-        fn join(inputs: &[RelationExpr], equivalences: &[Vec<ScalarExpr>], predicates: &[ScalarExpr]) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
+        /// The rows of the `Let`s in scope, innermost last.
+        type Env = Vec<(LocalId, Vec<(Vec<Datum>, Diff)>)>;
+        fn join(
+            inputs: &[RelationExpr],
+            equivalences: &[Vec<ScalarExpr>],
+            predicates: &[ScalarExpr],
+            env: &mut Env,
+        ) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
             let mut evaluated = Vec::with_capacity(inputs.len());
             for i in inputs {
-                match rows(i)? {
+                match rows(i, env)? {
                     Ok(rs) => evaluated.push((rs, i.arity())),
                     Err(e) => return Some(Err(e)),
                 }
             }
             crate::expr::fold::join(evaluated, equivalences, predicates)
         }
-        fn rows(e: &RelationExpr) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
+        fn rows(e: &RelationExpr, env: &mut Env) -> Option<Result<Vec<(Vec<Datum>, Diff)>, EvalError>> {
             Some(match e {
                 RelationExpr::Constant { rows, .. } => Ok(rows.iter().map(|(r, d)| (r.unpack(), *d)).collect()),
                 RelationExpr::Filter { input, predicates } if matches!(**input, RelationExpr::Join { .. }) => {
                     let RelationExpr::Join { inputs, equivalences, .. } = &**input else { return None };
-                    return join(inputs, equivalences, predicates);
+                    return join(inputs, equivalences, predicates, env);
                 }
-                RelationExpr::Join { inputs, equivalences, .. } => return join(inputs, equivalences, &[]),
-                RelationExpr::Map { input, scalars } => rows(input)?.and_then(|rs| {
+                RelationExpr::Join { inputs, equivalences, .. } => return join(inputs, equivalences, &[], env),
+                RelationExpr::Map { input, scalars } => rows(input, env)?.and_then(|rs| {
                     rs.into_iter()
                         .map(|(mut r, d)| {
                             for s in scalars {
@@ -280,7 +307,7 @@ impl RelationExpr {
                         })
                         .collect()
                 }),
-                RelationExpr::Filter { input, predicates } => rows(input)?.and_then(|rs| {
+                RelationExpr::Filter { input, predicates } => rows(input, env)?.and_then(|rs| {
                     let mut out = Vec::new();
                     for (r, d) in rs {
                         let mut keep = true;
@@ -296,10 +323,10 @@ impl RelationExpr {
                     }
                     Ok(out)
                 }),
-                RelationExpr::Project { input, outputs } => rows(input)?
+                RelationExpr::Project { input, outputs } => rows(input, env)?
                     .map(|rs| rs.into_iter().map(|(r, d)| (outputs.iter().map(|c| r[*c].clone()).collect(), d)).collect()),
-                RelationExpr::Negate { input } => rows(input)?.map(|rs| rs.into_iter().map(|(r, d)| (r, -d)).collect()),
-                RelationExpr::FlatMap { input, func, exprs, with_ordinality } => rows(input)?.and_then(|rs| {
+                RelationExpr::Negate { input } => rows(input, env)?.map(|rs| rs.into_iter().map(|(r, d)| (r, -d)).collect()),
+                RelationExpr::FlatMap { input, func, exprs, with_ordinality } => rows(input, env)?.and_then(|rs| {
                     let mut out = Vec::new();
                     for (r, d) in rs {
                         for row in flat_map_row(&r, func, exprs, *with_ordinality)? {
@@ -311,7 +338,7 @@ impl RelationExpr {
                 RelationExpr::Union { inputs } => {
                     let mut out = Vec::new();
                     for i in inputs {
-                        match rows(i)? {
+                        match rows(i, env)? {
                             Ok(rs) => out.extend(rs),
                             Err(e) => return Some(Err(e)),
                         }
@@ -319,19 +346,30 @@ impl RelationExpr {
                     Ok(out)
                 }
                 RelationExpr::Reduce { input, group_key, aggregates } => {
-                    rows(input)?.and_then(|rs| reduce_rows(rs, group_key, aggregates))
+                    rows(input, env)?.and_then(|rs| reduce_rows(rs, group_key, aggregates))
                 }
-                RelationExpr::Distinct { input } => rows(input)?.map(|rs| {
+                RelationExpr::Distinct { input } => rows(input, env)?.map(|rs| {
                     let mut counts: std::collections::BTreeMap<Row, Diff> = std::collections::BTreeMap::new();
                     for (r, d) in rs {
                         *counts.entry(Row::from_datums(r)).or_insert(0) += d;
                     }
                     counts.into_iter().filter(|(_, d)| *d > 0).map(|(r, _)| (r.unpack(), 1)).collect()
                 }),
+                RelationExpr::Let { id, value, body, .. } => {
+                    let value = match rows(value, env)? {
+                        Ok(rs) => rs,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    env.push((*id, value));
+                    let out = rows(body, env);
+                    env.pop();
+                    return out;
+                }
+                RelationExpr::LocalGet { id, .. } => Ok(env.iter().rev().find(|(i, _)| i == id)?.1.clone()),
                 _ => return None,
             })
         }
-        rows(self).map(|r| r.map(|rs| consolidate(rs.into_iter().map(|(r, d)| (Row::from_datums(r), d)))))
+        rows(self, &mut Vec::new()).map(|r| r.map(|rs| consolidate(rs.into_iter().map(|(r, d)| (Row::from_datums(r), d)))))
     }
 
     /// This relation as one `Constant` when it is built of constants only
@@ -356,10 +394,13 @@ impl RelationExpr {
     /// Applies `f` to every scalar expression of this node and its inputs.
     pub fn visit_scalars_mut(&mut self, f: &mut dyn FnMut(&mut ScalarExpr)) {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => {}
-            RelationExpr::Recursive { base, step, .. } => {
-                base.visit_scalars_mut(f);
-                step.visit_scalars_mut(f);
+            RelationExpr::Constant { .. }
+            | RelationExpr::Get { .. }
+            | RelationExpr::RecursiveRef { .. }
+            | RelationExpr::LocalGet { .. } => {}
+            RelationExpr::Recursive { base: a, step: b, .. } | RelationExpr::Let { value: a, body: b, .. } => {
+                a.visit_scalars_mut(f);
+                b.visit_scalars_mut(f);
             }
             RelationExpr::Map { input, scalars } => {
                 input.visit_scalars_mut(f);
@@ -421,8 +462,12 @@ impl RelationExpr {
     /// Children, for generic traversals.
     pub fn children(&self) -> Vec<&RelationExpr> {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => vec![],
+            RelationExpr::Constant { .. }
+            | RelationExpr::Get { .. }
+            | RelationExpr::RecursiveRef { .. }
+            | RelationExpr::LocalGet { .. } => vec![],
             RelationExpr::Recursive { base, step, .. } => vec![base, step],
+            RelationExpr::Let { value, body, .. } => vec![value, body],
             RelationExpr::Map { input, .. }
             | RelationExpr::Filter { input, .. }
             | RelationExpr::Project { input, .. }
@@ -440,8 +485,12 @@ impl RelationExpr {
     /// Children, mutably.
     pub fn children_mut(&mut self) -> Vec<&mut RelationExpr> {
         match self {
-            RelationExpr::Constant { .. } | RelationExpr::Get { .. } | RelationExpr::RecursiveRef { .. } => vec![],
+            RelationExpr::Constant { .. }
+            | RelationExpr::Get { .. }
+            | RelationExpr::RecursiveRef { .. }
+            | RelationExpr::LocalGet { .. } => vec![],
             RelationExpr::Recursive { base, step, .. } => vec![base, step],
+            RelationExpr::Let { value, body, .. } => vec![value, body],
             RelationExpr::Map { input, .. }
             | RelationExpr::Filter { input, .. }
             | RelationExpr::Project { input, .. }
@@ -501,17 +550,36 @@ impl RelationExpr {
     }
 
     fn collect_free_refs(&self, out: &mut BTreeSet<LocalId>) {
+        self.collect_free(out, false);
+    }
+
+    /// Local relations read but not bound inside the expression: recursive
+    /// references outside their `Recursive` node's step and `LocalGet`s
+    /// outside their `Let`'s body.
+    pub fn free_locals(&self) -> BTreeSet<LocalId> {
+        let mut out = BTreeSet::new();
+        self.collect_free(&mut out, true);
+        out
+    }
+
+    fn collect_free(&self, out: &mut BTreeSet<LocalId>, lets: bool) {
         match self {
             RelationExpr::RecursiveRef { id, .. } => {
                 out.insert(*id);
             }
-            RelationExpr::Recursive { id, base, step, .. } => {
-                base.collect_free_refs(out);
-                let mut inner = step.free_recursive_refs();
+            RelationExpr::LocalGet { id, .. } if lets => {
+                out.insert(*id);
+            }
+            RelationExpr::Recursive { id, base: outside, step: inside, .. } | RelationExpr::Let { id, value: outside, body: inside, .. } => {
+                outside.collect_free(out, lets);
+                let mut inner = BTreeSet::new();
+                inside.collect_free(&mut inner, lets);
+                // A `Let` binds its id for `LocalGet`s only; a `Recursive`
+                // for `RecursiveRef`s only (ids are never shared).
                 inner.remove(id);
                 out.extend(inner);
             }
-            other => other.children().into_iter().for_each(|c| c.collect_free_refs(out)),
+            other => other.children().into_iter().for_each(|c| c.collect_free(out, lets)),
         }
     }
 
@@ -536,11 +604,13 @@ impl RelationExpr {
     /// each operator imports or builds.
     pub fn explain(&self) -> String {
         let mut out = String::new();
-        self.explain_into(&mut out, 0);
+        self.explain_into(&mut out, 0, &mut Vec::new());
         out
     }
 
-    fn explain_into(&self, out: &mut String, depth: usize) {
+    /// `lets` numbers the bindings met so far (`l0`, `l1`, ... in the
+    /// order they appear, so that a plan's text does not depend on ids).
+    fn explain_into(&self, out: &mut String, depth: usize, lets: &mut Vec<LocalId>) {
         let pad = "  ".repeat(depth);
         let list = |v: &[ScalarExpr]| v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
         match self {
@@ -552,16 +622,16 @@ impl RelationExpr {
             }
             RelationExpr::Map { input, scalars } => {
                 let _ = writeln!(out, "{pad}Map ({})", list(scalars));
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Filter { input, predicates } => {
                 let _ = writeln!(out, "{pad}Filter ({})", list(predicates));
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Project { input, outputs } => {
                 let cols: Vec<String> = outputs.iter().map(|c| format!("#{c}")).collect();
                 let _ = writeln!(out, "{pad}Project ({})", cols.join(", "));
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Join { inputs, equivalences, plan } => {
                 let eqs: Vec<String> = equivalences.iter().map(|c| format!("[{}]", list(c))).collect();
@@ -606,7 +676,7 @@ impl RelationExpr {
                     }
                 }
                 for i in inputs {
-                    i.explain_into(out, depth + 1);
+                    i.explain_into(out, depth + 1, lets);
                 }
             }
             RelationExpr::Reduce { input, group_key, aggregates } => {
@@ -618,7 +688,7 @@ impl RelationExpr {
                 let totals_only = aggregates.iter().all(|a| !a.distinct && a.func.kind() == crate::expr::agg::AggregateKind::Accumulable);
                 let how = if totals_only { "keeps totals per group key" } else { "arranges input by group key" };
                 let _ = writeln!(out, "{pad}Reduce group=({}) aggregates=({})  [{how}]", keys.join(", "), aggs.join(", "));
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::TopK { input, group_key, order, limit, offset } => {
                 let keys: Vec<String> = group_key.iter().map(|c| format!("#{c}")).collect();
@@ -634,21 +704,21 @@ impl RelationExpr {
                     limit.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
                     offset
                 );
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Distinct { input } => {
                 let _ = writeln!(out, "{pad}Distinct  [arranges input by row]");
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Threshold { input } => {
                 let _ = writeln!(out, "{pad}Threshold  [arranges input by row]");
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::FlatMap { input, func, exprs, with_ordinality } => {
                 let args: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
                 let ord = if *with_ordinality { " with ordinality" } else { "" };
                 let _ = writeln!(out, "{pad}FlatMap {}({}){ord}", func.name(), args.join(", "));
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Window { input, partition, order, func } => {
                 let ord: Vec<String> = order.iter().map(|o| format!("#{}{}", o.column, if o.desc { " desc" } else { "" })).collect();
@@ -660,28 +730,40 @@ impl RelationExpr {
                     keys.join(", "),
                     ord.join(", ")
                 );
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Union { inputs } => {
                 let _ = writeln!(out, "{pad}Union");
                 for i in inputs {
-                    i.explain_into(out, depth + 1);
+                    i.explain_into(out, depth + 1, lets);
                 }
             }
             RelationExpr::Negate { input } => {
                 let _ = writeln!(out, "{pad}Negate");
-                input.explain_into(out, depth + 1);
+                input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Recursive { name, base, step, distinct, .. } => {
                 let (op, how) = if *distinct { ("UNION", "  [arranges result by row]") } else { ("UNION ALL", "") };
                 let _ = writeln!(out, "{pad}Recursive {name} ({op}, iterates to a fixpoint){how}");
                 let _ = writeln!(out, "{pad}  base:");
-                base.explain_into(out, depth + 2);
+                base.explain_into(out, depth + 2, lets);
                 let _ = writeln!(out, "{pad}  step:");
-                step.explain_into(out, depth + 2);
+                step.explain_into(out, depth + 2, lets);
             }
             RelationExpr::RecursiveRef { name, .. } => {
                 let _ = writeln!(out, "{pad}RecursiveRef {name}  [the previous round of {name}]");
+            }
+            RelationExpr::Let { id, name, value, body } => {
+                let label = format!("l{}", lets.len());
+                lets.push(*id);
+                let _ = writeln!(out, "{pad}With {label} = {name}  [computed once; Get {label} reads it]");
+                value.explain_into(out, depth + 1, lets);
+                let _ = writeln!(out, "{pad}Return");
+                body.explain_into(out, depth + 1, lets);
+            }
+            RelationExpr::LocalGet { id, name, .. } => {
+                let label = lets.iter().rposition(|l| l == id).map_or_else(|| name.clone(), |k| format!("l{k}"));
+                let _ = writeln!(out, "{pad}Get {label}");
             }
         }
     }

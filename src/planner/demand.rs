@@ -11,10 +11,13 @@
 //! their occurrences needs; otherwise their plans would differ and the
 //! shared work would be done twice.
 //!
+//! A `Let`'s value is demanded what the `LocalGet`s of its body read,
+//! together.
+//!
 //! Must not: change any operator's output columns or arity; it only
 //! annotates joins. Pure, like the rest of the planner.
 
-use crate::expr::{RelationExpr, ScalarExpr};
+use crate::expr::{LocalId, RelationExpr, ScalarExpr};
 use std::collections::HashMap;
 
 /// The planned joins met so far (as they are before annotation), each
@@ -23,10 +26,14 @@ use std::collections::HashMap;
 /// (a plan has few), each node once; a node is known by its address,
 /// which stays put while the plan is only annotated (and so is found
 /// again even where comparing a join with itself fails: a NaN literal).
+///
+/// It also holds, per `Let`, the union of what its body's `LocalGet`s
+/// read: that is the demand on the bound relation.
 #[derive(Default)]
 struct Joins {
     found: Vec<(RelationExpr, Vec<bool>)>,
     nodes: HashMap<usize, usize>,
+    lets: HashMap<LocalId, Vec<bool>>,
 }
 
 fn address(expr: &RelationExpr) -> usize {
@@ -74,8 +81,27 @@ fn collect(expr: &RelationExpr, mut demand: Vec<bool>, joins: &mut Joins, change
         }
         demand = entry.clone();
     }
-    for (child, d) in expr.children().into_iter().zip(input_demands(expr, &demand)) {
-        collect(child, d, joins, changed);
+    match expr {
+        RelationExpr::LocalGet { id, .. } => {
+            let entry = joins.lets.entry(*id).or_insert_with(|| vec![false; demand.len()]);
+            for (have, want) in entry.iter_mut().zip(&demand) {
+                if *want && !*have {
+                    *have = true;
+                    *changed = true;
+                }
+            }
+        }
+        RelationExpr::Let { id, value, body, .. } => {
+            // The body first: its reads are the value's demand.
+            collect(body, demand, joins, changed);
+            let wanted = joins.lets.get(id).cloned().unwrap_or_else(|| vec![false; value.arity()]);
+            collect(value, wanted, joins, changed);
+        }
+        _ => {
+            for (child, d) in expr.children().into_iter().zip(input_demands(expr, &demand)) {
+                collect(child, d, joins, changed);
+            }
+        }
     }
 }
 
@@ -108,7 +134,9 @@ fn input_demands(expr: &RelationExpr, demand: &[bool]) -> Vec<Vec<bool>> {
     use RelationExpr::*;
     let all = |e: &RelationExpr| vec![true; e.arity()];
     match expr {
-        Constant { .. } | Get { .. } | RecursiveRef { .. } => vec![],
+        Constant { .. } | Get { .. } | RecursiveRef { .. } | LocalGet { .. } => vec![],
+        // (`collect` gives a `Let`'s value what its body's reads need.)
+        Let { value, .. } => vec![all(value), demand.to_vec()],
         Map { input, scalars } => {
             let n = input.arity();
             let mut d = demand[..n.min(demand.len())].to_vec();

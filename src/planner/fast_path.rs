@@ -157,7 +157,9 @@ fn evaluable<'a>(expr: &'a RelationExpr, gets: &mut Vec<(GlobalId, &'a [ColumnTy
         | RelationExpr::FlatMap { .. }
         | RelationExpr::Union { .. }
         | RelationExpr::Reduce { .. }
-        | RelationExpr::Distinct { .. } => expr.children().into_iter().all(|c| evaluable(c, gets, depth + 1)),
+        | RelationExpr::Distinct { .. }
+        | RelationExpr::Let { .. }
+        | RelationExpr::LocalGet { .. } => expr.children().into_iter().all(|c| evaluable(c, gets, depth + 1)),
         _ => false,
     }
 }

@@ -1,6 +1,7 @@
 //! The optimizer: pure functions from MIR to MIR.
 //!
-//! Passes: flatten nested joins, turn predicates above a join into
+//! Passes: move `Let` bindings up and out of recursive terms (`lets.rs`),
+//! flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
 //! join's inputs, and plan each join as a chain of lookups, choosing
 //! existing indexes (shared arrangements) where their key matches; then
@@ -11,6 +12,7 @@
 
 mod demand;
 pub mod fast_path;
+pub mod lets;
 
 use crate::expr::relation::IndexRef;
 use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr, VariadicFunc};
@@ -33,6 +35,8 @@ impl IndexCatalog for NoIndexes {
 
 /// Optimizes an expression.
 pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
+    let expr = lets::inline_into_recursion(expr);
+    let expr = lets::lift(expr);
     let expr = fold_constants(expr);
     let expr = fuse_filters(expr);
     let expr = plan_joins(expr, indexes);
@@ -167,6 +171,7 @@ fn map_children(expr: RelationExpr, f: &mut dyn FnMut(RelationExpr) -> RelationE
         Recursive { id, name, types, base, step, distinct } => {
             Recursive { id, name, types, base: Box::new(f(*base)), step: Box::new(f(*step)), distinct }
         }
+        Let { id, name, value, body } => Let { id, name, value: Box::new(f(*value)), body: Box::new(f(*body)) },
         leaf => leaf,
     }
 }

@@ -76,6 +76,11 @@ pub struct Binder<'a> {
     /// correlated subquery's keys, an outer join's inputs
     /// (`subquery::MAX_COPIED_NODES` bounds it).
     pub copied_nodes: usize,
+    /// Above zero while a correlated block is bound only to learn which
+    /// outer columns it reads (`subquery::bind_correlated_with`'s first
+    /// pass): blocks nested in it are then bound once, not twice, so
+    /// nesting costs binding work quadratic, not exponential, in depth.
+    pub discovering: usize,
 }
 
 /// Postgres folds unquoted identifiers to lower case.
@@ -131,6 +136,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         params_bound: 0,
         expr_depth: 0,
         copied_nodes: 0,
+        discovering: 0,
     };
     let mut plan = match stmt {
         Stmt::Sql(s) => b.bind_statement(s)?,

@@ -16,7 +16,7 @@ use crate::sql::plan::ItemKind;
 use crate::sql::origin::{self, ColumnOrigin};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
-    charge_copies, distinct, filter, full_join, join, join_on_keys, left_join, map, node_count, project, swap_sides, unit, Host,
+    distinct, filter, full_join, join, join_on_keys, left_join, map, project, swap_sides, unit, Bindings, Host,
 };
 use crate::sql::types::common_type;
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
@@ -155,9 +155,13 @@ impl Binder<'_> {
                         self.record_outputs = true;
                         let corr = self.bind_correlated(subquery, &visible, vec![]);
                         self.record_outputs = false;
-                        let corr = corr?;
+                        let mut corr = corr?;
                         if *lateral || !corr.cols.is_empty() {
-                            let keys = distinct(project(l.rel.clone(), corr.cols.clone()));
+                            // The left side is read for the keys and joined
+                            // with the result: bound once.
+                            let mut lets = Bindings::default();
+                            let left_rel = lets.share(l.rel.clone(), "lateral input");
+                            let keys = distinct(project(left_rel.clone(), corr.cols.clone()));
                             let desc = corr.desc.clone();
                             let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                             // The item carries the left side's columns;
@@ -171,7 +175,7 @@ impl Binder<'_> {
                             rename_columns(&mut own, alias.as_ref());
                             check_new_label(&l.scope, &own)?;
                             sc.items.extend(own.items);
-                            let rel = join_on_keys(l.rel.clone(), &corr.cols, s, true);
+                            let rel = lets.wrap(join_on_keys(left_rel, &corr.cols, s, true));
                             return Ok(From { rel, scope: sc, over_left: true });
                         }
                         // It reads nothing from outside: bound on its own.
@@ -428,16 +432,8 @@ impl Binder<'_> {
                 it.typ.nullable = true;
             }
         }
-        // An outer join reads each input more than once (its matched and
-        // unmatched rows): nested ones multiply the plan.
-        let (l, r) = (node_count(&left.rel), node_count(&right.rel));
-        let copies = match kind {
-            Kind::Inner => 0,
-            Kind::Left => 2 * l + r,
-            Kind::Right => 2 * r + l,
-            Kind::Full => 2 * (l + r),
-        };
-        charge_copies(&mut self.copied_nodes, copies)?;
+        // (An outer join reads each input more than once, its matched and
+        // unmatched rows, through `Let` bindings: nothing is copied.)
         let rel = match kind {
             Kind::Inner => {
                 if host.pending.is_empty() {

@@ -19,10 +19,11 @@ use crate::sql::origin::{self, Origins};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
     distinct, filter, join, join_on_keys, map, negate, project, union, unit,
-    Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
+    Bindings, Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
 };
 use crate::sql::types::common_type;
 use crate::sql::window::{remap_windows, WindowCall};
+use std::borrow::Cow;
 use sqlparser::ast::{
     self, Expr, GroupByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Value,
 };
@@ -306,20 +307,20 @@ impl Binder<'_> {
     /// a call with several columns is a record item: one item per column,
     /// each named after the item, with the column's name as its field
     /// (returned per item; `composite.rs`).
-    fn select_list_functions(
+    fn select_list_functions<'e>(
         &mut self,
         rel: RelationExpr,
         mut scope: Scope,
-        items: &mut Vec<(Expr, String)>,
+        items: &mut Vec<(Cow<'e, Expr>, String)>,
         records: bool,
     ) -> Result<(RelationExpr, Scope, Vec<Option<String>>), Error> {
         let mut funcs = Vec::new();
         let mut all_exprs = Vec::new();
         let start = scope.items.len();
-        let mut out: Vec<(Expr, String)> = Vec::with_capacity(items.len());
+        let mut out: Vec<(Cow<'e, Expr>, String)> = Vec::with_capacity(items.len());
         let mut fields: Vec<Option<String>> = Vec::with_capacity(items.len());
         for (e, item_name) in std::mem::take(items) {
-            let (f, pick) = match &e {
+            let (f, pick) = match &*e {
                 Expr::Function(f) => (f, None),
                 _ => match crate::sql::composite::function_field(&e) {
                     Some((f, field)) => (f, Some(field)),
@@ -363,7 +364,7 @@ impl Binder<'_> {
             }
             funcs.push((func, exprs.len()));
             all_exprs.extend(exprs);
-            let column = |j: usize| Expr::Identifier(ast::Ident::with_quote('"', hidden[j].clone()));
+            let column = |j: usize| Cow::Owned(Expr::Identifier(ast::Ident::with_quote('"', hidden[j].clone())));
             match pick {
                 Some(field) => {
                     let j = cols.iter().position(|(c, _)| *c == field).ok_or_else(|| {
@@ -455,21 +456,26 @@ impl Binder<'_> {
         for c in joins {
             match c {
                 Expr::Exists { subquery, negated } => {
-                    let corr = self.bind_correlated(subquery, &f.scope, vec![])?;
-                    let keys = if corr.cols.is_empty() { unit() } else { distinct(project(rel.clone(), corr.cols.clone())) };
+                    let mut corr = self.bind_correlated(subquery, &f.scope, vec![])?;
+                    // The block's relation is read for the keys, the semi-join
+                    // and (NOT EXISTS) the difference: bound once.
+                    let mut lets = Bindings::default();
+                    let base = lets.share(std::mem::replace(&mut rel, unit()), "semi-join input");
+                    let keys = if corr.cols.is_empty() { unit() } else { distinct(project(base.clone(), corr.cols.clone())) };
                     let n = corr.cols.len();
                     let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                     let e = distinct(project(s, (0..n).collect()));
-                    let semi = join_on_keys(rel.clone(), &corr.cols, e, false);
-                    rel = if *negated { union(vec![rel, negate(semi)]) } else { semi };
+                    let semi = join_on_keys(base.clone(), &corr.cols, e, false);
+                    rel = lets.wrap(if *negated { union(vec![base, negate(semi)]) } else { semi });
                 }
                 Expr::InSubquery { expr, subquery, .. } => {
                     // TRUE only when some value equals: a semi-join on the
                     // correlated columns and the left operand.
                     let mut ctx = ExprCtx::new(&f.scope, clause);
                     let lhs = self.bind_expr(expr, &mut ctx)?;
-                    let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
-                    let ext = map(rel.clone(), vec![lhs_expr]);
+                    let (lhs_expr, _lhs_ty, cmp, mut corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
+                    let mut lets = Bindings::default();
+                    let ext = lets.share(map(std::mem::replace(&mut rel, unit()), vec![lhs_expr]), "semi-join input");
                     let mut cols = corr.cols.clone();
                     cols.push(w);
                     let n = cols.len();
@@ -478,7 +484,7 @@ impl Binder<'_> {
                     let mut p = cmp;
                     p.permute(&|c| if c == 0 { n - 1 } else { n });
                     let e = distinct(project(filter(s, vec![p]), (0..n).collect()));
-                    rel = project(join_on_keys(ext, &cols, e, false), (0..w).collect());
+                    rel = lets.wrap(project(join_on_keys(ext, &cols, e, false), (0..w).collect()));
                 }
                 _ => unreachable!("only EXISTS and IN are collected above"),
             }
@@ -505,23 +511,29 @@ impl Binder<'_> {
         op: BinaryFunc,
         equate: bool,
     ) -> Result<(ScalarExpr, ColumnType, ScalarExpr, crate::sql::subquery::Correlated), Error> {
-        // The subquery's output type decides an unknown left operand's.
-        let probe = self.bind_correlated(subquery, scope, vec![ColumnType::new(ScalarType::Text, true)])?;
-        if probe.desc.arity() != 1 {
-            return Err(Error::Syntax(format!(
-                "subquery has too {} columns",
-                if probe.desc.arity() > 1 { "many" } else { "few" }
-            )));
-        }
-        let st = probe.desc.types[0].clone();
-        let lt = lhs.ty.clone().unwrap_or(st.scalar.clone());
-        let common = common_type(&lt, &st.scalar).ok_or_else(|| {
-            Error::UndefinedFunction(format!("operator does not exist: {} {} {}", lt.name(), op_symbol(&op), st.scalar.name()))
-        })?;
         let nullable = lhs.nullable;
+        let lt = match lhs.ty.clone() {
+            Some(lt) => lt,
+            None => {
+                // The subquery's output type decides an unknown left
+                // operand's. Only its type is wanted: it is bound as a
+                // first pass is (once, the blocks nested in it once too).
+                self.discovering += 1;
+                let probe = self.bind_correlated(subquery, scope, vec![ColumnType::new(ScalarType::Text, true)]);
+                self.discovering -= 1;
+                let probe = probe?;
+                one_column(&probe)?;
+                probe.desc.types[0].scalar.clone()
+            }
+        };
         let lhs_expr = self.coerce(lhs, &lt)?;
         let lhs_ty = ColumnType::new(lt.clone(), nullable);
         let corr = self.bind_correlated_with(subquery, scope, vec![lhs_ty.clone()], equate && op == BinaryFunc::Eq)?;
+        one_column(&corr)?;
+        let st = corr.desc.types[0].clone();
+        let common = common_type(&lt, &st.scalar).ok_or_else(|| {
+            Error::UndefinedFunction(format!("operator does not exist: {} {} {}", lt.name(), op_symbol(&op), st.scalar.name()))
+        })?;
         let l = self.cast_to(ScalarExpr::Column(0), &lt, &common);
         let r = self.cast_to(ScalarExpr::Column(1), &st.scalar, &common);
         Ok((lhs_expr, lhs_ty, l.call_binary(r, op), corr))
@@ -558,11 +570,13 @@ impl Binder<'_> {
         let scope = from.scope.clone();
         let rel = from.rel;
         // Expand the select list (wildcards) into (expr, name) pairs.
-        let mut items: Vec<(Expr, String)> = Vec::new();
+        // (Borrowed: an item holds every subquery nested in it, and
+        // copying it at each level of nesting was cubic in the depth.)
+        let mut items: Vec<(Cow<'_, Expr>, String)> = Vec::new();
         for item in &s.projection {
             match item {
-                SelectItem::UnnamedExpr(e) => items.push((e.clone(), column_name(e))),
-                SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident(alias))),
+                SelectItem::UnnamedExpr(e) => items.push((Cow::Borrowed(e), column_name(e))),
+                SelectItem::ExprWithAlias { expr, alias } => items.push((Cow::Borrowed(expr), ident(alias))),
                 SelectItem::Wildcard(_) => {
                     if scope.has_fields() {
                         return Err(record_star());
@@ -571,7 +585,7 @@ impl Binder<'_> {
                         return Err(Error::Syntax("SELECT * with no tables specified is not valid".into()));
                     }
                     for (_, it) in scope.star_items() {
-                        items.push((column_ref(it), it.name.clone()));
+                        items.push((Cow::Owned(column_ref(it)), it.name.clone()));
                     }
                 }
                 SelectItem::QualifiedWildcard(kind, _) => {
@@ -588,7 +602,7 @@ impl Binder<'_> {
                         return Err(record_star());
                     }
                     for it in cols {
-                        items.push((column_ref(it), it.name.clone()));
+                        items.push((Cow::Owned(column_ref(it)), it.name.clone()));
                     }
                 }
                 other => return Err(Error::FeatureNotSupported(format!("select item not supported: {other}"))),
@@ -618,12 +632,12 @@ impl Binder<'_> {
             for g in &group_exprs {
                 let g = match g {
                     Expr::Value(v) => match &v.value {
-                        Value::Number(num, _) => items[ordinal(num, items.len(), "GROUP BY")?].0.clone(),
+                        Value::Number(num, _) => items[ordinal(num, items.len(), "GROUP BY")?].0.clone().into_owned(),
                         _ => g.clone(),
                     },
                     Expr::Identifier(id) if input_scope.resolve(None, &ident(id)).is_err() => {
                         match items.iter().find(|(_, nm)| *nm == ident(id)) {
-                            Some((e, _)) => e.clone(),
+                            Some((e, _)) => e.clone().into_owned(),
                             None => g.clone(),
                         }
                     }
@@ -759,7 +773,9 @@ impl Binder<'_> {
                 // A correlated global aggregate still yields one row per
                 // outer value: the aggregates' values over no rows.
                 let o = outer.expect("n > 0 means a prefix");
-                let present = distinct(project(rel.clone(), (0..n).collect()));
+                let mut lets = Bindings::default();
+                let groups = lets.share(rel, "aggregate");
+                let present = distinct(project(groups.clone(), (0..n).collect()));
                 let missing = union(vec![o.relation(), negate(present)]);
                 let defaults: Vec<ScalarExpr> = grouping
                     .aggregates
@@ -767,7 +783,7 @@ impl Binder<'_> {
                     .zip(&grouping.agg_types)
                     .map(|(a, t)| ScalarExpr::Literal(a.func.default_value(), t.scalar.clone()))
                     .collect();
-                rel = union(vec![rel, map(missing, defaults)]);
+                rel = lets.wrap(union(vec![groups, map(missing, defaults)]));
             }
         }
         // Apply the subqueries found above, then HAVING, then the outputs.
@@ -1164,10 +1180,20 @@ fn set_operation(l: Block, op: &SetOperator, quantifier: &SetQuantifier, r: Bloc
         (SetOperator::Except | SetOperator::Minus, true) => threshold(union(vec![le, negate(re)])),
         (SetOperator::Except | SetOperator::Minus, false) => threshold(union(vec![distinct(le), negate(distinct(re))])),
         (SetOperator::Intersect, all) => {
+            let mut lets = Bindings::default();
+            let le = lets.share(le, "intersect input");
             let l_minus_r = threshold(union(vec![le.clone(), negate(re)]));
             let both = union(vec![le, negate(l_minus_r)]);
-            if all { both } else { distinct(both) }
+            lets.wrap(if all { both } else { distinct(both) })
         }
     };
     Ok(plain_block(expr, prefix, desc))
+}
+
+/// The subquery of `x op ANY/ALL (...)` or `x IN (...)` has one column.
+fn one_column(c: &crate::sql::subquery::Correlated) -> Result<(), Error> {
+    match c.desc.arity() {
+        1 => Ok(()),
+        n => Err(Error::Syntax(format!("subquery has too {} columns", if n > 1 { "many" } else { "few" }))),
+    }
 }

@@ -35,14 +35,11 @@ use sqlparser::ast::{
 };
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids of recursive relations, unique within the process so that the plans
 /// of views inlined into a query never share one with the query.
-static NEXT_LOCAL_ID: AtomicU64 = AtomicU64::new(1);
-
 fn next_local_id() -> LocalId {
-    NEXT_LOCAL_ID.fetch_add(1, Ordering::Relaxed)
+    crate::expr::relation::fresh_local_id()
 }
 
 /// Where a self-reference is disallowed, with Postgres's message for it.

@@ -12,13 +12,18 @@
 //! relation. Nothing here evaluates per row, so views containing
 //! subqueries are maintained incrementally like any join and reduction.
 //!
+//! A relation these constructions read more than once (the subquery's
+//! input, keys and result, an outer join's inputs) is bound once with
+//! `RelationExpr::Let` ([`Bindings`]): copies would multiply the plan at
+//! every level of nesting.
+//!
 //! This module owns correlation tracking, the pending-subquery list of an
 //! expression context, and the relational constructions (mark joins, semi
 //! and anti joins, outer joins, NULL-safe join keys). It must not resolve
 //! names in the catalog or touch the coordinator.
 
 use crate::expr::func::{BinaryFunc, UnaryFunc, VariadicFunc};
-use crate::expr::{AggregateExpr, AggregateFunc, RelationExpr, ScalarExpr};
+use crate::expr::{AggregateExpr, AggregateFunc, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType};
 use crate::sql::binder::Binder;
 use crate::sql::scope::{Scope, ScopeItem};
@@ -97,21 +102,24 @@ pub struct Correlated {
 /// The most operators binding may copy into a plan by repeating a
 /// relation. A correlated subquery is bound over a placeholder that each
 /// use replaces with the distinct keys of the relation it is correlated
-/// with, a copy of that relation's plan, and an outer join reads its inputs
-/// more than once; nested ones multiply the plan (sqlsmith's nested
-/// LATERALs and LEFT JOINs made plans of 400,000 operators, 7 s and 2 GB to
-/// build on the coordinator, which every session waited for). Plans that
-/// are merely wide (a UNION ALL of 20,000 arms) copy nothing. TPC-H's
-/// correlated queries copy a few hundred.
+/// with. Those keys, and every other relation read more than once, are
+/// read through a `Let` binding ([`Bindings`]), so a copy is a few
+/// operators; before, copies of whole plans multiplied with nesting
+/// (sqlsmith's nested LATERALs and LEFT JOINs made plans of 400,000
+/// operators, 7 s and 2 GB to build on the coordinator, which every
+/// session waited for), and this bound is what stopped them.
 pub const MAX_COPIED_NODES: usize = 100_000;
 
 impl Correlated {
-    /// The subquery's relation reading `keys` for its prefix; the copies
-    /// of `keys` are counted in `copied` (54001 past `MAX_COPIED_NODES`).
-    pub fn instantiate(&self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
+    /// The subquery's relation reading `keys` for its prefix, taken out of
+    /// `self` (a subquery is instantiated once; nested ones are large, and
+    /// copying each level's at every level above it cost time cubic in
+    /// the depth). The copies of `keys` are counted in `copied` (54001 past
+    /// `MAX_COPIED_NODES`).
+    pub fn instantiate(&mut self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
         let uses = count_gets(&self.expr, self.placeholder);
         charge_copies(copied, uses.saturating_mul(node_count(keys)))?;
-        let mut e = self.expr.clone();
+        let mut e = std::mem::replace(&mut self.expr, RelationExpr::Union { inputs: vec![] });
         substitute(&mut e, self.placeholder, keys);
         Ok(e)
     }
@@ -340,10 +348,48 @@ pub fn join_on_keys(rel: RelationExpr, cols: &[usize], t: RelationExpr, keep_t_v
 /// Extends `t` (n key columns, one value; at most one row per key unless
 /// a cardinality error is reported) to one row for every row of `keys`,
 /// with `default` where `t` has none.
-fn totalize(t: RelationExpr, keys: RelationExpr, n: usize, default: ScalarExpr) -> RelationExpr {
+fn totalize(t: RelationExpr, keys: RelationExpr, n: usize, default: ScalarExpr, lets: &mut Bindings) -> RelationExpr {
+    let t = lets.share(t, "subquery result");
     let present = distinct(project(t.clone(), (0..n).collect()));
     let missing = union(vec![keys, negate(present)]);
     union(vec![t, map(missing, vec![default])])
+}
+
+/// Relations that a plan being built reads more than once, each bound
+/// once (`RelationExpr::Let`) and read through `LocalGet`s: decorrelation
+/// reads a subquery's input and result several times, and copies would
+/// multiply with every level of nesting.
+#[derive(Default)]
+pub struct Bindings(Vec<(LocalId, String, RelationExpr)>);
+
+impl Bindings {
+    /// A read of `e`, bound here; reads of stored relations, of other
+    /// bindings and of constants of at most one row are as cheap to repeat
+    /// and are returned as they are.
+    pub fn share(&mut self, e: RelationExpr, name: &str) -> RelationExpr {
+        let cheap = match &e {
+            RelationExpr::Get { .. } | RelationExpr::LocalGet { .. } | RelationExpr::RecursiveRef { .. } => true,
+            RelationExpr::Constant { rows, .. } => rows.len() <= 1,
+            _ => false,
+        };
+        if cheap {
+            return e;
+        }
+        let id = crate::expr::relation::fresh_local_id();
+        let types = e.typ();
+        self.0.push((id, name.to_string(), e));
+        RelationExpr::LocalGet { id, name: name.to_string(), types }
+    }
+
+    /// `body` with the bindings in scope.
+    pub fn wrap(self, body: RelationExpr) -> RelationExpr {
+        self.0.into_iter().rev().fold(body, |body, (id, name, value)| RelationExpr::Let {
+            id,
+            name,
+            value: Box::new(value),
+            body: Box::new(body),
+        })
+    }
 }
 
 impl Binder<'_> {
@@ -376,18 +422,41 @@ impl Binder<'_> {
         // Both passes bind the query as the caller asked (a FROM subquery
         // may have record-valued outputs).
         let records = std::mem::take(&mut self.record_outputs);
+        if outer.len() == 0 && extra.is_empty() {
+            // No outer column to read: one pass, uncorrelated.
+            self.record_outputs = records;
+            let block = self.bind_query_in(q, None)?;
+            let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
+            let placeholder = self.next_placeholder();
+            return Ok(Correlated { cols: vec![], placeholder, expr: block.into_relation(), desc, origins, fields });
+        }
         // First pass: everything in scope is prefix; see what is used.
         let all: Vec<usize> = (0..outer.len()).collect();
-        let cols = {
-            let placeholder = self.next_placeholder();
-            let o = Outer { items: outer.as_outer(), extra: extra.clone(), placeholder, equate };
-            self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: all });
-            self.record_outputs = records;
-            let r = self.bind_query_in(q, Some(&o));
-            let frame = self.corr.pop().expect("pushed above");
-            r?;
-            frame.used.into_iter().collect::<Vec<_>>()
-        };
+        let placeholder = self.next_placeholder();
+        let o = Outer { items: outer.as_outer(), extra: extra.clone(), placeholder, equate };
+        self.corr.push(CorrFrame { used: BTreeSet::new(), prefix_map: all.clone() });
+        self.record_outputs = records;
+        self.discovering += 1;
+        let r = self.bind_query_in(q, Some(&o));
+        self.discovering -= 1;
+        let frame = self.corr.pop().expect("pushed above");
+        let first = r?;
+        let cols: Vec<usize> = frame.used.into_iter().collect();
+        if self.discovering > 0 {
+            // Inside an enclosing first pass, which only wants to know
+            // what that block reads: this binding, with every outer column
+            // in its prefix, is a correct one. Its reads are the enclosing
+            // block's correlation.
+            for c in &cols {
+                let item = &outer.items[*c];
+                self.note_outer_reference(&item.clone(), *c);
+            }
+            let desc = first.desc.clone();
+            let origins = first.origins.clone();
+            let fields = first.fields.clone();
+            return Ok(Correlated { cols: all, placeholder, expr: first.into_relation(), desc, origins, fields });
+        }
+        drop(first);
         // References to the enclosing block's own prefix are its
         // correlation too.
         for c in &cols {
@@ -445,15 +514,17 @@ impl Binder<'_> {
                 lhs.push(l.clone());
             }
         }
-        let ext = map(rel, lhs);
+        // The host relation is read by every subquery's keys and joined
+        // with their results: bound once.
+        let mut lets = Bindings::default();
+        let ext = lets.share(map(rel, lhs), "subquery input");
         let mut inputs = vec![ext.clone()];
-        let ext_nodes = node_count(&ext);
         let mut eqs = Vec::new();
         let mut outputs: Vec<usize> = (0..w).collect();
         let ext_types = ext.typ();
         let mut offset = ext.arity();
         let mut next_lhs = w;
-        for p in pending {
+        for mut p in pending {
             let mut cols = p.corr.cols.clone();
             if p.kind.lhs().is_some() {
                 cols.push(next_lhs);
@@ -461,26 +532,18 @@ impl Binder<'_> {
             }
             let n = cols.len();
             let keys_of = |cols: &[usize]| if cols.is_empty() { unit() } else { distinct(project(ext.clone(), cols.to_vec())) };
-            // Each subquery's keys repeat `ext`.
-            let keys = keys_of(&cols);
-            charge_copies(&mut self.copied_nodes, ext_nodes)?;
+            let keys = lets.share(keys_of(&cols), "subquery keys");
+            charge_copies(&mut self.copied_nodes, node_count(&keys))?;
             let t = match &p.kind {
                 SubqueryKind::In { l, r, negated, .. } => {
-                    let corr_keys = keys_of(&p.corr.cols);
-                    charge_copies(&mut self.copied_nodes, ext_nodes)?;
+                    let corr_keys = lets.share(keys_of(&p.corr.cols), "subquery keys");
+                    charge_copies(&mut self.copied_nodes, node_count(&corr_keys))?;
                     let s = p.corr.instantiate(&corr_keys, &mut self.copied_nodes)?;
-                    // `in_table` reads the subquery twice and its keys
-                    // three times.
-                    charge_copies(&mut self.copied_nodes, node_count(&s) + 2 * node_count(&keys))?;
-                    in_table(s, keys, corr_keys, l, r, *negated)?
+                    in_table(s, keys, corr_keys, l, r, *negated, &mut lets)?
                 }
                 kind => {
                     let s = p.corr.instantiate(&keys, &mut self.copied_nodes)?;
-                    // A scalar subquery's table reads it three times, the
-                    // others twice (`totalize`): nested ones multiply.
-                    let copies = if matches!(kind, SubqueryKind::Scalar) { 2 } else { 1 };
-                    charge_copies(&mut self.copied_nodes, copies * node_count(&s))?;
-                    self.subquery_table(s, n, keys, kind, &p.typ)?
+                    self.subquery_table(s, n, keys, kind, &p.typ, &mut lets)?
                 }
             };
             for (i, c) in cols.iter().enumerate() {
@@ -490,11 +553,19 @@ impl Binder<'_> {
             offset += n + 1;
             inputs.push(t);
         }
-        Ok(project(join(inputs, eqs), outputs))
+        Ok(lets.wrap(project(join(inputs, eqs), outputs)))
     }
 
     /// The subquery's value for every key: n key columns and one value.
-    fn subquery_table(&mut self, s: RelationExpr, n: usize, keys: RelationExpr, kind: &SubqueryKind, typ: &ColumnType) -> Result<RelationExpr, Error> {
+    fn subquery_table(
+        &mut self,
+        s: RelationExpr,
+        n: usize,
+        keys: RelationExpr,
+        kind: &SubqueryKind,
+        typ: &ColumnType,
+        lets: &mut Bindings,
+    ) -> Result<RelationExpr, Error> {
         let count_if = |pred: ScalarExpr| {
             AggregateExpr::new(
                 AggregateFunc::Count,
@@ -517,6 +588,9 @@ impl Binder<'_> {
                 if sa != n + 1 {
                     return Err(Error::Syntax("subquery must return only one column".into()));
                 }
+                // Read three times: for its rows, to count them, and to
+                // find the keys it has no row for.
+                let s = lets.share(s, "subquery");
                 let counts = RelationExpr::Reduce {
                     input: Box::new(s.clone()),
                     group_key: (0..n).collect(),
@@ -535,12 +609,12 @@ impl Binder<'_> {
                     t.nullable = true;
                 }
                 let errors = map(project(too_many, vec![]), nulls(&types));
-                let total = totalize(s, keys, n, ScalarExpr::null(typ.scalar.clone()));
+                let total = totalize(s, keys, n, ScalarExpr::null(typ.scalar.clone()), lets);
                 union(vec![total, errors])
             }
             SubqueryKind::Exists => {
                 let e = map(distinct(project(s, (0..n).collect())), vec![lit_bool(true)]);
-                totalize(e, keys, n, lit_bool(false))
+                totalize(e, keys, n, lit_bool(false), lets)
             }
             SubqueryKind::Any { cmp, .. } | SubqueryKind::All { cmp, .. } => {
                 if s.arity() != n + 1 {
@@ -572,7 +646,7 @@ impl Binder<'_> {
                 let mut outputs: Vec<usize> = (0..n).collect();
                 outputs.push(n + 2);
                 let t = project(map(reduced, vec![value]), outputs);
-                totalize(t, keys, n, lit_bool(undecided_default))
+                totalize(t, keys, n, lit_bool(undecided_default), lets)
             }
             SubqueryKind::In { .. } => return Err(Error::Internal("IN is built by in_table".into())),
         })
@@ -597,6 +671,7 @@ fn in_table(
     l: &ScalarExpr,
     r: &ScalarExpr,
     negated: bool,
+    lets: &mut Bindings,
 ) -> Result<RelationExpr, Error> {
     let n = keys.arity();
     let m = n - 1;
@@ -604,6 +679,9 @@ fn in_table(
         return Err(Error::Syntax("subquery has too many columns".into()));
     }
     let key_types = keys.typ();
+    // Both are read more than once below.
+    let keys = lets.share(keys, "subquery keys");
+    let s = lets.share(s, "subquery");
     let lit_bool = |b: bool| ScalarExpr::Literal(Datum::Bool(b), ScalarType::Bool);
     let lit_int = |i: i32| ScalarExpr::Literal(Datum::Int32(i), ScalarType::Int32);
     let at = |e: &ScalarExpr, from: usize, to: usize| {
@@ -618,7 +696,7 @@ fn in_table(
     }
     eqs.push(vec![at(l, 0, m), at(r, 1, n + m)]);
     let hits = map(distinct(project(join(vec![keys.clone(), s.clone()], eqs), (0..n).collect())), vec![lit_bool(true)]);
-    let hits = totalize(hits, keys.clone(), n, lit_bool(false));
+    let hits = totalize(hits, keys.clone(), n, lit_bool(false), lets);
     // Per correlation value: 0 no rows, 1 rows without NULL, 2 a NULL too.
     let stats = RelationExpr::Reduce {
         input: Box::new(s),
@@ -637,7 +715,7 @@ fn in_table(
     };
     let mut outputs: Vec<usize> = (0..m).collect();
     outputs.push(m + 2);
-    let stats = totalize(project(map(stats, vec![state]), outputs), corr_keys, m, lit_int(0));
+    let stats = totalize(project(map(stats, vec![state]), outputs), corr_keys, m, lit_int(0), lets);
     // keys ++ hits (n + 1) ++ stats (m + 1)
     let mut eqs = Vec::new();
     for (i, t) in key_types.iter().enumerate() {
@@ -681,15 +759,21 @@ pub fn left_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> Relat
     // relation's rows) instead of a tree keeps chains of outer joins over
     // the catalog from growing exponentially (`expr::fold`).
     let (l, r) = (l.folded(), r.folded());
+    // Both sides are read for the matches and for the unmatched rows:
+    // bound once, so that nested outer joins stay linear in size.
+    let mut lets = Bindings::default();
+    let (l, r) = (lets.share(l, "outer join input"), lets.share(r, "outer join input"));
     let rtypes = r.typ();
     let inner = filter(join(vec![l.clone(), r.clone()], vec![]), on.clone());
     let unmatched = unmatched_left(l, r, &on);
-    union(vec![inner, map(unmatched, nulls(&rtypes))])
+    lets.wrap(union(vec![inner, map(unmatched, nulls(&rtypes))]))
 }
 
 /// `l FULL JOIN r ON on`.
 pub fn full_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> RelationExpr {
     let (l, r) = (l.folded(), r.folded());
+    let mut lets = Bindings::default();
+    let (l, r) = (lets.share(l, "outer join input"), lets.share(r, "outer join input"));
     let a = l.arity();
     let b = r.arity();
     let ltypes = l.typ();
@@ -700,7 +784,7 @@ pub fn full_join(l: RelationExpr, r: RelationExpr, on: Vec<ScalarExpr>) -> Relat
     let right_only = map(unmatched_left(r, l, &swapped), nulls(&ltypes));
     // right_only is (r, nulls for l): put l's columns first.
     let reorder: Vec<usize> = (b..b + a).chain(0..b).collect();
-    union(vec![inner, left_only, project(right_only, reorder)])
+    lets.wrap(union(vec![inner, left_only, project(right_only, reorder)]))
 }
 
 /// Rewrites a predicate over (l, r) to one over (r, l).
