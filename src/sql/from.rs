@@ -16,7 +16,8 @@ use crate::sql::plan::ItemKind;
 use crate::sql::origin::{self, ColumnOrigin};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
-    distinct, filter, full_join, join, join_on_keys, left_join, map, project, swap_sides, unit, Bindings, Host,
+    distinct, filter, full_join, join, join_on_keys, left_join, map, negate, nulls, project, swap_sides, union, unit, Bindings,
+    Host,
 };
 use crate::sql::types::common_type;
 use sqlparser::ast::{self, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins};
@@ -449,7 +450,9 @@ impl Binder<'_> {
                 }
             }
             _ if !host.pending.is_empty() => {
-                return Err(Error::FeatureNotSupported("subqueries in the ON clause of an outer join are not supported yet".into()));
+                let pending = std::mem::take(&mut host.pending);
+                let (lefts, rights) = (kind != Kind::Right, kind != Kind::Left);
+                self.outer_join_with_subqueries(left.rel, right.rel, on, pending, lefts, rights)?
             }
             Kind::Left => left_join(left.rel, right.rel, on),
             Kind::Right => {
@@ -501,6 +504,48 @@ impl Binder<'_> {
         Ok(From { rel: project(map(rel, merged), outputs), scope: Scope { items }, over_left: false })
     }
 
+    /// An outer join whose ON condition holds subqueries: the matches are
+    /// the product of the sides with the subqueries' values (decorrelated
+    /// over the product, `apply_pending`) filtered by ON; the left rows
+    /// without a match (with `lefts`), padded with NULLs, are the left
+    /// side minus the left rows of the matches, and likewise the right
+    /// rows (with `rights`). Every relation read twice is bound once.
+    fn outer_join_with_subqueries(
+        &mut self,
+        l: RelationExpr,
+        r: RelationExpr,
+        mut on: Vec<ScalarExpr>,
+        pending: Vec<crate::sql::subquery::Pending>,
+        lefts: bool,
+        rights: bool,
+    ) -> Result<RelationExpr, Error> {
+        let (a, b) = (l.arity(), r.arity());
+        let (ltypes, rtypes) = (l.typ(), r.typ());
+        let mut lets = Bindings::default();
+        let l = lets.share(l, "outer join input");
+        let r = lets.share(r, "outer join input");
+        let ext = self.apply_pending(join(vec![l.clone(), r.clone()], vec![]), pending)?;
+        for p in on.iter_mut() {
+            Host::remap(p, a + b);
+        }
+        let matches = lets.share(project(filter(ext, on), (0..a + b).collect()), "outer join matches");
+        // One side's rows that no match holds, with their multiplicities.
+        let unmatched = |side: RelationExpr, cols: std::ops::Range<usize>| {
+            let n = cols.len();
+            let matched = distinct(project(matches.clone(), cols.collect()));
+            let all: Vec<usize> = (0..n).collect();
+            union(vec![side.clone(), negate(join_on_keys(side, &all, matched, false))])
+        };
+        let mut parts = vec![matches.clone()];
+        if lefts {
+            parts.push(map(unmatched(l, 0..a), nulls(&rtypes)));
+        }
+        if rights {
+            let right_only = map(unmatched(r, a..a + b), nulls(&ltypes));
+            parts.push(project(right_only, (b..b + a).chain(0..b).collect()));
+        }
+        Ok(lets.wrap(union(parts)))
+    }
 }
 
 fn cross(acc: From, f: From, lateral: bool) -> Result<From, Error> {

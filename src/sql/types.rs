@@ -105,7 +105,21 @@ fn custom_type(name: &sqlparser::ast::ObjectName) -> Result<ScalarType, Error> {
         [last] => last.clone(),
         _ => return Err(Error::UndefinedObject(format!("type \"{name}\" does not exist"))),
     };
-    Ok(match last.as_str() {
+    if let Some(t) = type_by_name(&last, quoted) {
+        return Ok(t);
+    }
+    // `_int4`, `_text`: the names of array types in `pg_type` (clients and
+    // sqlsmith write them).
+    match last.strip_prefix('_').and_then(|element| type_by_name(element, quoted)) {
+        Some(t) if !matches!(t, ScalarType::Array(_)) => Ok(t.array_of()),
+        _ => Err(Error::UndefinedObject(format!("type \"{last}\" does not exist"))),
+    }
+}
+
+/// A type by its name in `pg_catalog` (`int4`, `oid`, `"char"`), or one of
+/// the SQL names sqlparser leaves to us.
+fn type_by_name(name: &str, quoted: bool) -> Option<ScalarType> {
+    Some(match name {
         // `"char"` quoted is the one-byte type; `char` is character(1).
         "char" if quoted => ScalarType::PgChar,
         "char" | "bpchar" | "character" => ScalarType::Char { len: 1 },
@@ -140,7 +154,7 @@ fn custom_type(name: &sqlparser::ast::ObjectName) -> Result<ScalarType, Error> {
             "uuid" => ScalarType::Uuid,
             "jsonb" => ScalarType::Jsonb,
             "interval" => ScalarType::Interval,
-            other => return Err(Error::UndefinedObject(format!("type \"{other}\" does not exist"))),
+            _ => return None,
         },
     })
 }
