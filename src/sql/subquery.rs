@@ -97,6 +97,8 @@ pub struct Correlated {
     /// Per output column, the field it is of a record-valued select item
     /// (for a FROM subquery, bound with `Binder::record_outputs`).
     pub fields: Vec<Option<String>>,
+    /// `instantiate` took `expr`.
+    taken: bool,
 }
 
 /// The most operators binding may copy into a plan by repeating a
@@ -117,6 +119,9 @@ impl Correlated {
     /// the depth). The copies of `keys` are counted in `copied` (54001 past
     /// `MAX_COPIED_NODES`).
     pub fn instantiate(&mut self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
+        if std::mem::replace(&mut self.taken, true) {
+            return Err(Error::Internal("a correlated subquery was instantiated twice".into()));
+        }
         let uses = count_gets(&self.expr, self.placeholder);
         charge_copies(copied, uses.saturating_mul(node_count(keys)))?;
         let mut e = std::mem::replace(&mut self.expr, RelationExpr::Union { inputs: vec![] });
@@ -428,7 +433,7 @@ impl Binder<'_> {
             let block = self.bind_query_in(q, None)?;
             let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
             let placeholder = self.next_placeholder();
-            return Ok(Correlated { cols: vec![], placeholder, expr: block.into_relation(), desc, origins, fields });
+            return Ok(Correlated { cols: vec![], placeholder, expr: block.into_relation(), desc, origins, fields, taken: false });
         }
         // First pass: everything in scope is prefix; see what is used.
         let all: Vec<usize> = (0..outer.len()).collect();
@@ -454,7 +459,7 @@ impl Binder<'_> {
             let desc = first.desc.clone();
             let origins = first.origins.clone();
             let fields = first.fields.clone();
-            return Ok(Correlated { cols: all, placeholder, expr: first.into_relation(), desc, origins, fields });
+            return Ok(Correlated { cols: all, placeholder, expr: first.into_relation(), desc, origins, fields, taken: false });
         }
         drop(first);
         // References to the enclosing block's own prefix are its
@@ -485,7 +490,7 @@ impl Binder<'_> {
         let origins = block.origins.clone();
         let fields = block.fields.clone();
         let expr = block.into_relation();
-        Ok(Correlated { cols, placeholder, expr, desc, origins, fields })
+        Ok(Correlated { cols, placeholder, expr, desc, origins, fields, taken: false })
     }
 
     /// Binds an expression subquery into `host`, returning the placeholder
