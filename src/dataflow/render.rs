@@ -51,7 +51,9 @@ pub type RowArranged<'s, T = Timestamp> = RowArrangement<'s, T>;
 /// bodies read them through `LocalGet`), each while its body is rendered.
 pub struct Locals<'s, T: RenderTime> {
     vars: RefCell<BTreeMap<LocalId, Coll<'s, T>>>,
-    rendered: RefCell<HashMap<String, (Coll<'s, T>, ErrColl<'s, T>)>>,
+    /// Rendered subexpressions by their text, with the local relations
+    /// each reads.
+    rendered: RefCell<HashMap<String, (BTreeSet<LocalId>, Coll<'s, T>, ErrColl<'s, T>)>>,
 }
 
 impl<'s, T: RenderTime> Locals<'s, T> {
@@ -79,8 +81,7 @@ impl<'s, T: RenderTime> Locals<'s, T> {
     /// subquery instantiated with other keys), and a shared rendering
     /// must not cross from one binding to the other.
     fn with_binding<R>(&self, id: LocalId, coll: Coll<'s, T>, body: impl FnOnce() -> R) -> R {
-        let marker = format!("LocalGet {{ id: {id},");
-        let forget = || self.rendered.borrow_mut().retain(|k, _| !k.contains(&marker));
+        let forget = || self.rendered.borrow_mut().retain(|_, (reads, _, _)| !reads.contains(&id));
         forget();
         let previous = self.vars.borrow_mut().insert(id, coll);
         let out = body();
@@ -328,11 +329,11 @@ pub fn render<'s, T: RenderTime>(
         return render_uncached(scope, expr, ctx, locals);
     }
     let key = format!("{expr:?}");
-    if let Some(out) = locals.rendered.borrow().get(&key) {
-        return out.clone();
+    if let Some((_, ok, err)) = locals.rendered.borrow().get(&key) {
+        return (ok.clone(), err.clone());
     }
     let out = render_uncached(scope, expr, ctx, locals);
-    locals.rendered.borrow_mut().insert(key, out.clone());
+    locals.rendered.borrow_mut().insert(key, (expr.free_locals(), out.0.clone(), out.1.clone()));
     out
 }
 

@@ -161,6 +161,10 @@ mod tests {
         RelationExpr::Let { id, name: format!("l{id}"), value: Box::new(value), body: Box::new(body) }
     }
 
+    fn recursive(id: LocalId, base: RelationExpr, step: RelationExpr) -> RelationExpr {
+        RelationExpr::Recursive { id, name: format!("r{id}"), types: types(), base: Box::new(base), step: Box::new(step), distinct: false }
+    }
+
     fn union(inputs: Vec<RelationExpr>) -> RelationExpr {
         RelationExpr::Union { inputs }
     }
@@ -171,14 +175,6 @@ mod tests {
 
     #[test]
     fn a_recursion_nested_in_a_recursive_term_gets_the_terms_bindings_inlined() {
-        let recursive = |id: LocalId, base: RelationExpr, step: RelationExpr| RelationExpr::Recursive {
-            id,
-            name: format!("r{id}"),
-            types: types(),
-            base: Box::new(base),
-            step: Box::new(step),
-            distinct: false,
-        };
         // The outer step binds l1 and a recursion nested in it reads l1.
         let inner = |b: RelationExpr| recursive(8, b, get(3));
         let plan = recursive(9, get(1), let_(1, get(2), union(vec![local(1), inner(filter(local(1)))])));
@@ -208,48 +204,18 @@ mod tests {
 
     #[test]
     fn bindings_stay_inside_a_recursive_term() {
-        let recursive = |step: RelationExpr| RelationExpr::Recursive {
-            id: 9,
-            name: "r".into(),
-            types: types(),
-            base: Box::new(get(1)),
-            step: Box::new(step),
-            distinct: true,
-        };
         let step = filter(let_(1, get(2), union(vec![local(1), local(1)])));
         // Lifted to the top of the step, not out of the node.
-        assert_eq!(lift(recursive(step)), recursive(let_(1, get(2), filter(union(vec![local(1), local(1)])))));
+        let lifted = lift(recursive(9, get(1), step));
+        assert_eq!(lifted, recursive(9, get(1), let_(1, get(2), filter(union(vec![local(1), local(1)])))));
     }
 
     #[test]
     fn reads_of_an_outer_binding_inside_a_recursion_are_inlined() {
-        let recursive = |step: RelationExpr| RelationExpr::Recursive {
-            id: 9,
-            name: "r".into(),
-            types: types(),
-            base: Box::new(local(1)),
-            step: Box::new(step),
-            distinct: false,
-        };
         // l2 reads l1: both are inlined, l2's copy with l1 replaced too.
-        let plan = let_(1, get(1), let_(2, filter(local(1)), recursive(union(vec![local(2), local(1)]))));
+        let plan = let_(1, get(1), let_(2, filter(local(1)), recursive(9, local(1), union(vec![local(2), local(1)]))));
         let out = inline_into_recursion(plan);
-        let expected = let_(
-            1,
-            get(1),
-            let_(
-                2,
-                filter(local(1)),
-                RelationExpr::Recursive {
-                    id: 9,
-                    name: "r".into(),
-                    types: types(),
-                    base: Box::new(get(1)),
-                    step: Box::new(union(vec![filter(get(1)), get(1)])),
-                    distinct: false,
-                },
-            ),
-        );
+        let expected = let_(1, get(1), let_(2, filter(local(1)), recursive(9, get(1), union(vec![filter(get(1)), get(1)]))));
         assert_eq!(out, expected);
         assert!(out.free_locals().is_empty());
     }

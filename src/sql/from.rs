@@ -156,19 +156,12 @@ impl Binder<'_> {
                         self.record_outputs = true;
                         let corr = self.bind_correlated(subquery, &visible, vec![]);
                         self.record_outputs = false;
-                        let mut corr = corr?;
+                        let corr = corr?;
                         if *lateral || !corr.cols.is_empty() {
-                            // The left side is read for the keys and joined
-                            // with the result: bound once.
-                            let mut lets = Bindings::default();
-                            let left_rel = lets.share(l.rel.clone(), "lateral input");
-                            let keys = distinct(project(left_rel.clone(), corr.cols.clone()));
-                            let desc = corr.desc.clone();
-                            let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                             // The item carries the left side's columns;
                             // the caller does not join it again.
                             let mut sc = l.scope.clone();
-                            let mut own = Scope::from_names(label.as_deref(), &desc.names, &desc.types);
+                            let mut own = Scope::from_names(label.as_deref(), &corr.desc.names, &corr.desc.types);
                             origin::apply(&mut own, &corr.origins);
                             for (item, field) in own.items.iter_mut().zip(corr.fields.iter()) {
                                 item.field = field.clone();
@@ -176,7 +169,14 @@ impl Binder<'_> {
                             rename_columns(&mut own, alias.as_ref());
                             check_new_label(&l.scope, &own)?;
                             sc.items.extend(own.items);
-                            let rel = lets.wrap(join_on_keys(left_rel, &corr.cols, s, true));
+                            // The left side is read for the keys and joined
+                            // with the result: bound once.
+                            let mut lets = Bindings::default();
+                            let left_rel = lets.share(l.rel.clone(), "lateral input");
+                            let cols = corr.cols.clone();
+                            let keys = distinct(project(left_rel.clone(), cols.clone()));
+                            let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
+                            let rel = lets.wrap(join_on_keys(left_rel, &cols, s, true));
                             return Ok(From { rel, scope: sc, over_left: true });
                         }
                         // It reads nothing from outside: bound on its own.

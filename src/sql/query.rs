@@ -456,16 +456,17 @@ impl Binder<'_> {
         for c in joins {
             match c {
                 Expr::Exists { subquery, negated } => {
-                    let mut corr = self.bind_correlated(subquery, &f.scope, vec![])?;
+                    let corr = self.bind_correlated(subquery, &f.scope, vec![])?;
+                    let cols = corr.cols.clone();
                     // The block's relation is read for the keys, the semi-join
                     // and (NOT EXISTS) the difference: bound once.
                     let mut lets = Bindings::default();
                     let base = lets.share(std::mem::replace(&mut rel, unit()), "semi-join input");
-                    let keys = if corr.cols.is_empty() { unit() } else { distinct(project(base.clone(), corr.cols.clone())) };
-                    let n = corr.cols.len();
+                    let keys = if cols.is_empty() { unit() } else { distinct(project(base.clone(), cols.clone())) };
+                    let n = cols.len();
                     let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
                     let e = distinct(project(s, (0..n).collect()));
-                    let semi = join_on_keys(base.clone(), &corr.cols, e, false);
+                    let semi = join_on_keys(base.clone(), &cols, e, false);
                     rel = lets.wrap(if *negated { union(vec![base, negate(semi)]) } else { semi });
                 }
                 Expr::InSubquery { expr, subquery, .. } => {
@@ -473,7 +474,7 @@ impl Binder<'_> {
                     // correlated columns and the left operand.
                     let mut ctx = ExprCtx::new(&f.scope, clause);
                     let lhs = self.bind_expr(expr, &mut ctx)?;
-                    let (lhs_expr, _lhs_ty, cmp, mut corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
+                    let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
                     let mut lets = Bindings::default();
                     let ext = lets.share(map(std::mem::replace(&mut rel, unit()), vec![lhs_expr]), "semi-join input");
                     let mut cols = corr.cols.clone();

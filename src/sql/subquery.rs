@@ -97,8 +97,6 @@ pub struct Correlated {
     /// Per output column, the field it is of a record-valued select item
     /// (for a FROM subquery, bound with `Binder::record_outputs`).
     pub fields: Vec<Option<String>>,
-    /// `instantiate` took `expr`.
-    taken: bool,
 }
 
 /// The most operators binding may copy into a plan by repeating a
@@ -113,20 +111,22 @@ pub struct Correlated {
 pub const MAX_COPIED_NODES: usize = 100_000;
 
 impl Correlated {
-    /// The subquery's relation reading `keys` for its prefix, taken out of
-    /// `self` (a subquery is instantiated once; nested ones are large, and
-    /// copying each level's at every level above it cost time cubic in
-    /// the depth). The copies of `keys` are counted in `copied` (54001 past
-    /// `MAX_COPIED_NODES`).
-    pub fn instantiate(&mut self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
-        if std::mem::replace(&mut self.taken, true) {
-            return Err(Error::Internal("a correlated subquery was instantiated twice".into()));
-        }
+    /// The subquery's relation reading `keys` for its prefix (consumed: a
+    /// subquery is instantiated once, and copying a nested one's plan at
+    /// every level above it cost time cubic in the depth). The copies of
+    /// `keys` are counted in `copied` (54001 past `MAX_COPIED_NODES`).
+    pub fn instantiate(self, keys: &RelationExpr, copied: &mut usize) -> Result<RelationExpr, Error> {
         let uses = count_gets(&self.expr, self.placeholder);
         charge_copies(copied, uses.saturating_mul(node_count(keys)))?;
-        let mut e = std::mem::replace(&mut self.expr, RelationExpr::Union { inputs: vec![] });
+        let mut e = self.expr;
         substitute(&mut e, self.placeholder, keys);
         Ok(e)
+    }
+
+    /// A bound block as a subquery with prefix `cols` read from `placeholder`.
+    fn of_block(cols: Vec<usize>, placeholder: GlobalId, block: crate::sql::query::Block) -> Correlated {
+        let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
+        Correlated { cols, placeholder, expr: block.into_relation(), desc, origins, fields }
     }
 }
 
@@ -431,9 +431,7 @@ impl Binder<'_> {
             // No outer column to read: one pass, uncorrelated.
             self.record_outputs = records;
             let block = self.bind_query_in(q, None)?;
-            let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
-            let placeholder = self.next_placeholder();
-            return Ok(Correlated { cols: vec![], placeholder, expr: block.into_relation(), desc, origins, fields, taken: false });
+            return Ok(Correlated::of_block(vec![], self.next_placeholder(), block));
         }
         // First pass: everything in scope is prefix; see what is used.
         let all: Vec<usize> = (0..outer.len()).collect();
@@ -447,27 +445,19 @@ impl Binder<'_> {
         let frame = self.corr.pop().expect("pushed above");
         let first = r?;
         let cols: Vec<usize> = frame.used.into_iter().collect();
-        if self.discovering > 0 {
-            // Inside an enclosing first pass, which only wants to know
-            // what that block reads: this binding, with every outer column
-            // in its prefix, is a correct one. Its reads are the enclosing
-            // block's correlation.
-            for c in &cols {
-                let item = &outer.items[*c];
-                self.note_outer_reference(&item.clone(), *c);
-            }
-            let desc = first.desc.clone();
-            let origins = first.origins.clone();
-            let fields = first.fields.clone();
-            return Ok(Correlated { cols: all, placeholder, expr: first.into_relation(), desc, origins, fields, taken: false });
-        }
-        drop(first);
         // References to the enclosing block's own prefix are its
         // correlation too.
         for c in &cols {
             let item = &outer.items[*c];
             self.note_outer_reference(&item.clone(), *c);
         }
+        if self.discovering > 0 {
+            // Inside an enclosing first pass, which only wants to know
+            // what that block reads: this binding, with every outer column
+            // in its prefix, is a correct one.
+            return Ok(Correlated::of_block(all, placeholder, first));
+        }
+        drop(first);
         let placeholder = self.next_placeholder();
         let items: Vec<ScopeItem> = cols
             .iter()
@@ -486,11 +476,7 @@ impl Binder<'_> {
             self.corr.pop();
             r?
         };
-        let desc = block.desc.clone();
-        let origins = block.origins.clone();
-        let fields = block.fields.clone();
-        let expr = block.into_relation();
-        Ok(Correlated { cols, placeholder, expr, desc, origins, fields, taken: false })
+        Ok(Correlated::of_block(cols, placeholder, block))
     }
 
     /// Binds an expression subquery into `host`, returning the placeholder
@@ -529,7 +515,7 @@ impl Binder<'_> {
         let ext_types = ext.typ();
         let mut offset = ext.arity();
         let mut next_lhs = w;
-        for mut p in pending {
+        for p in pending {
             let mut cols = p.corr.cols.clone();
             if p.kind.lhs().is_some() {
                 cols.push(next_lhs);
