@@ -33,6 +33,23 @@ impl Accum {
         Accum { rows: 1, slots }
     }
 
+    /// No rows, with a slot per aggregate.
+    pub fn empty(aggregates: &[AggregateExpr]) -> Accum {
+        Accum { rows: 0, slots: vec![Totals::default(); aggregates.len()] }
+    }
+
+    /// Adds `m` copies of a row whose aggregate inputs are `vals`, in
+    /// place (`of_row` scaled by `m` and added).
+    pub fn add_row<'d>(&mut self, aggregates: &[AggregateExpr], vals: impl IntoIterator<Item = &'d Datum>, m: Diff) {
+        self.rows = self.rows.wrapping_add(m);
+        if self.slots.len() < aggregates.len() {
+            self.slots.resize(aggregates.len(), Totals::default());
+        }
+        for ((a, slot), d) in aggregates.iter().zip(self.slots.iter_mut()).zip(vals) {
+            slot.add_value(a.func, d, m);
+        }
+    }
+
     /// The aggregates' values from the totals.
     pub fn finish(&self, aggregates: &[AggregateExpr]) -> Result<Vec<Datum>, EvalError> {
         let empty = Totals::default();

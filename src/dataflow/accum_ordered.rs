@@ -32,7 +32,7 @@ use crate::dataflow::in_order::{arrange_logger, HeldRecords, InOrder};
 use crate::dataflow::render::RenderTime;
 use crate::expr::AggregateExpr;
 use crate::repr::{Diff, EvalError, Row};
-use differential_dataflow::difference::{IsZero, Multiply, Semigroup};
+use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::{AsCollection, VecCollection};
 use std::collections::HashMap;
 use timely::dataflow::channels::pact::Exchange;
@@ -47,18 +47,17 @@ struct Group {
     output: Finished,
 }
 
-/// Per group (the first of each pair), the aggregates' values over the
-/// group's rows, whose aggregate inputs are the second of each pair (one
-/// value per aggregate, as `Accum::of_row` takes them). A group whose
-/// totals are zero (no rows) has no output. Only for totally ordered times
+/// Per group, the aggregates' values over the group's totals (the
+/// input: totals per group key, as differences). A group whose totals
+/// are zero (no rows) has no output. Only for totally ordered times
 /// (`RenderTime::TOTALLY_ORDERED`).
 pub fn render_ordered_accumulate<'s, T: RenderTime>(
-    input: VecCollection<'s, T, (Row, Row), Diff>,
+    input: VecCollection<'s, T, Row, Accum>,
     aggs: Vec<AggregateExpr>,
 ) -> VecCollection<'s, T, (Row, Finished), Diff> {
     assert!(T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
     let scope = input.inner.scope();
-    let exchange = Exchange::new(|((key, _vals), _t, _d): &((Row, Row), T, Diff)| bucket_hash(key));
+    let exchange = Exchange::new(|(key, _t, _totals): &(Row, T, Accum)| bucket_hash(key));
     input
         .inner
         .unary_frontier(exchange, "Accumulate (ordered)", move |_cap, info| {
@@ -70,8 +69,7 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
             let mut groups: HashMap<Row, Group> = HashMap::new();
             move |(input, frontier), output| {
                 input.for_each(|cap, data| {
-                    for ((key, vals), t, d) in data.drain(..) {
-                        let change = Accum::of_row(&aggs, &vals.unpack()).multiply(&d);
+                    for (key, t, change) in data.drain(..) {
                         match pending.at(&cap, t).entry(key) {
                             std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().plus_equals(&change),
                             std::collections::hash_map::Entry::Vacant(e) => {

@@ -11,6 +11,8 @@
 
 mod accum;
 mod accum_ordered;
+mod combine;
+mod fused;
 mod held;
 mod hierarchy;
 mod in_order;

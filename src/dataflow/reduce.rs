@@ -116,6 +116,7 @@ pub fn render_reduce<'s, T: RenderTime>(
         layout.push(next..next + a.input_arity());
         next += a.input_arity();
     }
+    let parts = plan_parts(&aggregates);
     // (group key, aggregate inputs) per row; evaluation errors split off.
     let aggs = aggregates.clone();
     let key = group_key.clone();
@@ -143,7 +144,6 @@ pub fn render_reduce<'s, T: RenderTime>(
         (ok, err.concat(e))
     };
 
-    let parts = plan_parts(&aggregates);
     let mut outputs = Vec::new();
     for part in &parts {
         let columns: Vec<usize> = part.aggs.iter().flat_map(|i| layout[*i].clone()).collect();
@@ -165,11 +165,47 @@ pub fn render_reduce<'s, T: RenderTime>(
     } else {
         collate(scope, outputs, &parts, &aggregates)
     };
+    global_default(scope, ok_rows, err, &group_key, &aggregates, worker_index)
+}
+
+/// Whether the aggregates are rendered by `render_combined`: all
+/// accumulable, none DISTINCT, each of one input.
+pub fn combines(aggregates: &[AggregateExpr]) -> bool {
+    matches!(plan_parts(aggregates).as_slice(), [Part { kind: AggregateKind::Accumulable, distinct: false, .. }])
+        && aggregates.iter().all(|a| a.input_arity() == 1)
+}
+
+/// A Reduce whose aggregates `combines` accepts, from the groups' totals
+/// (`combine.rs`, which runs the Map/Filter/Project stack under the
+/// Reduce in the same pass).
+pub fn render_combined<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    totals: VecCollection<'s, T, Row, Accum>,
+    err: ErrColl<'s, T>,
+    group_key: &[usize],
+    aggregates: Vec<AggregateExpr>,
+    worker_index: usize,
+    ordered: bool,
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
+    assert!(!ordered || T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
+    let (values, part_err) = accumulate(totals, aggregates.clone(), ordered);
+    let ok_rows = values.map(|(k, vals)| k.concat(&vals));
+    global_default(scope, ok_rows, err.concat(part_err), group_key, &aggregates, worker_index)
+}
+
+/// A global aggregate (no group key) has one row even over empty input:
+/// the default row is added and retracted whenever a computed row exists.
+fn global_default<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    ok_rows: Coll<'s, T>,
+    err: ErrColl<'s, T>,
+    group_key: &[usize],
+    aggregates: &[AggregateExpr],
+    worker_index: usize,
+) -> (Coll<'s, T>, ErrColl<'s, T>) {
     if !group_key.is_empty() {
         return (ok_rows, err);
     }
-    // A global aggregate has one row even over empty input: add the
-    // default row and retract it whenever a computed row exists.
     let default = Row::from_datums(aggregates.iter().map(|a| a.func.default_value()).collect());
     let d2 = default.clone();
     let retract = ok_rows.clone().map(move |_| d2.clone()).negate();
@@ -197,34 +233,12 @@ fn distinct_values<T: RenderTime>(input: Keyed<'_, T>) -> Keyed<'_, T> {
 /// The values of a part's aggregates per group.
 fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs: Vec<AggregateExpr>, ordered: bool) -> (Keyed<'s, T>, ErrColl<'s, T>) {
     match kind {
-        AggregateKind::Accumulable if ordered => {
-            let results = render_ordered_accumulate(input, aggs);
-            crate::dataflow::render::split_results(results.map(|(key, r)| r.map(|vals| (key, vals))))
-        }
         AggregateKind::Accumulable => {
-            // Totals live in the difference type: O(change) per update. As
-            // differential's `count_core`, but the output arrangement holds
-            // the finished values rather than a copy of the totals.
-            type Finished = Result<Row, EvalError>;
             let totals = input.explode({
                 let aggs = aggs.clone();
                 move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
             });
-            let results = totals
-                .arrange_by_self_named("Arrange: Accumulate")
-                .reduce_abelian::<_, ValBuilder<Row, Finished, T, Diff>, ValSpine<Row, Finished, T, Diff>, _, _>(
-                    "Accumulate",
-                    move |_key, totals, out| {
-                        let finished = totals[0].1.finish(&aggs).map(Row::from_datums);
-                        out.push((finished, 1));
-                    },
-                    |vec, key, upds| {
-                        vec.clear();
-                        vec.extend(upds.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
-                    },
-                )
-                .as_collection(|key, finished| (key.clone(), finished.clone()));
-            crate::dataflow::render::split_results(results.map(|(key, r)| r.map(|vals| (key, vals))))
+            accumulate(totals, aggs, ordered)
         }
         AggregateKind::Hierarchical => {
             let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
@@ -260,6 +274,39 @@ fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs
             crate::dataflow::render::split_results(results.map(|(k, r)| r.map(|v| (k, v))))
         }
     }
+}
+
+/// The aggregates' values per group from the groups' totals (as
+/// differences): by one operator holding each group's totals where times
+/// are totally ordered (`ordered`), else in differential's difference type.
+fn accumulate<'s, T: RenderTime>(
+    totals: VecCollection<'s, T, Row, Accum>,
+    aggs: Vec<AggregateExpr>,
+    ordered: bool,
+) -> (Keyed<'s, T>, ErrColl<'s, T>) {
+    let results = if ordered {
+        render_ordered_accumulate(totals, aggs)
+    } else {
+        // O(change) per update. As differential's `count_core`, but the
+        // output arrangement holds the finished values rather than a copy
+        // of the totals.
+        type Finished = Result<Row, EvalError>;
+        totals
+            .arrange_by_self_named("Arrange: Accumulate")
+            .reduce_abelian::<_, ValBuilder<Row, Finished, T, Diff>, ValSpine<Row, Finished, T, Diff>, _, _>(
+                "Accumulate",
+                move |_key, totals, out| {
+                    let finished = totals[0].1.finish(&aggs).map(Row::from_datums);
+                    out.push((finished, 1));
+                },
+                |vec, key, upds| {
+                    vec.clear();
+                    vec.extend(upds.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
+                },
+            )
+            .as_collection(|key, finished| (key.clone(), finished.clone()))
+    };
+    crate::dataflow::render::split_results(results.map(|(key, r)| r.map(|vals| (key, vals))))
 }
 
 /// Collates the parts' values into one row per group, in the Reduce's

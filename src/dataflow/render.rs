@@ -17,6 +17,9 @@
 //! `Recursive` node, rendering parts that do not read the recursion outside
 //! the loop) is the trait's.
 
+use crate::dataflow::accum::Accum;
+use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
+use crate::dataflow::fused::Op as RowOp;
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
@@ -157,6 +160,18 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
         let (ok, err) = Self::import_rows(scope, id, ctx)?;
         Some((ok.flat_map(move |row| logic(row.as_ref())), err))
     }
+    /// The totals per group of a combined aggregation (`combine.rs`) over
+    /// the rows of the registered item `id`.
+    fn import_combined<'s>(
+        scope: Scope<'s, Self>,
+        id: GlobalId,
+        ctx: &mut Ctx<'_, '_>,
+        combiner: Combiner<Self>,
+    ) -> Option<(VecCollection<'s, Self, Row, Accum>, ErrColl<'s, Self>)> {
+        let (ok, err) = Self::import_rows(scope, id, ctx)?;
+        let (totals, combine_err) = combine_rows(ok, combiner);
+        Some((totals, err.concat(combine_err)))
+    }
     /// The arrangement of the registered item `id` (an index: by its key).
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s, Self>>;
     /// A `Recursive` node.
@@ -268,6 +283,17 @@ impl KeyShape {
         KeyShape { scales }
     }
 
+    /// Packs the value of key column `c` for `d` (as `datum`), copying
+    /// only values that a key changes.
+    pub(crate) fn push(&self, packer: &mut crate::repr::row::RowPacker, c: usize, d: &Datum) {
+        match d {
+            Datum::Numeric(_) | Datum::Float32(_) | Datum::Float64(_) | Datum::Jsonb(_) | Datum::Array(_) => {
+                packer.push(&self.datum(c, d.clone()))
+            }
+            other => packer.push(other),
+        }
+    }
+
     /// The value of key column `c`.
     pub(crate) fn datum(&self, c: usize, d: Datum) -> Datum {
         match (normalize_key(d), self.scales.get(c).copied().flatten()) {
@@ -371,26 +397,7 @@ fn render_uncached<'s, T: RenderTime>(
         RelationExpr::Recursive { .. } => T::render_recursive(scope, expr, ctx),
         RelationExpr::Map { .. } | RelationExpr::Filter { .. } | RelationExpr::Project { .. } => {
             // Fuse a stack of Map/Filter/Project into one pass over each row.
-            let mut ops = Vec::new();
-            let mut cur = expr;
-            loop {
-                match cur {
-                    RelationExpr::Map { input, scalars } => {
-                        ops.push(RowOp::Map(scalars.clone()));
-                        cur = input;
-                    }
-                    RelationExpr::Filter { input, predicates } => {
-                        ops.push(RowOp::Filter(predicates.clone()));
-                        cur = input;
-                    }
-                    RelationExpr::Project { input, outputs } => {
-                        ops.push(RowOp::Project(outputs.clone()));
-                        cur = input;
-                    }
-                    _ => break,
-                }
-            }
-            ops.reverse();
+            let (ops, cur) = crate::dataflow::fused::peel(expr);
             let stack = RowStack::new(ops, cur.arity());
             // Over a table or view, the stack reads each row borrowed from
             // its arrangement, and copies out only the rows it keeps.
@@ -411,11 +418,31 @@ fn render_uncached<'s, T: RenderTime>(
             render_join(scope, inputs, &plan, ctx, locals)
         }
         RelationExpr::Reduce { input, group_key, aggregates } => {
-            let (ok, err) = render(scope, input, ctx, locals);
-            ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
             let types = input.typ();
             let key_types: Vec<_> = group_key.iter().filter_map(|c| types.get(*c).cloned()).collect();
             let shape = KeyShape::of(&key_types);
+            if reduce::combines(aggregates) {
+                // The Map/Filter/Project stack under it runs in the
+                // aggregation's first pass, over the rows of a table or
+                // view where they lie.
+                let (stack, base) = crate::dataflow::fused::peel(input);
+                let combiner = Combiner::new(&stack, base.arity(), group_key, shape, aggregates.clone());
+                let (totals, err) = match base {
+                    RelationExpr::Get { id, name, .. } => match T::import_combined(scope, *id, ctx, combiner) {
+                        Some(out) => out,
+                        None => return internal_error(scope, format!("relation {name} is not available"), ctx),
+                    },
+                    _ => {
+                        let (ok, err) = render(scope, base, ctx, locals);
+                        let (totals, combine_err) = combine_rows(ok, combiner);
+                        (totals, err.concat(combine_err))
+                    }
+                };
+                ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
+                return reduce::render_combined(scope, totals, err, group_key, aggregates.clone(), worker_index, T::TOTALLY_ORDERED);
+            }
+            let (ok, err) = render(scope, input, ctx, locals);
+            ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
             reduce::render_reduce(scope, ok, err, group_key.clone(), shape, aggregates.clone(), worker_index, T::TOTALLY_ORDERED)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
@@ -473,12 +500,6 @@ fn render_uncached<'s, T: RenderTime>(
             (ok2, err.concat(err2))
         }
     }
-}
-
-enum RowOp {
-    Map(Vec<ScalarExpr>),
-    Filter(Vec<ScalarExpr>),
-    Project(Vec<usize>),
 }
 
 /// Which of the `arity` input columns a fused stack of row operations
@@ -542,7 +563,7 @@ impl RowStack {
 
     /// Whether the filters keep the row (for `FilterProject`).
     fn passes(preds: &[ScalarExpr], needed: &[bool], row: RowRef<'_>) -> Result<bool, EvalError> {
-        let datums = row.unpack_needed(needed);
+        let datums = row.unpack_prefix(needed);
         for p in preds {
             if !p.eval_predicate(&datums)? {
                 return Ok(false);
@@ -592,8 +613,9 @@ fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, 
             _ => return None,
         }
     }
+    // Only up to the last column a predicate reads (`unpack_prefix`).
     let mut needed = support_mask(&preds);
-    needed.resize(arity, false);
+    needed.truncate(arity);
     Some((preds, project, needed))
 }
 
@@ -766,8 +788,18 @@ fn keyed_by<'s, T: RenderTime>(
     keep: Option<Vec<bool>>,
 ) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
     let needed = support_mask(&key);
+    // A key of plain columns is packed from the row's bytes where their
+    // stored form is their key form.
+    let columns: Option<Vec<usize>> =
+        key.iter().map(|k| if let ScalarExpr::Column(c) = k { Some(*c) } else { None }).collect::<Option<Vec<usize>>>().filter(|c| !c.is_empty());
     let keyed = rows.flat_map(move |row| {
-        let datums = row.unpack_needed(&needed);
+        if let Some(k) = columns.as_ref().and_then(|c| row.as_ref().key_of_columns(c)) {
+            return k.map(|k| Ok((k, match &keep {
+                Some(m) => row.mask(m),
+                None => row,
+            })));
+        }
+        let datums = row.as_ref().unpack_prefix(&needed);
         match eval_key(&key, &datums) {
             Ok(Some(k)) => Some(Ok((k, match &keep {
                 Some(m) => row.mask(m),
@@ -879,6 +911,24 @@ impl RenderTime for Timestamp {
         Some((ok, err))
     }
 
+    fn import_combined<'s>(
+        scope: Scope<'s, Self>,
+        id: GlobalId,
+        ctx: &mut Ctx<'_, '_>,
+        combiner: Combiner<Self>,
+    ) -> Option<(VecCollection<'s, Self, Row, Accum>, ErrColl<'s>)> {
+        let streamed = ctx.streamed.as_ref().is_some_and(|s| s.tables.contains(&id));
+        if streamed || ctx.resume_after.is_some() {
+            let (ok, err) = Self::import_rows(scope, id, ctx)?;
+            let (totals, combine_err) = combine_rows(ok, combiner);
+            return Some((totals, err.concat(combine_err)));
+        }
+        let bundle = ctx.traces.get_mut(&id)?;
+        let (totals, combine_err) = combine_arranged(bundle.ok.import(scope), combiner);
+        let err = import_errors(scope, bundle, None);
+        Some((totals, err.concat(combine_err)))
+    }
+
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s>> {
         // A resumed dataflow is linear and reads rows, never arrangements.
         debug_assert!(ctx.resume_after.is_none(), "a resumed dataflow imports an arrangement");
@@ -937,8 +987,8 @@ mod column_tests {
         let (preds, project, needed) = filter_then_project(&ops, 5).unwrap();
         assert_eq!(preds.len(), 2);
         assert_eq!(project, Some(vec![2, 0]));
-        // Only the predicates' columns are decoded.
-        assert_eq!(needed, vec![false, true, false, true, false]);
+        // Only the predicates' columns are decoded, nothing after the last.
+        assert_eq!(needed, vec![false, true, false, true]);
         assert!(filter_then_project(&[RowOp::Filter(vec![col(0)])], 2).unwrap().1.is_none());
         // A map, or a filter after a projection, takes the general path.
         assert!(filter_then_project(&[RowOp::Map(vec![col(0)])], 2).is_none());

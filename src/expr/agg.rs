@@ -305,6 +305,36 @@ impl Totals {
         t
     }
 
+    /// Adds `m` copies of the input value `d` of `func`: what adding
+    /// `of_value(func, d)` scaled by `m` adds, without building it for the
+    /// common values (integers and numerics summed, booleans, NULL).
+    pub fn add_value(&mut self, func: AggregateFunc, d: &Datum, m: Diff) {
+        let (sums, squares) = func.tracks();
+        match d {
+            Datum::Null => {}
+            Datum::Bool(b) => {
+                self.nonnull = self.nonnull.wrapping_add(m);
+                if *b {
+                    self.trues = self.trues.wrapping_add(m);
+                }
+            }
+            Datum::Int16(_) | Datum::Int32(_) | Datum::Int64(_) | Datum::Numeric(_) if sums && !squares => {
+                let (mantissa, scale) = match d {
+                    Datum::Numeric(n) => (n.mantissa(), n.scale()),
+                    other => (other.as_i64().unwrap_or(0) as i128, 0),
+                };
+                self.nonnull = self.nonnull.wrapping_add(m);
+                let v = exact::I256::from_i128(mantissa);
+                self.sum.add(scale as i16, m, if m == 1 { v } else { v.wrapping_mul_i128(m) });
+            }
+            _ => {
+                let mut t = Totals::of_value(func, d);
+                t.scale(m);
+                self.plus(&t);
+            }
+        }
+    }
+
     fn rare_mut(&mut self) -> &mut RareTotals {
         self.rare.get_or_insert_with(Default::default)
     }

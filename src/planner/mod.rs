@@ -1,6 +1,8 @@
 //! The optimizer: pure functions from MIR to MIR.
 //!
 //! Passes: move `Let` bindings up and out of recursive terms (`lets.rs`),
+//! fold constants and compare dates with timestamp constants as dates
+//! (`unwrap_casts.rs`),
 //! flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
 //! join's inputs, and plan each join as a chain of lookups, choosing
@@ -13,6 +15,7 @@
 mod demand;
 pub mod fast_path;
 pub mod lets;
+mod unwrap_casts;
 
 use crate::expr::relation::IndexRef;
 use crate::expr::{BinaryFunc, JoinPlan, JoinStep, RelationExpr, ScalarExpr, VariadicFunc};
@@ -75,6 +78,7 @@ fn fold_constants(expr: RelationExpr) -> RelationExpr {
             let types = input.typ();
             for p in predicates.iter_mut() {
                 p.reduce(&|e| scalar_type(e, &types).scalar);
+                unwrap_casts::unwrap_date_casts(p, &|e| scalar_type(e, &types).scalar);
             }
             predicates.retain(|p| !matches!(p, ScalarExpr::Literal(crate::repr::Datum::Bool(true), _)));
             if predicates.is_empty() {

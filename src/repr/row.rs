@@ -49,6 +49,14 @@ fn unix_epoch_date() -> NaiveDate {
     DateTime::UNIX_EPOCH.date_naive()
 }
 
+/// Rows hash and compare as their bytes, so a map keyed by rows can be
+/// searched with bytes packed into a scratch buffer.
+impl std::borrow::Borrow<[u8]> for Row {
+    fn borrow(&self) -> &[u8] {
+        &self.data
+    }
+}
+
 /// A packed tuple of datums.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Row {
@@ -218,10 +226,44 @@ impl<'a> RowRef<'a> {
     /// evaluate as over `unpack()`.
     pub fn unpack_needed(self, needed: &[bool]) -> Vec<Datum> {
         let mut out = Vec::with_capacity(needed.len().max(self.0.len().min(16)));
+        self.unpack_needed_into(needed, &mut out);
+        out
+    }
+
+    /// As `unpack_needed`, into `out` (cleared first), so an operator can
+    /// keep one buffer for all its rows.
+    pub fn unpack_needed_into(self, needed: &[bool], out: &mut Vec<Datum>) {
+        self.decode_columns(|c| needed.get(c).copied(), out, false);
+    }
+
+    /// As `unpack_prefix_into`, into a new vector.
+    pub fn unpack_prefix(self, needed: &[bool]) -> Vec<Datum> {
+        let mut out = Vec::with_capacity(needed.len());
+        self.unpack_prefix_into(needed, &mut out);
+        out
+    }
+
+    /// The first `needed.len()` columns into `out` (cleared first): those
+    /// marked decoded, the others `Datum::Null`; the rest of the row is not
+    /// looked at (`out` may be shorter than the row).
+    pub fn unpack_prefix_into(self, needed: &[bool], out: &mut Vec<Datum>) {
+        self.decode_columns(|c| needed.get(c).copied(), out, true);
+    }
+
+    /// Decodes into `out` (cleared first) the columns `needed` marks true,
+    /// NULL for those it marks false and those past its end, stopping
+    /// there if `stop_at_end`.
+    fn decode_columns(self, needed: impl Fn(usize) -> Option<bool>, out: &mut Vec<Datum>, stop_at_end: bool) {
+        out.clear();
         let mut it = self.iter();
         let mut column = 0;
         while it.pos < self.0.len() {
-            if needed.get(column).copied().unwrap_or(false) {
+            let decode = match needed(column) {
+                Some(decode) => decode,
+                None if stop_at_end => break,
+                None => false,
+            };
+            if decode {
                 match it.next() {
                     Some(d) => out.push(d),
                     None => break,
@@ -232,7 +274,6 @@ impl<'a> RowRef<'a> {
             }
             column += 1;
         }
-        out
     }
 
     /// Iterates the datums of the row.
@@ -298,6 +339,34 @@ impl<'a> RowRef<'a> {
             column += 1;
         }
         Row { data: data.into_boxed_slice() }
+    }
+
+    /// The key of columns `columns` (in that order) packed from their
+    /// encoded bytes, without decoding them: `Some(None)` if one is NULL
+    /// (it never joins), `None` if one is a value whose key form differs
+    /// from its stored form (a numeric, jsonb or array value: keys
+    /// normalize them) or a column is past the row's end. Integers, text,
+    /// dates, times, bytea, uuids, booleans and floats (normalized when
+    /// packed) are stored in their key form.
+    pub fn key_of_columns(self, columns: &[usize]) -> Option<Option<Row>> {
+        // Keys have a column or two: each is found by a walk of its own.
+        let span = |c: usize| -> Option<(usize, usize)> {
+            let mut pos = 0;
+            for _ in 0..c {
+                pos = datum_end(self.0, pos)?;
+            }
+            Some((pos, datum_end(self.0, pos)?))
+        };
+        let mut data = Vec::with_capacity(16);
+        for c in columns {
+            let (start, end) = span(*c)?;
+            match self.0[start] {
+                TAG_NULL => return Some(None),
+                TAG_NUMERIC | TAG_JSONB | TAG_ARRAY => return None,
+                _ => data.extend_from_slice(&self.0[start..end]),
+            }
+        }
+        Some(Some(Row { data: data.into_boxed_slice() }))
     }
 
     /// Whether any datum is NULL (without decoding the others).
@@ -448,6 +517,11 @@ impl RowPacker {
         write_varint(data, (text.len() + pad) as u64);
         data.extend_from_slice(text.as_bytes());
         data.resize(data.len() + pad, b' ');
+    }
+
+    /// The bytes packed so far (a row's encoding).
+    pub fn bytes(&self) -> &[u8] {
+        &self.data
     }
 
     /// Empties the packer (keeping its buffer).
@@ -604,6 +678,35 @@ mod tests {
         // Columns past the mask's end are NULL too; an all-true mask is the row.
         assert_eq!(row.mask(&[true, true]).unpack(), vec![datums[0].clone(), Datum::Int32(7), Datum::Null, Datum::Null]);
         assert_eq!(row.mask(&[true; 4]), row);
+    }
+
+    #[test]
+    fn keys_of_columns_are_packed_from_their_bytes() {
+        let row = Row::from_datums(vec![
+            Datum::Int32(7),
+            Datum::Text("key".into()),
+            Datum::Null,
+            Datum::Numeric(Decimal::new(150, 2)),
+            Datum::Float64(-0.0),
+        ]);
+        let packed = |ds: Vec<Datum>| Some(Some(Row::from_datums(ds)));
+        assert_eq!(row.as_ref().key_of_columns(&[1, 0]), packed(vec![Datum::Text("key".into()), Datum::Int32(7)]));
+        assert_eq!(row.as_ref().key_of_columns(&[4]), packed(vec![Datum::Float64(0.0)]));
+        // NULL never joins; numerics are normalized by the caller.
+        assert_eq!(row.as_ref().key_of_columns(&[0, 2]), Some(None));
+        assert_eq!(row.as_ref().key_of_columns(&[3]), None);
+        assert_eq!(row.as_ref().key_of_columns(&[5]), None);
+    }
+
+    #[test]
+    fn unpack_prefix_stops_after_the_needed_columns() {
+        let row = Row::from_datums(vec![Datum::Int32(1), Datum::Text("skipped".into()), Datum::Int32(3), Datum::Text("never read".into())]);
+        let mut out = vec![Datum::Int32(9)];
+        row.as_ref().unpack_prefix_into(&[true, false, true], &mut out);
+        assert_eq!(out, vec![Datum::Int32(1), Datum::Null, Datum::Int32(3)]);
+        // A row shorter than the mask gives what it has.
+        Row::from_datums(vec![Datum::Int32(1)]).as_ref().unpack_prefix_into(&[true, false, true], &mut out);
+        assert_eq!(out, vec![Datum::Int32(1)]);
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The side-by-side runner: tpchlike (differential dataflow's hand-written
-//! TPC-H dataflows: a `stream` binary built elsewhere, given by path; this
-//! repository neither ships nor builds it) and ripple's engine (`run`), on
+//! TPC-H dataflows, its `stream` binary) and ripple's engine (`run`), on
 //! the same `.tbl` files, the same stream (tpchlike's, with L = P = B) and
-//! the same number of workers. Each query runs in a process of its own for
-//! each system, so the peak resident set the kernel reports for the
-//! process (`wait4`) is that query's, data included on both sides.
+//! the same number of workers. The `stream` binary is built from a
+//! differential-dataflow checkout (`--dd-checkout`: upstream's
+//! `tpchlike/` ported to ripple's differential and timely by the patch in
+//! `bench/engine/tpchlike/`, see `tpchlike.rs`) or given ready-made
+//! (`--tpchlike-bin`). Each query runs in a process of its own for each
+//! system, so the peak resident set the kernel reports for the process
+//! (`wait4`) is that query's, data included on both sides.
 //!
 //! Owns: the child processes and the report. Must not: measure anything
-//! itself but the children's output and peak memory.
+//! itself but the children's output and peak memory, or build tpchlike
+//! itself (`tpchlike.rs` does).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -37,10 +41,16 @@ pub struct Options {
     /// streamed into the view as tpchlike does, or both (one run each).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Tables::Arranged, Tables::Streamed])]
     tables: Vec<Tables>,
-    /// tpchlike's `stream` binary (differential-dataflow's
-    /// `tpchlike/src/bin/stream.rs`, command line `stream <prefix> <L> <P>
-    /// <query> -w <workers>`), built from a checkout of that repository.
-    #[arg(long, value_name = "PATH", required_unless_present = "ripple_only")]
+    /// A work tree of differential-dataflow (at commit e6c5a4d9): its
+    /// `tpchlike/` is copied to target/tpchlike-port/, patched with
+    /// bench/engine/tpchlike/port.patch and built there (`cargo build
+    /// --release`; reused while the commit and the patch are the same).
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["ripple_only", "tpchlike_bin"])]
+    dd_checkout: Option<PathBuf>,
+    /// Instead of --dd-checkout: a `stream` binary of tpchlike built
+    /// already (command line `stream <prefix> <L> <P> <query> -w
+    /// <workers>`).
+    #[arg(long, value_name = "PATH", conflicts_with = "dd_checkout")]
     tpchlike_bin: Option<PathBuf>,
     /// Run ripple's engine only.
     #[arg(long)]
@@ -86,10 +96,14 @@ pub fn run(o: &Options) -> Result<()> {
         eprintln!("ripple-engine-bench: writing the tables at SF {sf} to {}", tbl.display());
         crate::write_tables(&sf, &tbl)?;
     }
-    let tpchlike = match (&o.tpchlike_bin, o.ripple_only) {
-        (_, true) => None,
-        (Some(bin), false) => Some(bin.clone()),
-        (None, false) => bail!("give --tpchlike-bin or --ripple-only"),
+    let tpchlike = match (&o.dd_checkout, &o.tpchlike_bin, o.ripple_only) {
+        (_, _, true) => None,
+        (Some(_), Some(_), false) => bail!("give --dd-checkout or --tpchlike-bin, not both"),
+        (Some(checkout), None, false) => {
+            Some(crate::tpchlike::build(checkout, std::path::Path::new(crate::tpchlike::WORK_DIR))?)
+        }
+        (None, Some(bin), false) => Some(bin.clone()),
+        (None, None, false) => bail!("give --dd-checkout, --tpchlike-bin or --ripple-only"),
     };
     let me = std::env::current_exe().context("the path of this program")?;
     let queries = o.queries.clone().unwrap_or_else(|| (1..=22).collect());

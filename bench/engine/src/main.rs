@@ -5,14 +5,17 @@
 //!   (the harness's generator, tpchgen 4.0 = dbgen).
 //! - `run`: one query's view on ripple's workers, fed tpchlike's stream
 //!   from those files (`drive.rs`); prints its measurement as JSON.
-//! - `compare`: runs each query on a built tpchlike `stream` binary and on
+//! - `compare`: runs each query on tpchlike's `stream` binary and on
 //!   ripple's engine, one process per query and system, and prints the
-//!   ratio table with each process's peak memory (`compare.rs`).
+//!   ratio table with each process's peak memory (`compare.rs`); the
+//!   binary is built from a differential-dataflow checkout with the port
+//!   in `bench/engine/tpchlike/` (`tpchlike.rs`), or given.
 
 mod catalog;
 mod compare;
 mod drive;
 mod tbl;
+mod tpchlike;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

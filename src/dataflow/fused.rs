@@ -1,0 +1,239 @@
+//! A stack of Map/Filter/Project compiled onto one buffer of decoded
+//! datums, for an operator that reads the stack's output columns itself
+//! instead of receiving them as packed rows.
+//!
+//! A stack rendered on its own decodes the columns it carries, evaluates,
+//! and packs its output rows, which the next operator decodes again (an
+//! aggregation over `Map (#8, #9) Filter (...) Get lineitem` decoded and
+//! packed all sixteen columns of every row to read four). Compiled here,
+//! the input row's columns that the reader needs are decoded once into a
+//! buffer; a Map appends the values it computes (a Map of a plain column
+//! only names the column's place), a Filter tests its predicate over the
+//! buffer, a Project only renames places; what the reader does not read
+//! is neither decoded nor computed (except filters, which decide rows).
+//!
+//! Owns: that compilation and its evaluation. Must not: pack rows or know
+//! who reads the output.
+
+use crate::expr::{RelationExpr, ScalarExpr};
+use crate::repr::{Datum, EvalError, RowRef};
+
+/// One step over the buffer.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Appends the value of the expression (over buffer places).
+    Push(ScalarExpr),
+    /// Drops the row unless the predicate (over buffer places) holds.
+    Filter(ScalarExpr),
+    /// Appends NULL: the place of a value nobody reads.
+    Skip,
+}
+
+/// A compiled stack: which input columns to decode, the steps, and the
+/// buffer place of each output column.
+#[derive(Clone, Debug)]
+pub struct Fused {
+    /// The input columns decoded, up to the last one read.
+    needed: Vec<bool>,
+    /// Columns of the input rows.
+    arity: usize,
+    steps: Vec<Step>,
+    outputs: Vec<usize>,
+}
+
+/// The Map/Filter/Project stack on top of `expr` (innermost first) and the
+/// relation under it.
+pub fn peel(expr: &RelationExpr) -> (Vec<Op>, &RelationExpr) {
+    let mut ops = Vec::new();
+    let mut cur = expr;
+    loop {
+        match cur {
+            RelationExpr::Map { input, scalars } => {
+                ops.push(Op::Map(scalars.clone()));
+                cur = input;
+            }
+            RelationExpr::Filter { input, predicates } => {
+                ops.push(Op::Filter(predicates.clone()));
+                cur = input;
+            }
+            RelationExpr::Project { input, outputs } => {
+                ops.push(Op::Project(outputs.clone()));
+                cur = input;
+            }
+            _ => break,
+        }
+    }
+    ops.reverse();
+    (ops, cur)
+}
+
+/// One operator of a stack, over the columns of the one below it.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Map(Vec<ScalarExpr>),
+    Filter(Vec<ScalarExpr>),
+    Project(Vec<usize>),
+}
+
+impl Fused {
+    /// Compiles `ops` (innermost first) over input rows of `arity` columns
+    /// for a reader of the output columns marked in `read` (columns past
+    /// its end are not read).
+    pub fn new(ops: &[Op], arity: usize, read: &[bool]) -> Fused {
+        let mut places: Vec<usize> = (0..arity).collect();
+        let mut len = arity;
+        let mut steps = Vec::new();
+        for op in ops {
+            match op {
+                Op::Map(scalars) => {
+                    for s in scalars {
+                        match s {
+                            ScalarExpr::Column(c) => places.push(places[*c]),
+                            _ => {
+                                let mut e = s.clone();
+                                e.permute(&|c| places[c]);
+                                steps.push(Step::Push(e));
+                                places.push(len);
+                                len += 1;
+                            }
+                        }
+                    }
+                }
+                Op::Filter(preds) => {
+                    for p in preds {
+                        let mut e = p.clone();
+                        e.permute(&|c| places[c]);
+                        steps.push(Step::Filter(e));
+                    }
+                }
+                Op::Project(outputs) => places = outputs.iter().map(|c| places[*c]).collect(),
+            }
+        }
+        // What is read, from the reader back to the input: a pushed value
+        // only if read, a filter always.
+        let mut live = vec![false; len];
+        for (c, p) in places.iter().enumerate() {
+            if read.get(c).copied().unwrap_or(false) {
+                live[*p] = true;
+            }
+        }
+        let mut place = len;
+        let mut kept = Vec::with_capacity(steps.len());
+        for step in steps.into_iter().rev() {
+            let keep = match &step {
+                Step::Push(_) => {
+                    place -= 1;
+                    live[place]
+                }
+                Step::Filter(_) => true,
+                Step::Skip => false,
+            };
+            let support = match &step {
+                Step::Push(e) | Step::Filter(e) if keep => Some(e.support()),
+                _ => None,
+            };
+            match support {
+                Some(columns) => {
+                    for c in columns {
+                        live[c] = true;
+                    }
+                    kept.push(step);
+                }
+                // The places of later pushes stay where they are.
+                None => kept.push(Step::Skip),
+            }
+        }
+        kept.reverse();
+        live.truncate(arity);
+        // Columns after the last one read are not even skipped over.
+        let last = live.iter().rposition(|l| *l).map_or(0, |c| c + 1);
+        live.truncate(last);
+        Fused { needed: live, arity, steps: kept, outputs: places }
+    }
+
+    /// The buffer place of each output column.
+    pub fn outputs(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// Decodes `row` into `buf` and runs the steps: `Ok(true)` if the row
+    /// passes the filters (its output columns are then at `outputs()`).
+    pub fn run(&self, row: RowRef<'_>, buf: &mut Vec<Datum>) -> Result<bool, EvalError> {
+        row.unpack_prefix_into(&self.needed, buf);
+        // The columns not decoded (and those of a short row) are NULL.
+        buf.resize(self.arity, Datum::Null);
+        for step in &self.steps {
+            match step {
+                Step::Push(e) => {
+                    let d = e.eval(buf)?;
+                    buf.push(d);
+                }
+                Step::Skip => buf.push(Datum::Null),
+                Step::Filter(p) => {
+                    if !p.eval_predicate(buf)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::BinaryFunc;
+    use crate::repr::{Row, ScalarType};
+
+    fn col(c: usize) -> ScalarExpr {
+        ScalarExpr::Column(c)
+    }
+
+    fn int(v: i64) -> ScalarExpr {
+        ScalarExpr::Literal(Datum::Int64(v), ScalarType::Int64)
+    }
+
+    /// The stack's output columns for `row`, through the buffer.
+    fn output(f: &Fused, row: &Row) -> Option<Vec<Datum>> {
+        let mut buf = Vec::new();
+        f.run(row.as_ref(), &mut buf).expect("evaluates").then(|| f.outputs().iter().map(|p| buf[*p].clone()).collect())
+    }
+
+    #[test]
+    fn maps_filters_and_projections_compose() {
+        // Input (a, b, c): Map a + b, Filter c > 0, Project (#3, #1).
+        let ops = vec![
+            Op::Map(vec![col(0).call_binary(col(1), BinaryFunc::Add)]),
+            Op::Filter(vec![col(2).call_binary(int(0), BinaryFunc::Gt)]),
+            Op::Project(vec![3, 1]),
+        ];
+        let f = Fused::new(&ops, 3, &[true, true]);
+        let row = |a, b, c| Row::from_datums(vec![Datum::Int64(a), Datum::Int64(b), Datum::Int64(c)]);
+        assert_eq!(output(&f, &row(1, 2, 5)), Some(vec![Datum::Int64(3), Datum::Int64(2)]));
+        assert_eq!(output(&f, &row(1, 2, 0)), None);
+    }
+
+    #[test]
+    fn only_what_is_read_is_decoded_or_computed() {
+        // Input (a, b, c, d): Map (#1, b * 2), Filter a > 0; read only #4.
+        let ops = vec![
+            Op::Map(vec![col(1), col(1).call_binary(int(2), BinaryFunc::Mul)]),
+            Op::Filter(vec![col(0).call_binary(int(0), BinaryFunc::Gt)]),
+        ];
+        let f = Fused::new(&ops, 4, &[false, false, false, false, true]);
+        // Column a (the filter), column b (the alias read) are decoded,
+        // nothing after them is looked at.
+        assert_eq!(f.needed, vec![true, true]);
+        assert_eq!(f.outputs()[4], 1);
+        // Reading #5 instead: b * 2 is computed, the alias place is not.
+        let f = Fused::new(&ops, 4, &[false, false, false, false, false, true]);
+        assert_eq!(f.needed, vec![true, true]);
+        let row = Row::from_datums(vec![Datum::Int64(1), Datum::Int64(21), Datum::Null, Datum::Null]);
+        assert_eq!(output(&f, &row).map(|o| o[5].clone()), Some(Datum::Int64(42)));
+        // A computed value nobody reads is not evaluated (its error is not raised).
+        let failing = vec![Op::Map(vec![ScalarExpr::Error(EvalError::DivisionByZero)])];
+        let f = Fused::new(&failing, 1, &[true]);
+        assert_eq!(output(&f, &Row::from_datums(vec![Datum::Int64(7)])), Some(vec![Datum::Int64(7), Datum::Null]));
+    }
+}
