@@ -108,7 +108,22 @@ impl Coordinator {
                 let into = copy::CopyInto { table, table_name, desc, columns, options, defaults };
                 Ok(ExecuteResponse::CopyIn(state.copy_in_start(session, into)))
             }
-            Plan::Explain { query } => {
+            Plan::Explain { query, transforms: true } => {
+                let mut previous = query.explain();
+                let mut text = format!("Bound plan\n{}", indent(&previous));
+                for (name, plan) in crate::planner::optimize_traced(query, &state.catalog) {
+                    let explained = plan.explain();
+                    if explained == previous {
+                        text.push_str(&format!("\nAfter {name}: unchanged"));
+                    } else {
+                        text.push_str(&format!("\nAfter {name}\n{}", indent(&explained)));
+                    }
+                    previous = explained;
+                }
+                let rows = text.lines().map(|l| vec![Datum::Text(l.to_string())]).collect();
+                Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
+            }
+            Plan::Explain { query, transforms: false } => {
                 let query = crate::planner::optimize(query, &state.catalog);
                 let mut text = query.explain();
                 if let Some(lookup) = crate::planner::fast_path::find(&query, &state.catalog) {
@@ -731,4 +746,9 @@ fn role_oid(catalog: &Catalog, session: &Session) -> i64 {
 /// described).
 fn params_for(values: &[Datum]) -> Params {
     Params { types: values.iter().map(datum_type).collect(), values: Some(values.to_vec()), generic: false }
+}
+
+/// `text` with each line indented by two spaces.
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }

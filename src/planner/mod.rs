@@ -36,14 +36,35 @@ impl IndexCatalog for NoIndexes {
     }
 }
 
+/// One transform of the optimizer.
+type Transform = fn(RelationExpr, &dyn IndexCatalog) -> RelationExpr;
+
+/// The optimizer's transforms in the order they run, each with the name
+/// `EXPLAIN (TRANSFORMS)` shows it by.
+pub const TRANSFORMS: &[(&str, Transform)] = &[
+    ("inline bindings into recursive terms (lets.rs)", |e, _| lets::inline_into_recursion(e)),
+    ("lift bindings to the top (lets.rs)", |e, _| lets::lift(e)),
+    ("fold constants, compare dates with timestamp constants as dates (unwrap_casts.rs)", |e, _| fold_constants(e)),
+    ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
+    ("plan joins: order, keys and indexes", plan_joins),
+    ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
+];
+
 /// Optimizes an expression.
 pub fn optimize(expr: RelationExpr, indexes: &dyn IndexCatalog) -> RelationExpr {
-    let expr = lets::inline_into_recursion(expr);
-    let expr = lets::lift(expr);
-    let expr = fold_constants(expr);
-    let expr = fuse_filters(expr);
-    let expr = plan_joins(expr, indexes);
-    demand::annotate_join_demand(expr)
+    TRANSFORMS.iter().fold(expr, |e, (_, transform)| transform(e, indexes))
+}
+
+/// Optimizes an expression, keeping the plan after each transform (the
+/// last is what `optimize` returns).
+pub fn optimize_traced(expr: RelationExpr, indexes: &dyn IndexCatalog) -> Vec<(&'static str, RelationExpr)> {
+    let mut trace: Vec<(&'static str, RelationExpr)> = Vec::with_capacity(TRANSFORMS.len());
+    let mut current = expr;
+    for (name, transform) in TRANSFORMS {
+        current = transform(current, indexes);
+        trace.push((name, current.clone()));
+    }
+    trace
 }
 
 /// Evaluates constant subexpressions of maps and filters once, at plan
@@ -602,6 +623,18 @@ mod tests {
             name: format!("t{id}"),
             types: vec![ColumnType::new(ScalarType::Int32, true); arity],
         }
+    }
+
+    /// The traced optimization runs every transform once, in order, and
+    /// ends where `optimize` ends.
+    #[test]
+    fn the_trace_ends_at_the_optimized_plan() {
+        let c = ScalarExpr::Column;
+        let join = RelationExpr::Join { inputs: vec![get(1, 2), get(2, 2)], equivalences: vec![], plan: None };
+        let plan = RelationExpr::Filter { input: Box::new(join), predicates: vec![c(0).call_binary(c(2), BinaryFunc::Eq)] };
+        let trace = optimize_traced(plan.clone(), &OneIndex);
+        assert_eq!(trace.iter().map(|(name, _)| *name).collect::<Vec<_>>(), TRANSFORMS.iter().map(|(name, _)| *name).collect::<Vec<_>>());
+        assert_eq!(trace.last().map(|(_, p)| p.clone()), Some(optimize(plan, &OneIndex)));
     }
 
     struct OneIndex;

@@ -430,11 +430,14 @@ impl Binder<'_> {
                     other => ShowKind::Variable(other.to_string()),
                 }))
             }
-            Statement::Explain { statement, .. } => match statement.as_ref() {
-                Statement::Query(q) => Ok(Plan::Explain { query: self.bind_query(q)?.into_relation() }),
-                Statement::CreateView(cv) => Ok(Plan::Explain { query: self.bind_query(&cv.query)?.into_relation() }),
-                other => Err(Error::FeatureNotSupported(format!("EXPLAIN of {other} is not supported"))),
-            },
+            Statement::Explain { statement, options, .. } => {
+                let transforms = explain_transforms(options.as_deref().unwrap_or_default())?;
+                match statement.as_ref() {
+                    Statement::Query(q) => Ok(Plan::Explain { query: self.bind_query(q)?.into_relation(), transforms }),
+                    Statement::CreateView(cv) => Ok(Plan::Explain { query: self.bind_query(&cv.query)?.into_relation(), transforms }),
+                    other => Err(Error::FeatureNotSupported(format!("EXPLAIN of {other} is not supported"))),
+                }
+            }
             Statement::Set(set) => match set {
                 ast::Set::SingleAssignment { variable, values, .. } => {
                     let name = variable.to_string().to_lowercase();
@@ -1052,3 +1055,31 @@ fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
     Ok(())
 }
 
+
+/// Whether `EXPLAIN (...)`'s options ask for the plan after each
+/// transform (`TRANSFORMS [boolean]`). PostgreSQL's own options are
+/// accepted and have no effect on ripple's plans; any other is refused as
+/// PostgreSQL refuses it.
+fn explain_transforms(options: &[ast::UtilityOption]) -> Result<bool, Error> {
+    let mut transforms = false;
+    for option in options {
+        let name = option.name.value.to_lowercase();
+        let on = match &option.arg {
+            None => true,
+            Some(arg) => match arg.to_string().to_lowercase().trim_matches('\'').as_ref() {
+                "true" | "on" | "1" | "yes" => true,
+                "false" | "off" | "0" | "no" => false,
+                other if name == "format" && matches!(other, "text" | "json" | "xml" | "yaml") => true,
+                other => {
+                    return Err(Error::Syntax(format!("invalid value for EXPLAIN option \"{name}\": \"{other}\"")));
+                }
+            },
+        };
+        match name.as_str() {
+            "transforms" => transforms = on,
+            "analyze" | "verbose" | "costs" | "settings" | "generic_plan" | "buffers" | "wal" | "timing" | "summary" | "format" => {}
+            _ => return Err(Error::Syntax(format!("unrecognized EXPLAIN option \"{name}\""))),
+        }
+    }
+    Ok(transforms)
+}

@@ -566,7 +566,7 @@ pub fn finish_plan(plan: &mut Plan, now: DateTime<Utc>) -> Result<(), Error> {
                 }
             }
         }
-        Plan::Select { query, .. } | Plan::Explain { query } | Plan::CopyTo { query, .. } => {
+        Plan::Select { query, .. } | Plan::Explain { query, .. } | Plan::CopyTo { query, .. } => {
             query.visit_scalars_mut(&mut visit)
         }
         Plan::Insert { source, returning, on_conflict, .. } => {

@@ -186,7 +186,9 @@ pub enum Plan {
     /// `COPY table [(columns)] TO STDOUT` or `COPY (query) TO STDOUT`: the
     /// rows of `query` as for a SELECT.
     CopyTo { query: RelationExpr, desc: RelationDesc, finishing: Finishing, options: CopyOptions },
-    Explain { query: RelationExpr },
+    /// `transforms`: show the plan as bound and after each of the
+    /// optimizer's transforms (`EXPLAIN (TRANSFORMS)`).
+    Explain { query: RelationExpr, transforms: bool },
     /// `DROP kind name, ...`: each name with the schema that holds it
     /// (`None`: no schema on the search path does).
     Drop { kind: ItemKind, names: Vec<crate::sql::QualifiedName>, if_exists: bool, cascade: bool },
