@@ -67,13 +67,7 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
     /// columns.
     pub fn new(stack: &[Op], arity: usize, group_key: &[usize], key_shape: KeyShape, aggregates: Vec<AggregateExpr>) -> Self {
         // The stack's output columns read: the key and the inputs.
-        let mut read = crate::dataflow::render::support_mask(aggregates.iter().map(|a| &a.expr));
-        for c in group_key.iter().copied() {
-            if read.len() <= c {
-                read.resize(c + 1, false);
-            }
-            read[c] = true;
-        }
+        let read = crate::dataflow::render::read_mask(aggregates.iter().map(|a| &a.expr), group_key);
         let fused = Fused::new(stack, arity, &read);
         let places = fused.outputs().to_vec();
         let key_places = group_key.iter().map(|c| places[*c]).collect();

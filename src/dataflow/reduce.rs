@@ -121,13 +121,7 @@ pub fn render_reduce<'s, T: RenderTime>(
     let aggs = aggregates.clone();
     let key = group_key.clone();
     // Only the key columns and the aggregates' inputs are decoded.
-    let mut needed = crate::dataflow::render::support_mask(aggregates.iter().flat_map(|a| a.inputs()));
-    for c in group_key.iter().copied() {
-        if needed.len() <= c {
-            needed.resize(c + 1, false);
-        }
-        needed[c] = true;
-    }
+    let needed = crate::dataflow::render::read_mask(aggregates.iter().flat_map(|a| a.inputs()), &group_key);
     let prepared = ok.map(move |row| {
         let datums = row.unpack_needed(&needed);
         let key_row = Row::from_datums(key.iter().enumerate().map(|(i, c)| key_shape.datum(i, datums[*c].clone())).collect());

@@ -241,6 +241,19 @@ pub(crate) fn support_mask<'a>(exprs: impl IntoIterator<Item = &'a ScalarExpr>) 
     mask
 }
 
+/// The columns `exprs` read and the columns `also`, as a mask (as long as
+/// the highest one).
+pub(crate) fn read_mask<'a>(exprs: impl IntoIterator<Item = &'a ScalarExpr>, also: &[usize]) -> Vec<bool> {
+    let mut mask = support_mask(exprs);
+    for c in also.iter().copied() {
+        if mask.len() <= c {
+            mask.resize(c + 1, false);
+        }
+        mask[c] = true;
+    }
+    mask
+}
+
 /// Evaluates a list of key expressions on a row into a packed key. A NULL
 /// key component never joins (SQL equality), reported as `Ok(None)`.
 fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalError> {

@@ -1055,7 +1055,6 @@ fn check_unique_names(desc: &RelationDesc) -> Result<(), Error> {
     Ok(())
 }
 
-
 /// Whether `EXPLAIN (...)`'s options ask for the plan after each
 /// transform (`TRANSFORMS [boolean]`). PostgreSQL's own options are
 /// accepted and have no effect on ripple's plans; any other is refused as
