@@ -15,6 +15,7 @@
 //! Owns: that compilation and its evaluation. Must not: pack rows or know
 //! who reads the output.
 
+use crate::expr::byte_pred::BytePreds;
 use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::{Datum, EvalError, RowRef};
 
@@ -39,6 +40,7 @@ pub struct Fused {
     arity: usize,
     steps: Vec<Step>,
     outputs: Vec<usize>,
+    bytes: Option<Bytes>,
 }
 
 /// The Map/Filter/Project stack on top of `expr` (innermost first) and the
@@ -65,6 +67,55 @@ pub fn peel(expr: &RelationExpr) -> (Vec<Op>, &RelationExpr) {
     }
     ops.reverse();
     (ops, cur)
+}
+
+/// Which steps are kept (a pushed value nobody reads becomes a `Skip`,
+/// keeping later places where they are; filters are always kept) and the
+/// input columns they and the reader read, up to the last one.
+fn liveness(steps: Vec<Step>, len: usize, arity: usize, places: &[usize], read: &[bool]) -> (Vec<Step>, Vec<bool>) {
+    let mut live = vec![false; len];
+    for (c, p) in places.iter().enumerate() {
+        if read.get(c).copied().unwrap_or(false) {
+            live[*p] = true;
+        }
+    }
+    let mut place = len;
+    let mut kept = Vec::with_capacity(steps.len());
+    for step in steps.into_iter().rev() {
+        let keep = match &step {
+            Step::Push(_) | Step::Skip => {
+                place -= 1;
+                matches!(step, Step::Push(_)) && live[place]
+            }
+            Step::Filter(_) => true,
+        };
+        match &step {
+            Step::Push(e) | Step::Filter(e) if keep => {
+                for c in e.support() {
+                    live[c] = true;
+                }
+                kept.push(step);
+            }
+            // The places of later pushes stay where they are.
+            _ => kept.push(Step::Skip),
+        }
+    }
+    kept.reverse();
+    live.truncate(arity);
+    // Columns after the last one read are not even skipped over.
+    let last = live.iter().rposition(|l| *l).map_or(0, |c| c + 1);
+    live.truncate(last);
+    (kept, live)
+}
+
+/// Filters decided on the row's bytes before anything is decoded.
+#[derive(Clone, Debug)]
+struct Bytes {
+    preds: BytePreds,
+    /// The same predicates, for rows they cannot decide on bytes, and the
+    /// columns to decode then.
+    fallback: Vec<ScalarExpr>,
+    needed_all: Vec<bool>,
 }
 
 /// One operator of a stack, over the columns of the one below it.
@@ -109,46 +160,33 @@ impl Fused {
                 Op::Project(outputs) => places = outputs.iter().map(|c| places[*c]).collect(),
             }
         }
-        // What is read, from the reader back to the input: a pushed value
-        // only if read, a filter always.
-        let mut live = vec![false; len];
-        for (c, p) in places.iter().enumerate() {
-            if read.get(c).copied().unwrap_or(false) {
-                live[*p] = true;
+        let (steps, _) = liveness(steps, len, arity, &places, read);
+        // Filters over input columns ahead of every computed value are
+        // decided on the row's bytes where they compile (`byte_pred`);
+        // what they alone read is then not decoded.
+        let lead = steps.iter().take_while(|s| !matches!(s, Step::Push(_))).count();
+        let mut hoisted = Vec::new();
+        let mut others = Vec::new();
+        for (i, step) in steps.into_iter().enumerate() {
+            match step {
+                Step::Filter(p) if i < lead && p.support().iter().all(|c| *c < arity) => hoisted.push(p),
+                other => others.push(other),
             }
         }
-        let mut place = len;
-        let mut kept = Vec::with_capacity(steps.len());
-        for step in steps.into_iter().rev() {
-            let keep = match &step {
-                Step::Push(_) => {
-                    place -= 1;
-                    live[place]
-                }
-                Step::Filter(_) => true,
-                Step::Skip => false,
-            };
-            let support = match &step {
-                Step::Push(e) | Step::Filter(e) if keep => Some(e.support()),
-                _ => None,
-            };
-            match support {
-                Some(columns) => {
-                    for c in columns {
-                        live[c] = true;
-                    }
-                    kept.push(step);
-                }
-                // The places of later pushes stay where they are.
-                None => kept.push(Step::Skip),
-            }
-        }
-        kept.reverse();
-        live.truncate(arity);
-        // Columns after the last one read are not even skipped over.
-        let last = live.iter().rposition(|l| *l).map_or(0, |c| c + 1);
-        live.truncate(last);
-        Fused { needed: live, arity, steps: kept, outputs: places }
+        let (bytes, rest) = BytePreds::split(&hoisted);
+        let compiled: Vec<ScalarExpr> = hoisted.into_iter().filter(|p| !rest.contains(p)).collect();
+        let mut steps: Vec<Step> = rest.into_iter().map(Step::Filter).collect();
+        steps.extend(others);
+        let (steps, needed) = liveness(steps, len, arity, &places, read);
+        let (_, needed_all) = liveness(
+            compiled.iter().cloned().map(Step::Filter).chain(steps.iter().cloned()).collect(),
+            len,
+            arity,
+            &places,
+            read,
+        );
+        let bytes = (!bytes.is_empty()).then(|| Bytes { preds: bytes, fallback: compiled, needed_all });
+        Fused { needed, arity, steps, outputs: places, bytes }
     }
 
     /// The buffer place of each output column.
@@ -159,7 +197,19 @@ impl Fused {
     /// Decodes `row` into `buf` and runs the steps: `Ok(true)` if the row
     /// passes the filters (its output columns are then at `outputs()`).
     pub fn run(&self, row: RowRef<'_>, buf: &mut Vec<Datum>) -> Result<bool, EvalError> {
-        row.unpack_prefix_into(&self.needed, buf);
+        match self.bytes.as_ref().map(|b| (b, b.preds.check(row))) {
+            Some((_, Some(false))) => return Ok(false),
+            None | Some((_, Some(true))) => row.unpack_prefix_into(&self.needed, buf),
+            Some((b, None)) => {
+                row.unpack_prefix_into(&b.needed_all, buf);
+                buf.resize(self.arity, Datum::Null);
+                for p in &b.fallback {
+                    if !p.eval_predicate(buf)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
         // The columns not decoded (and those of a short row) are NULL.
         buf.resize(self.arity, Datum::Null);
         for step in &self.steps {
@@ -222,11 +272,20 @@ mod tests {
             Op::Filter(vec![col(0).call_binary(int(0), BinaryFunc::Gt)]),
         ];
         let f = Fused::new(&ops, 4, &[false, false, false, false, true]);
-        // Column a (the filter), column b (the alias read) are decoded,
-        // nothing after them is looked at.
-        assert_eq!(f.needed, vec![true, true]);
+        // The filter, ahead of every computed value read, is decided on
+        // the row's bytes; only column b (the alias read) is decoded,
+        // nothing after it is looked at.
+        assert_eq!(f.needed, vec![false, true]);
         assert_eq!(f.outputs()[4], 1);
-        // Reading #5 instead: b * 2 is computed, the alias place is not.
+        let four = |a: Datum| Row::from_datums(vec![a, Datum::Int64(21), Datum::Null, Datum::Null]);
+        assert_eq!(output(&f, &four(Datum::Int64(1))).map(|o| o[4].clone()), Some(Datum::Int64(21)));
+        assert_eq!(output(&f, &four(Datum::Int64(0))), None);
+        assert_eq!(output(&f, &four(Datum::Null)), None);
+        // A value the bytes cannot decide (a float) is tested over datums.
+        assert_eq!(output(&f, &four(Datum::Float64(0.5))).map(|o| o[4].clone()), Some(Datum::Int64(21)));
+        assert_eq!(output(&f, &four(Datum::Float64(-0.5))), None);
+        // Reading #5 instead: b * 2 is computed before the filter, which
+        // stays where it is; the alias place is not computed.
         let f = Fused::new(&ops, 4, &[false, false, false, false, false, true]);
         assert_eq!(f.needed, vec![true, true]);
         let row = Row::from_datums(vec![Datum::Int64(1), Datum::Int64(21), Datum::Null, Datum::Null]);

@@ -12,6 +12,7 @@
 mod accum;
 mod accum_ordered;
 mod combine;
+mod extreme_ordered;
 mod fused;
 mod held;
 mod hierarchy;

@@ -8,8 +8,11 @@
 //!   together, as totals (`accum.rs`): O(1) per changed row — where times
 //!   are totally ordered by one operator holding each group's totals
 //!   (`accum_ordered.rs`), elsewhere in differential's difference type;
-//! - min and max together, hierarchically (`hierarchy.rs`, two stages of
-//!   fan-out 256): O(2 × 256) values per changed row;
+//! - min and max together: where times are totally ordered by one
+//!   operator holding each group's values in SQL order
+//!   (`extreme_ordered.rs`, a search per changed row), elsewhere
+//!   hierarchically (`hierarchy.rs`, two stages of fan-out 256: O(2 × 256)
+//!   values per changed row);
 //! - string_agg with differential's `reduce`, which re-reads the group;
 //! - each DISTINCT aggregate separately: first the distinct `(group,
 //!   arguments)` pairs (a reduce per pair, so O(duplicates) per change), then
@@ -30,6 +33,7 @@
 
 use crate::dataflow::accum::Accum;
 use crate::dataflow::accum_ordered::render_ordered_accumulate;
+use crate::dataflow::extreme_ordered::render_ordered_extremes;
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
 use crate::dataflow::render::{constant, empty, Coll, ErrColl, RenderTime};
 use crate::expr::agg::{extreme, normalize_datum, AggregateKind};
@@ -78,7 +82,7 @@ fn plan_parts(aggregates: &[AggregateExpr]) -> Vec<Part> {
 
 /// A description of how the aggregates are rendered, for `SHOW ARRANGEMENTS`.
 /// `ordered` when times are totally ordered (accumulation by
-/// `accum_ordered.rs`).
+/// `accum_ordered.rs`, min and max by `extreme_ordered.rs`).
 pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr], ordered: bool) -> String {
     let parts: Vec<String> = plan_parts(aggregates)
         .iter()
@@ -86,6 +90,7 @@ pub fn describe(group_key: &[usize], aggregates: &[AggregateExpr], ordered: bool
             let kind = match p.kind {
                 AggregateKind::Accumulable if ordered => "accumulated (ordered)",
                 AggregateKind::Accumulable => "accumulated",
+                AggregateKind::Hierarchical if ordered => "min/max (ordered)",
                 AggregateKind::Hierarchical => "hierarchical",
                 AggregateKind::Basic => "per group",
             };
@@ -233,6 +238,11 @@ fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs
                 move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
             });
             accumulate(totals, aggs, ordered)
+        }
+        AggregateKind::Hierarchical if ordered => {
+            let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
+            let scope = input.scope();
+            (render_ordered_extremes(input, funcs), empty(scope))
         }
         AggregateKind::Hierarchical => {
             let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();

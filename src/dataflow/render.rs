@@ -20,6 +20,7 @@
 use crate::dataflow::accum::Accum;
 use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
 use crate::dataflow::fused::Op as RowOp;
+use crate::expr::byte_pred::BytePreds;
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
@@ -558,24 +559,44 @@ fn columns_read(ops: &[RowOp], arity: usize) -> Vec<bool> {
 enum RowStack {
     /// Filters, then maybe a projection: only the predicates' columns are
     /// decoded and the packed row is passed on (projected as bytes).
-    FilterProject { preds: Vec<ScalarExpr>, project: Option<Vec<usize>>, needed: Vec<bool> },
-    /// Anything else: the columns read are decoded and the result packed.
-    General { ops: Vec<RowOp>, needed: Vec<bool> },
+    FilterProject { preds: Filters, project: Option<Vec<usize>> },
+    /// Anything else: the columns read are decoded and the result packed;
+    /// the filters at its start are decided first.
+    General { first: Filters, ops: Vec<RowOp>, needed: Vec<bool> },
 }
 
-impl RowStack {
-    fn new(ops: Vec<RowOp>, arity: usize) -> RowStack {
-        match filter_then_project(&ops, arity) {
-            Some((preds, project, needed)) => RowStack::FilterProject { preds, project, needed },
-            None => {
-                let needed = columns_read(&ops, arity);
-                RowStack::General { ops, needed }
-            }
-        }
+/// A filter's predicates: those decided on the row's bytes
+/// (`expr::byte_pred`), then the others over the columns they read.
+struct Filters {
+    bytes: BytePreds,
+    rest: Vec<ScalarExpr>,
+    rest_needed: Vec<bool>,
+    /// Every predicate and its columns, for a row the bytes cannot decide.
+    all: Vec<ScalarExpr>,
+    all_needed: Vec<bool>,
+}
+
+impl Filters {
+    fn new(all: Vec<ScalarExpr>, arity: usize) -> Filters {
+        let (bytes, rest) = BytePreds::split(&all);
+        // Only up to the last column a predicate reads (`unpack_prefix`).
+        let needed = |preds: &[ScalarExpr]| {
+            let mut n = support_mask(preds);
+            n.truncate(arity);
+            n
+        };
+        Filters { rest_needed: needed(&rest), all_needed: needed(&all), bytes, rest, all }
     }
 
-    /// Whether the filters keep the row (for `FilterProject`).
-    fn passes(preds: &[ScalarExpr], needed: &[bool], row: RowRef<'_>) -> Result<bool, EvalError> {
+    fn passes(&self, row: RowRef<'_>) -> Result<bool, EvalError> {
+        let (preds, needed) = match self.bytes.check(row) {
+            Some(false) => return Ok(false),
+            Some(true) => (&self.rest, &self.rest_needed),
+            None => (&self.all, &self.all_needed),
+        };
+        if preds.is_empty() {
+            return Ok(true);
+        }
         let datums = row.unpack_prefix(needed);
         for p in preds {
             if !p.eval_predicate(&datums)? {
@@ -584,10 +605,35 @@ impl RowStack {
         }
         Ok(true)
     }
+}
+
+impl RowStack {
+    fn new(ops: Vec<RowOp>, arity: usize) -> RowStack {
+        match filter_then_project(&ops) {
+            Some((preds, project)) => RowStack::FilterProject { preds: Filters::new(preds, arity), project },
+            None => {
+                // The filters ahead of any Map or Project read the input's
+                // own columns: those that compile to tests on bytes are
+                // decided first, the others stay where they were.
+                let lead = ops.iter().take_while(|op| matches!(op, RowOp::Filter(_))).count();
+                let first: Vec<ScalarExpr> =
+                    ops[..lead].iter().flat_map(|op| if let RowOp::Filter(p) = op { p.clone() } else { vec![] }).collect();
+                let (_, rest) = BytePreds::split(&first);
+                let compiled: Vec<ScalarExpr> = first.into_iter().filter(|p| !rest.contains(p)).collect();
+                let mut stack = Vec::with_capacity(ops.len() - lead + 1);
+                if !rest.is_empty() {
+                    stack.push(RowOp::Filter(rest));
+                }
+                stack.extend(ops.into_iter().skip(lead));
+                let needed = columns_read(&stack, arity);
+                RowStack::General { first: Filters::new(compiled, arity), ops: stack, needed }
+            }
+        }
+    }
 
     fn eval_ref(&self, row: RowRef<'_>) -> Option<Result<Row, EvalError>> {
         match self {
-            RowStack::FilterProject { preds, project, needed } => match Self::passes(preds, needed, row) {
+            RowStack::FilterProject { preds, project } => match preds.passes(row) {
                 Ok(true) => Some(Ok(match project {
                     Some(cols) => row.project(cols),
                     None => row.to_row(),
@@ -595,14 +641,18 @@ impl RowStack {
                 Ok(false) => None,
                 Err(e) => Some(Err(e)),
             },
-            RowStack::General { ops, needed } => apply_ops(ops, needed, row),
+            RowStack::General { first, ops, needed } => match first.passes(row) {
+                Ok(true) => apply_ops(ops, needed, row),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            },
         }
     }
 
     /// As `eval_ref`, moving the row through when it is kept whole.
     fn eval_owned(&self, row: Row) -> Option<Result<Row, EvalError>> {
         match self {
-            RowStack::FilterProject { preds, project: None, needed } => match Self::passes(preds, needed, row.as_ref()) {
+            RowStack::FilterProject { preds, project: None } => match preds.passes(row.as_ref()) {
                 Ok(true) => Some(Ok(row)),
                 Ok(false) => None,
                 Err(e) => Some(Err(e)),
@@ -613,8 +663,8 @@ impl RowStack {
 }
 
 /// For a stack of filters optionally ending in a projection: the
-/// predicates, the projection, and the columns the predicates read.
-fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, Option<Vec<usize>>, Vec<bool>)> {
+/// predicates and the projection.
+fn filter_then_project(ops: &[RowOp]) -> Option<(Vec<ScalarExpr>, Option<Vec<usize>>)> {
     let (project, filters) = match ops.split_last() {
         Some((RowOp::Project(cols), rest)) => (Some(cols.clone()), rest),
         _ => (None, ops),
@@ -626,10 +676,7 @@ fn filter_then_project(ops: &[RowOp], arity: usize) -> Option<(Vec<ScalarExpr>, 
             _ => return None,
         }
     }
-    // Only up to the last column a predicate reads (`unpack_prefix`).
-    let mut needed = support_mask(&preds);
-    needed.truncate(arity);
-    Some((preds, project, needed))
+    Some((preds, project))
 }
 
 fn apply_ops(ops: &[RowOp], needed: &[bool], row: RowRef<'_>) -> Option<Result<Row, EvalError>> {
@@ -997,15 +1044,50 @@ mod column_tests {
     fn filters_and_a_final_projection_pass_the_packed_row_through() {
         let col = ScalarExpr::Column;
         let ops = vec![RowOp::Filter(vec![col(3)]), RowOp::Filter(vec![col(1)]), RowOp::Project(vec![2, 0])];
-        let (preds, project, needed) = filter_then_project(&ops, 5).unwrap();
+        let (preds, project) = filter_then_project(&ops).unwrap();
         assert_eq!(preds.len(), 2);
         assert_eq!(project, Some(vec![2, 0]));
         // Only the predicates' columns are decoded, nothing after the last.
-        assert_eq!(needed, vec![false, true, false, true]);
-        assert!(filter_then_project(&[RowOp::Filter(vec![col(0)])], 2).unwrap().1.is_none());
+        let filters = Filters::new(preds, 5);
+        assert_eq!(filters.rest_needed, vec![false, true, false, true]);
+        assert!(filter_then_project(&[RowOp::Filter(vec![col(0)])]).unwrap().1.is_none());
         // A map, or a filter after a projection, takes the general path.
-        assert!(filter_then_project(&[RowOp::Map(vec![col(0)])], 2).is_none());
-        assert!(filter_then_project(&[RowOp::Project(vec![1]), RowOp::Filter(vec![col(0)])], 2).is_none());
+        assert!(filter_then_project(&[RowOp::Map(vec![col(0)])]).is_none());
+        assert!(filter_then_project(&[RowOp::Project(vec![1]), RowOp::Filter(vec![col(0)])]).is_none());
+    }
+
+    #[test]
+    fn filters_decided_on_bytes_keep_what_datums_keep() {
+        use crate::expr::BinaryFunc;
+        use crate::repr::ScalarType;
+        let col = ScalarExpr::Column;
+        let int = |v| ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32);
+        // A test on bytes (#0 > 1), one over datums (#0 + #2 = 7), a map.
+        let on_bytes = col(0).call_binary(int(1), BinaryFunc::Gt);
+        let on_datums = col(0).call_binary(col(2), BinaryFunc::Add).call_binary(int(7), BinaryFunc::Eq);
+        let stacks = [
+            vec![RowOp::Filter(vec![on_bytes.clone(), on_datums.clone()]), RowOp::Project(vec![2])],
+            vec![RowOp::Filter(vec![on_datums.clone(), on_bytes.clone()]), RowOp::Map(vec![col(0).call_binary(int(1), BinaryFunc::Add)])],
+        ];
+        let (filters, general) = (RowStack::new(stacks[0].clone(), 3), RowStack::new(stacks[1].clone(), 3));
+        assert!(matches!(&filters, RowStack::FilterProject { preds, .. } if preds.rest.len() == 1));
+        assert!(matches!(&general, RowStack::General { first, ops, .. } if first.all.len() == 1 && ops.len() == 2));
+        let rows = [
+            vec![Datum::Int32(2), Datum::Text("a".into()), Datum::Int32(5)],
+            vec![Datum::Int32(1), Datum::Text("b".into()), Datum::Int32(6)],
+            vec![Datum::Int32(3), Datum::Null, Datum::Int32(5)],
+            vec![Datum::Null, Datum::Null, Datum::Int32(7)],
+            // Not an integer where the test on bytes expects one: decided over datums.
+            vec![Datum::Float64(2.0), Datum::Null, Datum::Int32(5)],
+        ];
+        for (ops, stack) in stacks.iter().zip([&filters, &general]) {
+            for datums in &rows {
+                let row = Row::from_datums(datums.clone());
+                let expected = apply_ops(ops, &columns_read(ops, 3), row.as_ref()).map(|r| r.map(|r| r.unpack()).ok());
+                let got = stack.eval_ref(row.as_ref()).map(|r| r.map(|r| r.unpack()).ok());
+                assert_eq!(got, expected, "{ops:?} on {datums:?}");
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod raw;
+pub use raw::{RawConst, RawDatum};
+
 const TAG_NULL: u8 = 0;
 const TAG_FALSE: u8 = 1;
 const TAG_TRUE: u8 = 2;
@@ -58,9 +61,60 @@ impl std::borrow::Borrow<[u8]> for Row {
 }
 
 /// A packed tuple of datums.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Row {
     data: Box<[u8]>,
+}
+
+/// The lexicographic order of two byte strings (`<[u8]>::cmp`'s), with
+/// the first eight bytes compared inline: arrangements sort, merge and
+/// search rows by this order, most often keys of a few bytes that differ
+/// early, where a call to `memcmp` cost more than the comparison (it was
+/// an eighth of a worker's time in join-heavy views).
+#[inline]
+fn lex_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    if n >= 8 {
+        let (x, y) = (u64::from_be_bytes(a[..8].try_into().unwrap_or([0; 8])), u64::from_be_bytes(b[..8].try_into().unwrap_or([0; 8])));
+        if x != y {
+            return x.cmp(&y);
+        }
+        return a[8..].cmp(&b[8..]);
+    }
+    for i in 0..n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+impl Ord for Row {
+    #[inline]
+    fn cmp(&self, other: &Row) -> std::cmp::Ordering {
+        lex_cmp(&self.data, &other.data)
+    }
+}
+
+impl PartialOrd for Row {
+    #[inline]
+    fn partial_cmp(&self, other: &Row) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RowRef<'_> {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        lex_cmp(self.0, other.0)
+    }
+}
+
+impl PartialOrd for RowRef<'_> {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl Row {
@@ -190,7 +244,7 @@ impl Row {
 /// byte storage of an arrangement (`dataflow/row_spine.rs`), which keeps
 /// rows without an allocation each. Orders, compares and hashes exactly
 /// as the `Row` with the same bytes.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowRef<'a>(&'a [u8]);
 
 impl<'a> RowRef<'a> {
@@ -558,14 +612,46 @@ fn payload_len(tag: u8) -> Option<usize> {
     })
 }
 
+/// Per tag: the payload's length, `VARLEN` for a varint length and bytes,
+/// `INVALID` for a byte that is no tag (a table: every operator walks
+/// rows datum by datum).
+const VARLEN: u8 = 0xFF;
+const INVALID: u8 = 0xFE;
+const PAYLOAD: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let mut tag = 0;
+    while tag < 256 {
+        t[tag] = match tag as u8 {
+            TAG_NULL | TAG_FALSE | TAG_TRUE => 0,
+            TAG_INT16 => 2,
+            TAG_INT32 | TAG_FLOAT32 | TAG_DATE => 4,
+            TAG_INT64 | TAG_FLOAT64 | TAG_TIMESTAMP | TAG_TIMESTAMPTZ => 8,
+            TAG_NUMERIC | TAG_INTERVAL | TAG_UUID => 16,
+            TAG_TEXT | TAG_BYTEA | TAG_JSONB | TAG_ARRAY => VARLEN,
+            _ => INVALID,
+        };
+        tag += 1;
+    }
+    t
+};
+
 /// The end offset of the datum starting at `pos`.
+#[inline]
 fn datum_end(data: &[u8], pos: usize) -> Option<usize> {
     let tag = *data.get(pos)?;
-    let end = if is_varlen(tag) {
-        let (len, p) = read_varint(data, pos + 1)?;
-        p.checked_add(len as usize)?
-    } else {
-        pos + 1 + payload_len(tag)?
+    let end = match PAYLOAD[tag as usize] {
+        VARLEN => {
+            // One-byte lengths (under 128) are the common case.
+            match data.get(pos + 1) {
+                Some(&b) if b < 0x80 => pos + 2 + b as usize,
+                _ => {
+                    let (len, p) = read_varint(data, pos + 1)?;
+                    p.checked_add(len as usize)?
+                }
+            }
+        }
+        INVALID => return None,
+        n => pos + 1 + n as usize,
     };
     (end <= data.len()).then_some(end)
 }
@@ -725,6 +811,32 @@ mod tests {
         assert_eq!(row.unpack_needed(&[true; 6]), datums);
         assert_eq!(row.unpack_needed(&[]), vec![Datum::Null; 6]);
         assert_eq!(row.unpack(), datums);
+    }
+
+    #[test]
+    fn rows_order_as_their_bytes() {
+        let samples: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0, 0],
+            vec![1],
+            vec![1, 2, 3, 4, 5, 6, 7],
+            vec![1, 2, 3, 4, 5, 6, 7, 8],
+            vec![1, 2, 3, 4, 5, 6, 7, 8, 0],
+            vec![1, 2, 3, 4, 5, 6, 7, 9],
+            vec![1, 2, 3, 4, 5, 6, 8],
+            vec![255; 9],
+            vec![255, 255, 255, 255, 255, 255, 255, 255, 254, 1],
+            vec![128, 0, 0, 0, 0, 0, 0, 0, 1],
+            vec![127, 255, 255, 255, 255, 255, 255, 255],
+        ];
+        for a in &samples {
+            for b in &samples {
+                let (ra, rb) = (RowRef::from_packed(a), RowRef::from_packed(b));
+                assert_eq!(ra.cmp(&rb), a.as_slice().cmp(b.as_slice()), "{a:?} vs {b:?}");
+                assert_eq!(ra.to_row().cmp(&rb.to_row()), a.as_slice().cmp(b.as_slice()));
+            }
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::sql::origin::{self, Origins};
 use crate::sql::scope::{Scope, ScopeItem};
 use crate::sql::subquery::{
     distinct, filter, join, join_on_keys, map, negate, project, union, unit,
-    Bindings, Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
+    Bindings, Correlated, Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
 };
 use crate::sql::types::common_type;
 use crate::sql::window::{remap_windows, WindowCall};
@@ -475,6 +475,10 @@ impl Binder<'_> {
                     let mut ctx = ExprCtx::new(&f.scope, clause);
                     let lhs = self.bind_expr(expr, &mut ctx)?;
                     let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
+                    if corr.plain {
+                        rel = self.semi_join_plain(std::mem::replace(&mut rel, unit()), lhs_expr, cmp, corr)?;
+                        continue;
+                    }
                     let mut lets = Bindings::default();
                     let ext = lets.share(map(std::mem::replace(&mut rel, unit()), vec![lhs_expr]), "semi-join input");
                     let mut cols = corr.cols.clone();
@@ -498,6 +502,32 @@ impl Binder<'_> {
             rel = project(filter(ext, with_subqueries), (0..w).collect());
         }
         Ok(From { rel, scope: f.scope.clone(), over_left: false })
+    }
+
+    /// `rel` semi-joined with an uncorrelated `IN` subquery (`corr.plain`):
+    /// the rows whose left operand `lhs` equals one of its values by `cmp`
+    /// (over left operand = column 0, value = column 1, with the casts to
+    /// their common type), as a join of `rel` with the subquery's distinct
+    /// values on that equality.
+    fn semi_join_plain(&mut self, rel: RelationExpr, lhs: ScalarExpr, cmp: ScalarExpr, corr: Correlated) -> Result<RelationExpr, Error> {
+        let w = rel.arity();
+        let ScalarExpr::CallBinary { func: BinaryFunc::Eq, left, right } = cmp else {
+            return Err(Error::Internal("IN compares by equality".into()));
+        };
+        let sub = corr.instantiate(&unit(), &mut self.copied_nodes)?;
+        let n = sub.arity();
+        // The left key over `rel` with the operand appended; the right key
+        // over the subquery's row.
+        let mut left = *left;
+        left.permute(&|_| w);
+        let mut right = *right;
+        right.permute(&|c| c.saturating_sub(1));
+        let ext = map(rel, vec![lhs, left]);
+        let values = distinct(project(map(sub, vec![right]), vec![n]));
+        // Plain equality: a NULL operand or value matches nothing (a key
+        // with a NULL never joins).
+        let keys = vec![vec![ScalarExpr::Column(w + 1), ScalarExpr::Column(w + 2)]];
+        Ok(project(join(vec![ext, values], keys), (0..w).collect()))
     }
 
     /// `lhs op ANY/ALL (subquery)`: binds the subquery with the left

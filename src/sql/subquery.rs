@@ -97,6 +97,10 @@ pub struct Correlated {
     /// Per output column, the field it is of a record-valued select item
     /// (for a FROM subquery, bound with `Binder::record_outputs`).
     pub fields: Vec<Option<String>>,
+    /// Bound without its prefix, extra columns included: a subquery that
+    /// reads no outer column, asked for with `equate` (an `IN`), which
+    /// the caller joins on its outputs instead of computing it per value.
+    pub plain: bool,
 }
 
 /// The most operators binding may copy into a plan by repeating a
@@ -126,7 +130,7 @@ impl Correlated {
     /// A bound block as a subquery with prefix `cols` read from `placeholder`.
     fn of_block(cols: Vec<usize>, placeholder: GlobalId, block: crate::sql::query::Block) -> Correlated {
         let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
-        Correlated { cols, placeholder, expr: block.into_relation(), desc, origins, fields }
+        Correlated { cols, placeholder, expr: block.into_relation(), desc, origins, fields, plain: false }
     }
 }
 
@@ -467,6 +471,13 @@ impl Binder<'_> {
             })
             .collect();
         self.record_outputs = records;
+        if items.is_empty() && equate {
+            // An uncorrelated `x IN (subquery)`: computed once, not once
+            // per distinct `x` with `x` equated inside it (which grouped
+            // TPC-H Q18's subquery by every order key).
+            let block = self.bind_query_in(q, None)?;
+            return Ok(Correlated { plain: true, ..Correlated::of_block(vec![], placeholder, block) });
+        }
         let block = if items.is_empty() && extra.is_empty() {
             self.bind_query_in(q, None)?
         } else {

@@ -34,9 +34,24 @@ pub enum Comparison {
 }
 
 impl Comparison {
+    /// The comparison with its operands swapped (`a < b` is `b > a`).
+    pub fn flipped(self) -> Comparison {
+        match self {
+            Comparison::Lt => Comparison::Gt,
+            Comparison::Lte => Comparison::Gte,
+            Comparison::Gt => Comparison::Lt,
+            Comparison::Gte => Comparison::Lte,
+            other => other,
+        }
+    }
+
     /// Whether `l op r` holds for non-NULL operands.
     pub fn holds(self, l: &Datum, r: &Datum) -> bool {
-        let o = l.sql_cmp(r);
+        self.holds_for(l.sql_cmp(r))
+    }
+
+    /// Whether `l op r` holds when `l` compares with `r` as `o`.
+    pub fn holds_for(self, o: Ordering) -> bool {
         match self {
             Comparison::Eq => o == Ordering::Equal,
             Comparison::NotEq => o != Ordering::Equal,
