@@ -5,13 +5,15 @@
 //! (`unwrap_casts.rs`),
 //! flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
-//! join's inputs, and plan each join as a chain of lookups, choosing
+//! join's inputs, bind repeated subexpressions once (`cse.rs`), and plan
+//! each join as a chain of lookups, choosing
 //! existing indexes (shared arrangements) where their key matches; then
 //! record in each join's plan which of its columns are read above it
 //! (`demand.rs`), so its arrangements carry nothing else.
 //!
 //! Must not: do I/O or read the catalog other than through `IndexCatalog`.
 
+mod cse;
 mod demand;
 pub mod fast_path;
 pub mod lets;
@@ -46,6 +48,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("lift bindings to the top (lets.rs)", |e, _| lets::lift(e)),
     ("fold constants, compare dates with timestamp constants as dates (unwrap_casts.rs)", |e, _| fold_constants(e)),
     ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
+    ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
     ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
 ];
