@@ -116,10 +116,16 @@ fn fold_constants(expr: RelationExpr) -> RelationExpr {
 }
 
 /// Merges stacked filters and moves filters above joins into the joins'
-/// equivalences and inputs.
+/// equivalences and inputs. A projection that keeps every column in order
+/// is dropped first, so that a filter above it reaches the join below it
+/// (the binder leaves such projections above a scalar subquery's cross
+/// join: TPC-H Q15's `total_revenue = (SELECT max(...))` stayed a filter
+/// over a cross join that re-joined every supplier when the maximum
+/// changed).
 fn fuse_filters(expr: RelationExpr) -> RelationExpr {
     let expr = map_children(expr, &mut fuse_filters);
     match expr {
+        RelationExpr::Project { input, outputs } if outputs.iter().copied().eq(0..input.arity()) => *input,
         RelationExpr::Filter { input, predicates } => {
             let predicates: Vec<ScalarExpr> =
                 predicates.into_iter().flat_map(|p| p.into_conjuncts()).flat_map(factor_disjunction).collect();
@@ -638,6 +644,22 @@ mod tests {
         let trace = optimize_traced(plan.clone(), &OneIndex);
         assert_eq!(trace.iter().map(|(name, _)| *name).collect::<Vec<_>>(), TRANSFORMS.iter().map(|(name, _)| *name).collect::<Vec<_>>());
         assert_eq!(trace.last().map(|(_, p)| p.clone()), Some(optimize(plan, &OneIndex)));
+    }
+
+    #[test]
+    fn a_filter_reaches_a_join_through_a_projection_of_every_column() {
+        let c = ScalarExpr::Column;
+        let join = RelationExpr::Join { inputs: vec![get(1, 2), get(2, 1)], equivalences: vec![], plan: None };
+        let identity = RelationExpr::Project { input: Box::new(join), outputs: vec![0, 1, 2] };
+        let plan = RelationExpr::Filter { input: Box::new(identity), predicates: vec![c(1).call_binary(c(2), BinaryFunc::Eq)] };
+        match fuse_filters(plan) {
+            RelationExpr::Join { equivalences, .. } => assert_eq!(equivalences, vec![vec![c(1), c(2)]]),
+            other => panic!("the equality is a join key: {other:?}"),
+        }
+        // A projection that drops or reorders columns stays.
+        let join = RelationExpr::Join { inputs: vec![get(1, 2), get(2, 1)], equivalences: vec![], plan: None };
+        let reorder = RelationExpr::Project { input: Box::new(join), outputs: vec![1, 0, 2] };
+        assert!(matches!(fuse_filters(reorder), RelationExpr::Project { .. }));
     }
 
     struct OneIndex;
