@@ -22,6 +22,7 @@ mod recursive;
 mod reduce;
 mod render;
 mod row_batcher;
+mod row_stack;
 pub mod row_spine;
 mod sizes;
 #[cfg(test)]
