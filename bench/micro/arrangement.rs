@@ -25,15 +25,15 @@ fn key(k: i64) -> Row {
 }
 
 type VecTrace = differential_dataflow::operators::arrange::TraceAgent<
-    differential_dataflow::trace::implementations::ValSpine<Row, Row, u64, i64>,
+    differential_dataflow::trace::implementations::ValSpine<Row, Row, u64, ripple::repr::Diff>,
 >;
 type FlatTrace = differential_dataflow::operators::arrange::TraceAgent<ripple::dataflow::row_spine::RowSpine<u64>>;
-type Session = differential_dataflow::input::InputSession<u64, (Row, Row), i64>;
+type Session = differential_dataflow::input::InputSession<u64, (Row, Row), ripple::repr::Diff>;
 
 /// A dataflow arranging (key, row) pairs in a `Vec<Row>` spine.
 fn vec_arrangement(worker: &mut timely::worker::Worker) -> (Session, VecTrace) {
     worker.dataflow::<u64, _, _>(|scope| {
-        let (input, coll) = scope.new_collection::<(Row, Row), i64>();
+        let (input, coll) = scope.new_collection::<(Row, Row), ripple::repr::Diff>();
         (input, coll.arrange_by_key().trace)
     })
 }
@@ -41,7 +41,7 @@ fn vec_arrangement(worker: &mut timely::worker::Worker) -> (Session, VecTrace) {
 /// The same, in ripple's flat row spine.
 fn flat_arrangement(worker: &mut timely::worker::Worker) -> (Session, FlatTrace) {
     worker.dataflow::<u64, _, _>(|scope| {
-        let (input, coll) = scope.new_collection::<(Row, Row), i64>();
+        let (input, coll) = scope.new_collection::<(Row, Row), ripple::repr::Diff>();
         (input, ripple::dataflow::row_spine::arrange_rows(coll, "bench").trace)
     })
 }
