@@ -112,9 +112,8 @@ fn liveness(steps: Vec<Step>, len: usize, arity: usize, places: &[usize], read: 
 #[derive(Clone, Debug)]
 struct Bytes {
     preds: BytePreds,
-    /// The same predicates, for rows they cannot decide on bytes, and the
-    /// columns to decode then.
-    fallback: Vec<ScalarExpr>,
+    /// The columns to decode for a row they cannot decide (their
+    /// `sources()` are then evaluated over datums).
     needed_all: Vec<bool>,
 }
 
@@ -174,18 +173,17 @@ impl Fused {
             }
         }
         let (bytes, rest) = BytePreds::split(&hoisted);
-        let compiled: Vec<ScalarExpr> = hoisted.into_iter().filter(|p| !rest.contains(p)).collect();
         let mut steps: Vec<Step> = rest.into_iter().map(Step::Filter).collect();
         steps.extend(others);
         let (steps, needed) = liveness(steps, len, arity, &places, read);
         let (_, needed_all) = liveness(
-            compiled.iter().cloned().map(Step::Filter).chain(steps.iter().cloned()).collect(),
+            bytes.sources().iter().cloned().map(Step::Filter).chain(steps.iter().cloned()).collect(),
             len,
             arity,
             &places,
             read,
         );
-        let bytes = (!bytes.is_empty()).then(|| Bytes { preds: bytes, fallback: compiled, needed_all });
+        let bytes = (!bytes.is_empty()).then(|| Bytes { preds: bytes, needed_all });
         Fused { needed, arity, steps, outputs: places, bytes }
     }
 
@@ -203,7 +201,7 @@ impl Fused {
             Some((b, None)) => {
                 row.unpack_prefix_into(&b.needed_all, buf);
                 buf.resize(self.arity, Datum::Null);
-                for p in &b.fallback {
+                for p in b.preds.sources() {
                     if !p.eval_predicate(buf)? {
                         return Ok(false);
                     }

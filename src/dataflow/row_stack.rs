@@ -75,8 +75,10 @@ pub(crate) struct Filters {
 }
 
 impl Filters {
-    fn new(all: Vec<ScalarExpr>, arity: usize) -> Filters {
-        let (bytes, rest) = BytePreds::split(&all);
+    /// The tests `bytes` compiled, then the predicates `rest` (see
+    /// `BytePreds::split`), over rows of `arity` columns.
+    fn new(bytes: BytePreds, rest: Vec<ScalarExpr>, arity: usize) -> Filters {
+        let all: Vec<ScalarExpr> = bytes.sources().iter().chain(&rest).cloned().collect();
         // Only up to the last column a predicate reads (`unpack_prefix`).
         let needed = |preds: &[ScalarExpr]| {
             let mut n = support_mask(preds);
@@ -108,7 +110,10 @@ impl Filters {
 impl RowStack {
     pub(crate) fn new(ops: Vec<RowOp>, arity: usize) -> RowStack {
         match filter_then_project(&ops) {
-            Some((preds, project)) => RowStack::FilterProject { preds: Filters::new(preds, arity), project },
+            Some((preds, project)) => {
+                let (bytes, rest) = BytePreds::split(&preds);
+                RowStack::FilterProject { preds: Filters::new(bytes, rest, arity), project }
+            }
             None => {
                 // The filters ahead of any Map or Project read the input's
                 // own columns: those that compile to tests on bytes are
@@ -116,15 +121,14 @@ impl RowStack {
                 let lead = ops.iter().take_while(|op| matches!(op, RowOp::Filter(_))).count();
                 let first: Vec<ScalarExpr> =
                     ops[..lead].iter().flat_map(|op| if let RowOp::Filter(p) = op { p.clone() } else { vec![] }).collect();
-                let (_, rest) = BytePreds::split(&first);
-                let compiled: Vec<ScalarExpr> = first.into_iter().filter(|p| !rest.contains(p)).collect();
+                let (bytes, rest) = BytePreds::split(&first);
                 let mut stack = Vec::with_capacity(ops.len() - lead + 1);
                 if !rest.is_empty() {
                     stack.push(RowOp::Filter(rest));
                 }
                 stack.extend(ops.into_iter().skip(lead));
                 let needed = columns_read(&stack, arity);
-                RowStack::General { first: Filters::new(compiled, arity), ops: stack, needed }
+                RowStack::General { first: Filters::new(bytes, vec![], arity), ops: stack, needed }
             }
         }
     }
@@ -241,7 +245,8 @@ mod tests {
         assert_eq!(preds.len(), 2);
         assert_eq!(project, Some(vec![2, 0]));
         // Only the predicates' columns are decoded, nothing after the last.
-        let filters = Filters::new(preds, 5);
+        let (bytes, rest) = BytePreds::split(&preds);
+        let filters = Filters::new(bytes, rest, 5);
         assert_eq!(filters.rest_needed, vec![false, true, false, true]);
         assert!(filter_then_project(&[RowOp::Filter(vec![col(0)])]).unwrap().1.is_none());
         // A map, or a filter after a projection, takes the general path.

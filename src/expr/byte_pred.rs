@@ -107,6 +107,8 @@ pub struct BytePreds {
     /// The columns read, ascending.
     columns: Vec<usize>,
     tests: Vec<Test>,
+    /// The predicates compiled, for rows the tests cannot decide.
+    sources: Vec<ScalarExpr>,
 }
 
 impl BytePreds {
@@ -115,6 +117,7 @@ impl BytePreds {
     pub fn split(preds: &[ScalarExpr]) -> (BytePreds, Vec<ScalarExpr>) {
         let mut columns = Vec::new();
         let mut tests = Vec::new();
+        let mut sources = Vec::new();
         let mut rest = Vec::new();
         for p in preds {
             let mut cols = columns.clone();
@@ -122,6 +125,7 @@ impl BytePreds {
                 Some(t) => {
                     columns = cols;
                     tests.push(t);
+                    sources.push(p.clone());
                 }
                 None => rest.push(p.clone()),
             }
@@ -133,11 +137,17 @@ impl BytePreds {
         for t in &mut tests {
             t.remap(&remap);
         }
-        (BytePreds { columns: sorted, tests }, rest)
+        (BytePreds { columns: sorted, tests, sources }, rest)
     }
 
     pub fn is_empty(&self) -> bool {
         self.tests.is_empty()
+    }
+
+    /// The predicates compiled (to evaluate over datums when `check`
+    /// cannot decide a row).
+    pub fn sources(&self) -> &[ScalarExpr] {
+        &self.sources
     }
 
     /// Whether every compiled predicate holds for `row`: `None` if one of
@@ -219,30 +229,25 @@ impl Test {
             Test::Null { subject, negated } => Some(subject.column(slots)?.is_null() != *negated),
             // AND is TRUE when every term is; one term not TRUE decides
             // it even if another is undecided. OR likewise with one TRUE.
-            Test::All(ts) => {
-                let mut undecided = false;
-                for t in ts {
-                    match t.holds(slots) {
-                        Some(false) => return Some(false),
-                        None => undecided = true,
-                        Some(true) => {}
-                    }
-                }
-                (!undecided).then_some(true)
-            }
-            Test::Any(ts) => {
-                let mut undecided = false;
-                for t in ts {
-                    match t.holds(slots) {
-                        Some(true) => return Some(true),
-                        None => undecided = true,
-                        Some(false) => {}
-                    }
-                }
-                (!undecided).then_some(false)
-            }
+            Test::All(ts) => decide(ts, slots, false),
+            Test::Any(ts) => decide(ts, slots, true),
         }
     }
+}
+
+/// AND (`decisive` false) or OR (`decisive` true) of `tests`: a term that
+/// is `decisive` decides; otherwise the answer is `!decisive` unless a
+/// term was undecided.
+fn decide(tests: &[Test], slots: &[RawDatum<'_>], decisive: bool) -> Option<bool> {
+    let mut undecided = false;
+    for t in tests {
+        match t.holds(slots) {
+            Some(v) if v == decisive => return Some(decisive),
+            None => undecided = true,
+            Some(_) => {}
+        }
+    }
+    (!undecided).then_some(!decisive)
 }
 
 /// The test for `e`, with the columns it reads added to `columns` (slots
