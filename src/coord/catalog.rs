@@ -184,9 +184,15 @@ pub struct Catalog {
     /// table: each key's columns and the arrangement's id. Not stored:
     /// built again from the table's rows on restart.
     pub key_arrangements: BTreeMap<GlobalId, Vec<(Vec<usize>, GlobalId)>>,
-    /// How many key arrangements were ever made (their ids follow
-    /// `keys::FIRST_KEY_ARRANGEMENT`).
+    /// How many key and shared arrangements were ever made (their ids
+    /// follow `keys::FIRST_KEY_ARRANGEMENT`).
     pub key_arrangements_made: GlobalId,
+    /// Arrangements of a table or materialized view by a key that views
+    /// join it on, made when the first view needed one and shared by every
+    /// view that joins it so (`coord/shared.rs`): (relation, key columns)
+    /// to the arrangement's id. Not stored: made again as the views are
+    /// installed on restart.
+    pub shared_arrangements: BTreeMap<(GlobalId, Vec<usize>), GlobalId>,
 }
 
 /// The shared catalog, copied on write: a statement binds and plans
@@ -220,6 +226,10 @@ impl IndexCatalog for SharedCatalog {
     fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef> {
         self.0.indexes_on(id)
     }
+
+    fn shared_arrangement(&self, on: GlobalId, key: &[usize]) -> Option<IndexRef> {
+        self.0.shared_arrangement(on, key)
+    }
 }
 
 impl std::ops::DerefMut for SharedCatalog {
@@ -241,6 +251,7 @@ impl Default for Catalog {
             copies: Default::default(),
             key_arrangements: BTreeMap::new(),
             key_arrangements_made: 0,
+            shared_arrangements: BTreeMap::new(),
         }
     }
 }
@@ -284,6 +295,15 @@ impl Catalog {
     /// several are).
     pub fn key_name(&self, table: GlobalId, columns: &[usize]) -> Option<String> {
         self.items.get(&table)?.keys.iter().find(|k| k.columns == columns).map(|k| k.name.clone())
+    }
+
+    /// The name of the shared arrangement of `on` by `columns`:
+    /// `shared lineitem(l_orderkey)`.
+    pub fn shared_name(&self, on: GlobalId, columns: &[usize]) -> String {
+        let item = self.items.get(&on);
+        let cols: Vec<&str> =
+            columns.iter().map(|c| item.and_then(|i| i.desc.names.get(*c)).map_or("?", String::as_str)).collect();
+        format!("shared {}({})", item.map_or("?", |i| i.name.as_str()), cols.join(", "))
     }
 
     /// The item `name` in `schema` (relation and index names are unique
@@ -584,5 +604,13 @@ impl IndexCatalog for Catalog {
             key: columns.clone(),
         });
         indexes.chain(keys).collect()
+    }
+
+    /// The arrangement of `on` by `key` shared across views, if one was
+    /// made (`coord/shared.rs`).
+    fn shared_arrangement(&self, on: GlobalId, key: &[usize]) -> Option<IndexRef> {
+        let id = *self.shared_arrangements.get(&(on, key.to_vec()))?;
+        let on_name = self.items.get(&on).map(|i| i.name.clone()).unwrap_or_default();
+        Some(IndexRef { id, name: self.shared_name(on, key), on_name, key: key.to_vec() })
     }
 }

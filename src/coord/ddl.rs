@@ -114,7 +114,7 @@ impl State {
             Plan::CreateView { query, desc, materialized, .. } => {
                 let mut imports = vec![];
                 if materialized {
-                    let optimized = crate::planner::optimize(query.clone(), &self.catalog);
+                    let optimized = self.plan_view(&query);
                     imports = optimized.imported_indexes().into_iter().map(|ix| ix.id).collect();
                     // On restart: seeded with its own checkpoint if nothing
                     // it reads holds rows before the load timestamp; a view
@@ -194,10 +194,13 @@ impl State {
             }
             other => return Err(Error::Internal(format!("cannot install {other:?}"))),
         };
-        let table = item.kind == ItemKind::Table;
+        let (table, view) = (item.kind == ItemKind::Table, item.kind == ItemKind::MaterializedView);
         self.catalog.insert(item);
         if table {
             self.sync_key_arrangements(id);
+        }
+        if view {
+            self.release_shared();
         }
         Ok(())
     }
@@ -292,5 +295,6 @@ impl State {
         for id in release {
             self.dataflow.broadcast(Command::Drop { id });
         }
+        self.release_shared();
     }
 }

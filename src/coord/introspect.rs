@@ -82,7 +82,7 @@ impl Coordinator {
                 out.entry(system::item_oid(*on)).or_default().indexes += own;
             }
         }
-        for (id, table, _) in super::keys::kept_arrangements(catalog) {
+        for (id, table, _) in super::keys::kept_arrangements(catalog).into_iter().chain(super::shared::shared_arrangements(catalog)) {
             out.entry(system::item_oid(table)).or_default().indexes += bytes.get(&id).copied().unwrap_or(0);
         }
         out

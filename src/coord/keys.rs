@@ -296,12 +296,14 @@ impl State {
         }
     }
 
-    /// Drops the arrangements kept for `table`'s keys (the table goes, or
-    /// its own arrangement is built again first).
+    /// Drops the arrangements kept for `table`'s keys and those shared by
+    /// views that join it (the table goes, or its own arrangement is built
+    /// again first).
     pub(super) fn drop_key_arrangements(&mut self, table: GlobalId) {
         for (_, id) in self.catalog.key_arrangements.remove(&table).unwrap_or_default() {
             self.drop_arrangement(id);
         }
+        self.drop_shared_of(table);
     }
 }
 

@@ -57,6 +57,7 @@ pub mod roles;
 mod schema;
 mod sequence;
 mod session;
+mod shared;
 mod stats;
 pub(crate) mod settings;
 pub use settings::set_server_values;

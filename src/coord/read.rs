@@ -225,7 +225,10 @@ impl State {
         let indexed: Vec<GlobalId> = query
             .imported_indexes()
             .iter()
-            .filter_map(|ix| self.catalog.items.get(&ix.id).and_then(|i| i.index.as_ref()).map(|(on, _)| *on))
+            .filter_map(|ix| {
+                let item = self.catalog.items.get(&ix.id).and_then(|i| i.index.as_ref()).map(|(on, _)| *on);
+                item.or_else(|| self.catalog.shared_arrangements.iter().find(|(_, id)| **id == ix.id).map(|((on, _), _)| *on))
+            })
             .collect();
         self.catalog.stats.scanned(deps, indexed);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

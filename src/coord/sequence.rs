@@ -443,7 +443,9 @@ impl Coordinator {
                     ShowKind::Arrangements | ShowKind::ArrangementSizes => {
                         let mut names: BTreeMap<GlobalId, String> =
                             state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
-                        names.extend(super::keys::kept_arrangements(&state.catalog).into_iter().map(|(id, _, name)| (id, name)));
+                        let kept = super::keys::kept_arrangements(&state.catalog);
+                        let shared = super::shared::shared_arrangements(&state.catalog);
+                        names.extend(kept.into_iter().chain(shared).map(|(id, _, name)| (id, name)));
                         drop(state);
                         Box::pin(self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes))).await
                     }

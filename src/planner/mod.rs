@@ -9,7 +9,9 @@
 //! each join as a chain of lookups, choosing
 //! existing indexes (shared arrangements) where their key matches; then
 //! record in each join's plan which of its columns are read above it
-//! (`demand.rs`), so its arrangements carry nothing else.
+//! (`demand.rs`), so its arrangements carry nothing else; and import the
+//! arrangements shared across views where a join arranges a whole table by
+//! their key (`shared.rs`).
 //!
 //! Must not: do I/O or read the catalog other than through `IndexCatalog`.
 
@@ -17,6 +19,7 @@ mod cse;
 mod demand;
 pub mod fast_path;
 pub mod lets;
+pub mod shared;
 mod unwrap_casts;
 
 use crate::expr::relation::IndexRef;
@@ -27,6 +30,15 @@ use crate::repr::GlobalId;
 pub trait IndexCatalog {
     /// Indexes on the table or materialized view `id`.
     fn indexes_on(&self, id: GlobalId) -> Vec<IndexRef>;
+
+    /// The arrangement of `on` by the columns `key` (in that order) that
+    /// views share (`shared.rs`), if there is one. Not an index to the join
+    /// planner: it is imported only where the plan arranges that whole
+    /// relation by that key anyway, so it never changes a join's order or
+    /// lifts a filter.
+    fn shared_arrangement(&self, _on: GlobalId, _key: &[usize]) -> Option<IndexRef> {
+        None
+    }
 }
 
 /// An index catalog with no indexes (for tests and plans without imports).
@@ -51,6 +63,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
     ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
+    ("import arrangements shared across views (shared.rs)", shared::attach),
 ];
 
 /// Optimizes an expression.

@@ -4,10 +4,11 @@
 //! Small blocks (below [`MMAP_THRESHOLD`]) come from mimalloc's
 //! thread-local free lists: under point reads and small writes glibc's
 //! `malloc` and `free` took about a fifth of the server's CPU. Large blocks
-//! come from glibc, which maps each on its own and grows it with `mremap`
-//! instead of copying; with mimalloc for every size, a bulk load's spine
-//! batches were copied as they grew and COPY of TPC-H SF 1 lineitem peaked
-//! at 3,253 MiB of RSS instead of 1,384.
+//! are mapped each on its own and grown with `mremap` instead of copying
+//! (with mimalloc for every size, a bulk load's spine batches were copied
+//! as they grew and COPY of TPC-H SF 1 lineitem peaked at 3,253 MiB of RSS
+//! instead of 1,384), and a few freed ones are kept mapped for the next
+//! (`large`).
 //!
 //! A bulk load frees its staged rows, write set and the worker's sorting
 //! buffers (gigabytes at TPC-H SF 1) in small blocks that glibc keeps for
@@ -30,14 +31,48 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 /// Blocks of at least this many bytes are mapped on their own.
 pub const MMAP_THRESHOLD: usize = 128 << 10;
 
-/// The server's global allocator: mimalloc below [`MMAP_THRESHOLD`], the
-/// system allocator (glibc) at or above it. A block is freed by the
-/// allocator that made it, chosen again from its size: Rust passes `dealloc`
-/// and `realloc` the layout the block was made with.
+#[cfg(target_os = "linux")]
+pub mod large;
+
+/// The server's global allocator: mimalloc below [`MMAP_THRESHOLD`], and at
+/// or above it blocks mapped on their own and reused once freed
+/// (`large`; the system allocator for alignments above a page, and off
+/// Linux). A block is freed by the allocator that made it, chosen again
+/// from its layout: Rust passes `dealloc` and `realloc` the layout the block
+/// was made with.
 pub struct Allocator;
 
-fn is_large(size: usize) -> bool {
-    size >= MMAP_THRESHOLD
+/// Which allocator serves a layout.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Source {
+    Small,
+    Mapped,
+    System,
+}
+
+fn source(size: usize, align: usize) -> Source {
+    if size < MMAP_THRESHOLD {
+        Source::Small
+    } else if cfg!(target_os = "linux") && align <= 4096 {
+        Source::Mapped
+    } else {
+        Source::System
+    }
+}
+
+#[cfg(target_os = "linux")]
+use large::{alloc as mapped_alloc, dealloc as mapped_dealloc, realloc as mapped_realloc};
+
+// Off Linux nothing is `Source::Mapped`.
+#[cfg(not(target_os = "linux"))]
+fn mapped_alloc(_: usize) -> *mut u8 {
+    std::ptr::null_mut()
+}
+#[cfg(not(target_os = "linux"))]
+fn mapped_dealloc(_: *mut u8, _: usize) {}
+#[cfg(not(target_os = "linux"))]
+fn mapped_realloc(_: *mut u8, _: usize, _: usize) -> *mut u8 {
+    std::ptr::null_mut()
 }
 
 /// A thread moves its count into [`TOTAL`] once it passes this many bytes
@@ -81,17 +116,18 @@ pub fn allocated() -> usize {
 }
 
 // SAFETY: every block is allocated, reallocated and freed by the same
-// underlying allocator, chosen from the size in the layout that `GlobalAlloc`
-// callers must pass back unchanged; a `realloc` that crosses the threshold
-// allocates from the other allocator, copies and frees the old block.
+// underlying allocator, chosen from the layout that `GlobalAlloc` callers
+// must pass back unchanged; a `realloc` that changes allocator allocates
+// from the other one, copies and frees the old block. Mapped blocks are
+// page-aligned, which satisfies every alignment they are chosen for.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees (see the impl).
         let p = unsafe {
-            if is_large(layout.size()) {
-                System.alloc(layout)
-            } else {
-                mimalloc::MiMalloc.alloc(layout)
+            match source(layout.size(), layout.align()) {
+                Source::Small => mimalloc::MiMalloc.alloc(layout),
+                Source::Mapped => mapped_alloc(layout.size()),
+                Source::System => System.alloc(layout),
             }
         };
         if !p.is_null() {
@@ -101,12 +137,19 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees (see the impl).
+        // SAFETY: forwarded with the caller's guarantees (see the impl); a
+        // mapped block may be a reused one, so it is zeroed here.
         let p = unsafe {
-            if is_large(layout.size()) {
-                System.alloc_zeroed(layout)
-            } else {
-                mimalloc::MiMalloc.alloc_zeroed(layout)
+            match source(layout.size(), layout.align()) {
+                Source::Small => mimalloc::MiMalloc.alloc_zeroed(layout),
+                Source::Mapped => {
+                    let p = mapped_alloc(layout.size());
+                    if !p.is_null() {
+                        std::ptr::write_bytes(p, 0, layout.size());
+                    }
+                    p
+                }
+                Source::System => System.alloc_zeroed(layout),
             }
         };
         if !p.is_null() {
@@ -116,13 +159,13 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `layout` is the one the block was made with, so its size
-        // picks the allocator that made it.
+        // SAFETY: `layout` is the one the block was made with, so it picks
+        // the allocator that made it.
         unsafe {
-            if is_large(layout.size()) {
-                System.dealloc(ptr, layout)
-            } else {
-                mimalloc::MiMalloc.dealloc(ptr, layout)
+            match source(layout.size(), layout.align()) {
+                Source::Small => mimalloc::MiMalloc.dealloc(ptr, layout),
+                Source::Mapped => mapped_dealloc(ptr, layout.size()),
+                Source::System => System.dealloc(ptr, layout),
             }
         }
         count(-(layout.size() as isize));
@@ -139,9 +182,11 @@ unsafe impl GlobalAlloc for Allocator {
                 }
                 new
             };
-            match (is_large(layout.size()), is_large(new_size)) {
-                (true, true) => same(System.realloc(ptr, layout, new_size)),
-                (false, false) => same(mimalloc::MiMalloc.realloc(ptr, layout, new_size)),
+            let (from, to) = (source(layout.size(), layout.align()), source(new_size, layout.align()));
+            match (from, to) {
+                (Source::Small, Source::Small) => same(mimalloc::MiMalloc.realloc(ptr, layout, new_size)),
+                (Source::Mapped, Source::Mapped) => same(mapped_realloc(ptr, layout.size(), new_size)),
+                (Source::System, Source::System) => same(System.realloc(ptr, layout, new_size)),
                 // (`alloc` and `dealloc` count the two blocks.)
                 _ => {
                     let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
@@ -177,6 +222,8 @@ pub fn configure() {
 /// `malloc_trim`); a no-op elsewhere. Takes milliseconds per gigabyte of
 /// heap, so callers call it after bulk work, not per statement.
 pub fn release_free() {
+    #[cfg(target_os = "linux")]
+    large::release();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
@@ -193,7 +240,7 @@ mod tests {
     #[test]
     fn realloc_across_the_threshold_keeps_contents() {
         let a = Allocator;
-        for align in [1usize, 8, 64, 4096] {
+        for align in [1usize, 8, 64, 4096, 8192] {
             let sizes = [
                 16,
                 MMAP_THRESHOLD - 1,
