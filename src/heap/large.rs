@@ -66,6 +66,22 @@ impl Cache {
 /// A block of `size` bytes (page-aligned; its contents are not zeroed
 /// when it is reused), or null when the kernel refuses a mapping.
 pub fn alloc(size: usize) -> *mut u8 {
+    take(size).0
+}
+
+/// A block of `size` zeroed bytes, or null: a fresh mapping is zero
+/// already (its pages are not touched here), a reused block is cleared.
+pub fn alloc_zeroed(size: usize) -> *mut u8 {
+    let (p, reused) = take(size);
+    if reused {
+        // SAFETY: `p` holds at least `size` bytes, handed out to no one.
+        unsafe { std::ptr::write_bytes(p, 0, size) };
+    }
+    p
+}
+
+/// A block of `size` bytes and whether it was reused from the cache.
+fn take(size: usize) -> (*mut u8, bool) {
     let len = pages(size);
     let reused = {
         let mut c = cache();
@@ -76,9 +92,9 @@ pub fn alloc(size: usize) -> *mut u8 {
         if have > len {
             unmap(addr + len, have - len);
         }
-        return addr as *mut u8;
+        return (addr as *mut u8, true);
     }
-    map(len)
+    (map(len), false)
 }
 
 /// The smallest of `blocks` (address, length) that holds `len` bytes and
@@ -211,6 +227,15 @@ mod tests {
             }
             assert!(kept() <= CACHE_BYTES);
         }
+        // A reused block comes back zeroed when asked to.
+        let p = alloc(3 * PAGE);
+        // SAFETY: `p` holds three pages.
+        unsafe { std::ptr::write_bytes(p, 0xAB, 3 * PAGE) };
+        dealloc(p, 3 * PAGE);
+        let z = alloc_zeroed(3 * PAGE - 10);
+        // SAFETY: `z` holds that many bytes.
+        assert!(unsafe { std::slice::from_raw_parts(z, 3 * PAGE - 10) }.iter().all(|b| *b == 0));
+        dealloc(z, 3 * PAGE - 10);
         let huge = alloc(CACHE_BYTES + PAGE);
         assert!(!huge.is_null());
         dealloc(huge, CACHE_BYTES + PAGE);

@@ -61,11 +61,17 @@ fn source(size: usize, align: usize) -> Source {
 }
 
 #[cfg(target_os = "linux")]
-use large::{alloc as mapped_alloc, dealloc as mapped_dealloc, realloc as mapped_realloc};
+use large::{
+    alloc as mapped_alloc, alloc_zeroed as mapped_alloc_zeroed, dealloc as mapped_dealloc, realloc as mapped_realloc,
+};
 
 // Off Linux nothing is `Source::Mapped`.
 #[cfg(not(target_os = "linux"))]
 fn mapped_alloc(_: usize) -> *mut u8 {
+    std::ptr::null_mut()
+}
+#[cfg(not(target_os = "linux"))]
+fn mapped_alloc_zeroed(_: usize) -> *mut u8 {
     std::ptr::null_mut()
 }
 #[cfg(not(target_os = "linux"))]
@@ -137,18 +143,11 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees (see the impl); a
-        // mapped block may be a reused one, so it is zeroed here.
+        // SAFETY: forwarded with the caller's guarantees (see the impl).
         let p = unsafe {
             match source(layout.size(), layout.align()) {
                 Source::Small => mimalloc::MiMalloc.alloc_zeroed(layout),
-                Source::Mapped => {
-                    let p = mapped_alloc(layout.size());
-                    if !p.is_null() {
-                        std::ptr::write_bytes(p, 0, layout.size());
-                    }
-                    p
-                }
+                Source::Mapped => mapped_alloc_zeroed(layout.size()),
                 Source::System => System.alloc_zeroed(layout),
             }
         };

@@ -76,8 +76,9 @@ struct Args {
     no_stream: bool,
 
     /// Create the views on the loaded data one at a time, dropping each
-    /// after it is checked and measured (for SF 1, where all 22 at once do
-    /// not fit in memory).
+    /// after it is checked and measured (each view's own memory and
+    /// creation time, or scale factors where all 22 at once do not fit in
+    /// memory).
     #[arg(long)]
     views_one_at_a_time: bool,
 
