@@ -187,11 +187,10 @@ pub struct Catalog {
     /// How many key and shared arrangements were ever made (their ids
     /// follow `keys::FIRST_KEY_ARRANGEMENT`).
     pub key_arrangements_made: GlobalId,
-    /// Arrangements of a table or materialized view by a key that views
-    /// join it on, made when the first view needed one and shared by every
-    /// view that joins it so (`coord/shared.rs`): (relation, key columns)
-    /// to the arrangement's id. Not stored: made again as the views are
-    /// installed on restart.
+    /// Arrangements of a table by a key that views join it on, made when
+    /// the first view needed one and shared by every view that joins it so
+    /// (`coord/shared.rs`): (table, key columns) to the arrangement's id.
+    /// Not stored: made again as the views are installed on restart.
     pub shared_arrangements: BTreeMap<(GlobalId, Vec<usize>), GlobalId>,
 }
 

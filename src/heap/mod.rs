@@ -203,12 +203,11 @@ unsafe impl GlobalAlloc for Allocator {
 
 /// Fixes glibc's threshold for serving an allocation with its own memory
 /// mapping at [`MMAP_THRESHOLD`] (its default start), instead of letting it
-/// rise to 32 MiB as large blocks are freed. Freeing a mapped block returns
-/// it to the OS at once: the chunks of rows an arrangement's batcher holds
-/// (`dataflow/row_batcher.rs`, about 1 MiB each) are freed one by one as
-/// the batch is built, and the batch — one large block — cannot reuse
-/// freed heap, so with a risen threshold a bulk load's peak was the
-/// batcher and the batch side by side. Called once at startup.
+/// rise to 32 MiB as large blocks are freed. Rust's own blocks no longer go
+/// through glibc (see [`Allocator`]); this keeps the same rule for what C
+/// code (RocksDB) allocates there: a freed large block goes back to the OS
+/// rather than staying in glibc's heap, where a later large block could
+/// not reuse it. Called once at startup.
 pub fn configure() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator parameters; any value is valid.
