@@ -84,6 +84,13 @@ enum Values {
 }
 
 impl Values {
+    fn is_empty(&self) -> bool {
+        match self {
+            Values::Few(vals) => vals.is_empty(),
+            Values::Many(map) => map.is_empty(),
+        }
+    }
+
     /// Adds `diff` copies of `value`; the change in distinct values held.
     fn add(&mut self, value: Value, diff: Diff) -> i64 {
         match self {
@@ -156,11 +163,26 @@ impl Values {
     }
 }
 
-/// One group: its rows, each aggregate's values, and what it last output.
+/// One group: its rows, each aggregate's values, and what it last output
+/// (nothing while it has no rows).
+///
+/// Counts may pass through negative values: a read of uncommitted writes
+/// puts their retractions at the first time, before the inserts of the
+/// rows they retract arrive at those rows' own (not yet compacted) times.
+/// So a group whose row count reaches zero may still hold values with
+/// counts that later changes cancel; it is forgotten only once it holds
+/// nothing at all.
 struct Group {
     rows: Diff,
     values: Vec<Values>,
-    output: Row,
+    output: Option<Row>,
+}
+
+impl Group {
+    /// Whether the group holds no rows and no value counts.
+    fn is_empty(&self) -> bool {
+        self.rows == 0 && self.values.iter().all(Values::is_empty)
+    }
 }
 
 /// Per group, `funcs` (each `min` or `max`) of the values' columns, in
@@ -201,9 +223,8 @@ pub fn render_ordered_extremes<'s, T: RenderTime>(
                         let group = groups.entry(key.clone()).or_insert_with(|| Group {
                             rows: 0,
                             values: funcs.iter().map(|_| Values::Few(Vec::new())).collect(),
-                            output: Row::empty(),
+                            output: None,
                         });
-                        let existed = group.rows != 0;
                         while i < changes.len() && changes[i].0 .0 == key {
                             let ((_, vals), diff) = &changes[i];
                             group.rows += diff;
@@ -214,21 +235,21 @@ pub fn render_ordered_extremes<'s, T: RenderTime>(
                             }
                             i += 1;
                         }
-                        if group.rows == 0 {
-                            if existed {
-                                session.give(((key.clone(), std::mem::take(&mut group.output)), time.clone(), -1));
+                        // A group with rows reads its extremes; one without
+                        // (or, passing through, with fewer than none) has
+                        // no output.
+                        let now = (group.rows > 0)
+                            .then(|| Row::from_datums(group.values.iter().zip(&funcs).map(|(v, f)| v.extreme(*f)).collect()));
+                        if now != group.output {
+                            if let Some(old) = std::mem::replace(&mut group.output, now.clone()) {
+                                session.give(((key.clone(), old), time.clone(), -1));
                             }
-                            groups.remove(&key);
-                            continue;
+                            if let Some(now) = now {
+                                session.give(((key.clone(), now), time.clone(), 1));
+                            }
                         }
-                        let now = Row::from_datums(group.values.iter().zip(&funcs).map(|(v, f)| v.extreme(*f)).collect());
-                        if !existed {
-                            session.give(((key, now.clone()), time.clone(), 1));
-                            group.output = now;
-                        } else if now != group.output {
-                            let old = std::mem::replace(&mut group.output, now.clone());
-                            session.give(((key.clone(), old), time.clone(), -1));
-                            session.give(((key, now), time.clone(), 1));
+                        if group.is_empty() {
+                            groups.remove(&key);
                         }
                     }
                     held_records.changed(held);
@@ -271,6 +292,49 @@ mod tests {
                 assert_eq!(Row::pack([&got]), Row::pack([&expected]), "{f:?} of {changes:?}");
             }
         }
+    }
+
+    /// The operator's output, accumulated, after `changes` (value, time,
+    /// diff) to one group's one column, for `func`.
+    fn run_ordered(func: AggregateFunc, changes: Vec<(i32, u64, Diff)>) -> Vec<(Row, Diff)> {
+        use differential_dataflow::input::Input;
+        use std::sync::{Arc, Mutex};
+        use timely::dataflow::operators::Inspect;
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sink = out.clone();
+        timely::execute_directly(move |worker| {
+            let mut input = worker.dataflow::<crate::repr::Timestamp, _, _>(|scope| {
+                let (input, rows) = scope.new_collection::<(Row, Row), Diff>();
+                render_ordered_extremes(rows, vec![func]).inner.inspect(move |(kv, _t, d)| {
+                    sink.lock().expect("sink").push((kv.1.clone(), *d));
+                });
+                input
+            });
+            let key = Row::pack([&Datum::Int32(7)]);
+            for (value, time, diff) in changes {
+                input.advance_to(time);
+                input.update_at((key.clone(), Row::pack([&Datum::Int32(value)])), time, diff);
+            }
+            input.close();
+            while worker.step() {}
+        });
+        let mut rows = std::mem::take(&mut *out.lock().expect("out"));
+        differential_dataflow::consolidation::consolidate(&mut rows);
+        rows
+    }
+
+    #[test]
+    fn counts_passing_through_negative_keep_the_group() {
+        // A read of a transaction's own writes: the retraction of -5
+        // (deleted in the transaction) comes at the first time, the rows'
+        // inserts at their own later times. The group's row count is zero
+        // after 3 arrives, while -5 is still owed: forgetting the group
+        // then made the read say -5.
+        let changes = vec![(-5, 0, -1), (3, 1, 1), (-5, 2, 1)];
+        assert_eq!(run_ordered(AggregateFunc::Max, changes.clone()), vec![(Row::pack([&Datum::Int32(3)]), 1)]);
+        assert_eq!(run_ordered(AggregateFunc::Min, changes), vec![(Row::pack([&Datum::Int32(3)]), 1)]);
+        // Everything cancelled: no output, and no group left.
+        assert_eq!(run_ordered(AggregateFunc::Max, vec![(4, 0, -1), (4, 1, 1)]), vec![]);
     }
 
     #[test]
