@@ -104,6 +104,12 @@ impl GroupCommit {
         self.catalog_changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// A watch on the durable timestamp (`SUBSCRIBE` emits only durable
+    /// times).
+    pub fn watch_durable(&self) -> DurableWatch {
+        DurableWatch(self.durable.subscribe())
+    }
+
     /// Waits until everything up to `ts` is durable.
     pub async fn wait(&self, ts: Timestamp) -> Result<(), Error> {
         let mut rx = self.durable.subscribe();
@@ -131,6 +137,26 @@ impl GroupCommit {
             Some(e) => Err(failed_error(e)),
             None => Ok(()),
         }
+    }
+}
+
+/// The durable timestamp as it moves (`GroupCommit::watch_durable`).
+pub struct DurableWatch(tokio::sync::watch::Receiver<Durable>);
+
+impl DurableWatch {
+    /// Everything up to this timestamp is durable; an error once a sync
+    /// failed.
+    pub fn ts(&mut self) -> Result<Timestamp, Error> {
+        let d = self.0.borrow_and_update();
+        match &d.failed {
+            Some(e) => Err(failed_error(e)),
+            None => Ok(d.ts),
+        }
+    }
+
+    /// Waits for the durable timestamp to move.
+    pub async fn changed(&mut self) -> Result<(), Error> {
+        self.0.changed().await.map_err(|_| Error::Internal("the commit thread stopped".into()))
     }
 }
 

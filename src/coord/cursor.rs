@@ -11,6 +11,9 @@
 //! closed or the session ends, except that a rollback closes the cursors
 //! its transaction declared. A `NO SCROLL` cursor moves only forward.
 //!
+//! A cursor over `SUBSCRIBE` holds the subscription instead of rows: each
+//! `FETCH n` takes the next rows as they arrive (`coord::subscribe`).
+//!
 //! Owns: cursor state and movement. Must not: bind or run queries (the
 //! coordinator reads the rows and hands them over) or talk to the client.
 
@@ -25,6 +28,9 @@ pub struct Cursor {
     pub desc: RelationDesc,
     pub origins: Origins,
     rows: Vec<Vec<Datum>>,
+    /// A cursor over `SUBSCRIBE`: its rows come from the stream as they
+    /// are fetched (forward only), not from `rows`.
+    pub subscription: Option<crate::coord::subscribe::SubscribeStream>,
     /// 0: before the first row; `k` in `1..=n`: on row `k`; `n + 1`: after
     /// the last.
     pos: usize,
@@ -43,7 +49,14 @@ pub type Cursors = BTreeMap<String, Cursor>;
 
 impl Cursor {
     pub fn new(desc: RelationDesc, origins: Origins, rows: Vec<Vec<Datum>>, scroll: Option<bool>, hold: bool, sql: String) -> Self {
-        Cursor { desc, origins, rows, pos: 0, scroll, hold, in_txn: true, sql, created: chrono::Utc::now() }
+        Cursor { desc, origins, rows, subscription: None, pos: 0, scroll, hold, in_txn: true, sql, created: chrono::Utc::now() }
+    }
+
+    /// A cursor over a `SUBSCRIBE` (`NO SCROLL`, without hold).
+    pub fn subscription(desc: RelationDesc, stream: crate::coord::subscribe::SubscribeStream, sql: String) -> Self {
+        let mut c = Cursor::new(desc, Vec::new(), Vec::new(), Some(false), false, sql);
+        c.subscription = Some(stream);
+        c
     }
 
     /// What `pg_cursors` shows of it.

@@ -59,6 +59,7 @@ mod sequence;
 mod session;
 mod shared;
 mod stats;
+pub mod subscribe;
 pub(crate) mod settings;
 pub use settings::set_server_values;
 mod system;
@@ -84,7 +85,7 @@ use sql::Stmt;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use commit::GroupCommit;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 use txn::{ReadHolds, Token, Txn};
@@ -126,6 +127,9 @@ pub struct Coordinator {
     /// When the server started (`pg_postmaster_start_time()`).
     started: chrono::DateTime<chrono::Utc>,
     commits: Arc<GroupCommit>,
+    /// Running subscriptions (`subscribe`): while there are any, time
+    /// moves on without writes.
+    subscriptions: Arc<AtomicUsize>,
     /// Shared by writers of rows (an autocommit write for its statement, a
     /// transaction from its first write to its end), taken alone by DDL.
     /// Always taken before `state`, never while holding it.
@@ -166,6 +170,9 @@ struct State {
     catalog: SharedCatalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
+    /// The latest time arrangements were allowed to compact to
+    /// (`allow_compaction`): nothing before it can be read.
+    compacted_to: AtomicU64,
     /// Dropped indexes whose arrangements live on because a maintained
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
@@ -287,6 +294,7 @@ impl Coordinator {
             dropped: Default::default(),
             catalog: SharedCatalog::default(),
             write_ts,
+            compacted_to: AtomicU64::new(0),
             orphans: Vec::new(),
             stopped: Default::default(),
             building: Default::default(),
@@ -373,6 +381,7 @@ impl Coordinator {
         };
         let hold = cuts.values().flatten().copied().min().unwrap_or(load_ts).min(load_ts);
         dataflow.broadcast(Command::HoldInputs { time: hold });
+        state.compacted_to.fetch_max(hold, std::sync::atomic::Ordering::SeqCst);
         dataflow.broadcast(Command::AllowCompaction { time: hold });
         storage.hold_folds_at(state.checkpoints.fold_hold());
         // Checkpoints before the load timestamp are served on demand
@@ -388,6 +397,7 @@ impl Coordinator {
             txids: Arc::new(AtomicU64::new(load_ts)),
             started: chrono::Utc::now(),
             commits,
+            subscriptions: Arc::new(AtomicUsize::new(0)),
             write_token: Arc::new(tokio::sync::RwLock::new(())),
             locks: locks::KeyLocks::default(),
             ready,
@@ -416,6 +426,8 @@ impl Coordinator {
             }
             let watcher = background.clone();
             tokio::spawn(async move { watcher.watch_hydration().await });
+            let ticker = background.clone();
+            tokio::spawn(async move { ticker.advance_idle_time().await });
             if config.checkpoints {
                 loop {
                     tokio::time::sleep(checkpoint::CHECKPOINT_INTERVAL).await;
@@ -806,7 +818,13 @@ impl State {
         if let Some(held) = self.holds.min() {
             time = time.min(held);
         }
+        self.compacted_to.fetch_max(time, std::sync::atomic::Ordering::SeqCst);
         self.dataflow.broadcast(Command::AllowCompaction { time });
+    }
+
+    /// The earliest time a read can start at (`allow_compaction`).
+    pub(super) fn compaction_frontier(&self) -> Timestamp {
+        self.compacted_to.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Sends the recovered tables to the workers: whole at `ts`, or split

@@ -553,7 +553,17 @@ impl Coordinator {
                 session.cursors.insert(name, c);
                 Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None })
             }
-            Plan::Fetch { name, direction, move_only } => {
+            Plan::Subscribe(plan) => self.subscribe(&mut state, session, *plan),
+            Plan::Fetch { name, direction, move_only, timeout } => {
+                if cursor::get(&mut session.cursors, &name)?.subscription.is_some() {
+                    drop(state);
+                    return self.fetch_subscription(session, &name, direction, move_only, timeout).await;
+                }
+                if timeout.is_some() {
+                    return Err(Error::FeatureNotSupported(format!(
+                        "FETCH ... WITH (timeout) applies to cursors over SUBSCRIBE, and \"{name}\" is not one"
+                    )));
+                }
                 let c = cursor::get(&mut session.cursors, &name)?;
                 let rows = c.fetch(direction)?;
                 if move_only {

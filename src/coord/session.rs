@@ -84,7 +84,9 @@ impl Coordinator {
         // timeout ends it (writes run to their end, so that what is
         // reported is what happened; a write may stop only while it waits
         // for key locks, through the session's `cancel`).
-        let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint);
+        // (A SUBSCRIBE takes the cancel and the deadline along: its rows
+        // are streamed after this returns.)
+        let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint | Stmt::Subscribe { .. });
         let (cancel, deadline) = match interruptible {
             true => (session.cancel.take(), deadline),
             false => (None, None),
@@ -352,7 +354,9 @@ impl StmtClass {
         let stmt = match stmt {
             Stmt::Sql(s) => s,
             Stmt::Rename { .. } | Stmt::SetSchema { .. } => return StmtClass::Write { ddl: true },
-            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } | Stmt::Fetch { .. } => return StmtClass::Other,
+            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } | Stmt::Fetch { .. } | Stmt::Subscribe { .. } => {
+                return StmtClass::Other
+            }
         };
         match stmt {
             Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => StmtClass::TxnControl,

@@ -25,6 +25,7 @@ mod row_batcher;
 mod row_stack;
 pub mod row_spine;
 mod sizes;
+pub mod subscribe;
 #[cfg(test)]
 mod tests;
 mod topk;
@@ -170,6 +171,10 @@ pub enum Command {
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
     /// and drops it.
     Query { plan: Arc<RelationExpr>, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Builds a dataflow for `plan` that sends its changes from `as_of`
+    /// on to `sink` (`subscribe.rs`) until the session stops listening;
+    /// dropping any of `reads` (what the plan reads) ends it.
+    Subscribe { plan: Arc<RelationExpr>, as_of: Timestamp, reads: Vec<GlobalId>, sink: subscribe::Sink },
     /// On restart, before the tables' contents are loaded: advances every
     /// input to `time` (earlier times complete, `time` still open), so that
     /// dataflows seeded from checkpoints can complete their earlier times.

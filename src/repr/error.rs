@@ -82,6 +82,7 @@ pub enum SqlState {
     CantChangeRuntimeParam,
     OutOfMemory,
     DiskFull,
+    ConfigurationLimitExceeded,
 }
 
 impl SqlState {
@@ -162,6 +163,7 @@ impl SqlState {
             SqlState::ObjectInUse => "55006",
             SqlState::CantChangeRuntimeParam => "55P02",
             SqlState::OutOfMemory => "53200",
+            SqlState::ConfigurationLimitExceeded => "53400",
             SqlState::DiskFull => "53100",
         }
     }
@@ -275,6 +277,10 @@ pub enum EvalError {
     /// or a count over them) outside the 64-bit range.
     #[error("row multiplicity out of range")]
     MultiplicityOverflow,
+    /// A `SUBSCRIBE`'s changes waiting for its client passed the limit
+    /// of this many bytes (`dataflow::subscribe`; 53400).
+    #[error("subscription ended: its client fell behind by more than {0} bytes of changes")]
+    SubscribeBufferFull(usize),
 }
 
 impl EvalError {
@@ -319,6 +325,9 @@ impl EvalError {
             ),
             EvalError::MultiplicityOverflow => Some(
                 "A join or a recursion produces more than 9223372036854775807 copies of one row; aggregate before joining, or bound the recursion.".into(),
+            ),
+            EvalError::SubscribeBufferFull(_) => Some(
+                "Read the subscription's rows as they arrive, or raise the limit with SET subscribe_buffer_limit.".into(),
             ),
             _ => None,
         }
@@ -367,6 +376,7 @@ impl EvalError {
             EvalError::InvalidSchemaName(_) => SqlState::InvalidSchemaName,
             EvalError::InvalidRegularExpression(_) => SqlState::InvalidRegularExpression,
             EvalError::OutOfMemory { .. } | EvalError::MemoryExhausted => SqlState::OutOfMemory,
+            EvalError::SubscribeBufferFull(_) => SqlState::ConfigurationLimitExceeded,
         }
     }
 }

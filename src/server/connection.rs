@@ -213,9 +213,9 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
             out.push(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)));
             Ok(out)
         }
-        ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } => Err(user_error(
+        ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } | ExecuteResponse::Subscribe { .. } => Err(user_error(
             INTERNAL_ERROR,
-            "internal error: COPY answered as a query",
+            "internal error: COPY or SUBSCRIBE answered as a query",
         )),
     }
 }
@@ -431,6 +431,16 @@ impl Connection {
                     options,
                 }) => {
                     send_copy_out(client, &desc, &rows, &options).await?;
+                    continue;
+                }
+                Ok(ExecuteResponse::Subscribe { desc, stream, stop, copy }) => {
+                    if super::subscribe::stream_subscription(client, &desc, stream, stop, copy.as_ref()).await? {
+                        // An error ends the query string, as any other.
+                        if matches!(status, TransactionStatus::Transaction) {
+                            status = TransactionStatus::Error;
+                        }
+                        break;
+                    }
                     continue;
                 }
                 other => other,
@@ -660,6 +670,14 @@ impl Connection {
                     // COPY TO STDOUT sends everything at once (max_rows
                     // does not apply, as in Postgres).
                     send_copy_out(client, &desc, &rows, &options).await?;
+                    *state = PortalExecutionState::Finished;
+                    client.set_state(PgWireConnectionState::ReadyForQuery);
+                    return Ok(());
+                }
+                PortalOutcome::Subscribe { desc, stream, stop, copy } => {
+                    // Streamed to its end, as COPY data (max_rows does not
+                    // apply, as for COPY TO).
+                    super::subscribe::stream_subscription(client, &desc, stream, stop, Some(&copy)).await?;
                     *state = PortalExecutionState::Finished;
                     client.set_state(PgWireConnectionState::ReadyForQuery);
                     return Ok(());
@@ -925,7 +943,7 @@ impl ExtendedQueryHandler for Connection {
     {
         match self.run_portal(client, portal).await? {
             PortalOutcome::Response(r) => Ok(r),
-            PortalOutcome::CopyIn(_) | PortalOutcome::CopyOut { .. } => Err(user_error(
+            PortalOutcome::CopyIn(_) | PortalOutcome::CopyOut { .. } | PortalOutcome::Subscribe { .. } => Err(user_error(
                 INTERNAL_ERROR,
                 "internal error: unexpected COPY dispatch",
             )),
@@ -941,6 +959,13 @@ pub(super) enum PortalOutcome {
         desc: RelationDesc,
         rows: Vec<Vec<Datum>>,
         options: CopyOptions,
+    },
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`.
+    Subscribe {
+        desc: RelationDesc,
+        stream: crate::coord::subscribe::SubscribeStream,
+        stop: crate::coord::subscribe::Stop,
+        copy: CopyOptions,
     },
 }
 
@@ -995,6 +1020,11 @@ pub(super) fn portal_outcome(response: ExecuteResponse, portal: &Portal<Prepared
             rows,
             options,
         }),
+        ExecuteResponse::Subscribe { desc, stream, stop, copy: Some(copy) } => Ok(PortalOutcome::Subscribe { desc, stream, stop, copy }),
+        ExecuteResponse::Subscribe { copy: None, .. } => Err(user_error(
+            "0A000",
+            "SUBSCRIBE through the extended query protocol streams only as COPY (SUBSCRIBE ...) TO STDOUT, or through a cursor (DECLARE c CURSOR FOR SUBSCRIBE ...; FETCH)",
+        )),
     }
 }
 

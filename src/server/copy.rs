@@ -197,7 +197,7 @@ impl CopyIn {
 
 /// The format code of a COPY's data in CopyInResponse/CopyOutResponse:
 /// 1 for binary, 0 for text and CSV.
-fn format_code(options: &CopyOptions) -> i16 {
+pub(super) fn format_code(options: &CopyOptions) -> i16 {
     match options.format {
         CopyFormat::Binary => 1,
         CopyFormat::Text | CopyFormat::Csv => 0,
@@ -429,9 +429,9 @@ where
         )))
         .await?;
     if options.format == CopyFormat::Binary {
-        send_binary_rows(client, desc, rows).await?;
+        send_binary_rows(client, desc, rows, true, true).await?;
     } else {
-        send_text_rows(client, desc, rows, options).await?;
+        send_text_rows(client, desc, rows, options, options.header).await?;
     }
     client
         .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
@@ -448,7 +448,9 @@ where
 /// The CopyData of binary COPY TO: the header with the first row, a row
 /// per message (each value in its binary send format, framed as in a
 /// DataRow, which `convert::encode_rows` builds), the trailer on its own.
-async fn send_binary_rows<C>(client: &mut C, desc: &RelationDesc, rows: &[Vec<Datum>]) -> PgWireResult<()>
+/// A streamed COPY sends its rows in parts: the header with the `first`,
+/// the trailer after the `last`.
+pub(super) async fn send_binary_rows<C>(client: &mut C, desc: &RelationDesc, rows: &[Vec<Datum>], first: bool, last: bool) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -457,7 +459,9 @@ where
     let formats = vec![FieldFormat::Binary; desc.arity()];
     let schema = std::sync::Arc::new(field_infos(desc, &[], &formats));
     let mut out = Vec::new();
-    copy_binary::write_header(&mut out);
+    if first {
+        copy_binary::write_header(&mut out);
+    }
     for chunk in rows.chunks(CHUNK_ROWS) {
         for row in encode_rows(schema.clone(), desc, chunk, &formats)? {
             copy_binary::write_tuple(&mut out, row.field_count, &row.data);
@@ -467,20 +471,25 @@ where
                 .await?;
         }
     }
-    copy_binary::write_trailer(&mut out);
-    client
-        .feed(PgWireBackendMessage::CopyData(CopyData::new(out.into())))
-        .await?;
+    if last {
+        copy_binary::write_trailer(&mut out);
+    }
+    if !out.is_empty() {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(out.into())))
+            .await?;
+    }
     Ok(())
 }
 
 /// The CopyData of text or CSV COPY TO: the header line if asked for, a
-/// line per row.
-async fn send_text_rows<C>(
+/// line per row (a streamed COPY's later parts without the header).
+pub(super) async fn send_text_rows<C>(
     client: &mut C,
     desc: &RelationDesc,
     rows: &[Vec<Datum>],
     options: &CopyOptions,
+    header: bool,
 ) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
@@ -489,7 +498,7 @@ where
 {
     let n = desc.arity();
     let encoder = CopyEncoder::new(options, n);
-    if options.header {
+    if header {
         let names: Vec<&str> = desc.names.iter().map(String::as_str).collect();
         let mut line = Vec::new();
         encoder.header(&mut line, &names);

@@ -37,6 +37,7 @@ mod idle;
 mod portal_cursor;
 mod protocol;
 mod startup;
+mod subscribe;
 pub mod tls;
 
 use std::fmt::Display;

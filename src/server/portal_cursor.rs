@@ -27,7 +27,7 @@ impl Connection {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let Stmt::Fetch { cursor, direction, move_only } = stmt else { return None };
+        let Stmt::Fetch { cursor, direction, move_only, timeout: None } = stmt else { return None };
         let in_transaction = {
             let session = self.session.lock().await;
             if session.cursors.contains_key(cursor) {

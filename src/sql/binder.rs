@@ -150,9 +150,13 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         }
         Stmt::Rename { kind, if_exists, name, new_name } => b.bind_rename(*kind, *if_exists, name, new_name)?,
         Stmt::SetSchema { kind, if_exists, name, schema } => b.bind_set_schema(*kind, *if_exists, name, schema)?,
-        Stmt::Fetch { cursor, direction, move_only } => {
-            Plan::Fetch { name: cursor.clone(), direction: *direction, move_only: *move_only }
-        }
+        Stmt::Fetch { cursor, direction, move_only, timeout } => Plan::Fetch {
+            name: cursor.clone(),
+            direction: *direction,
+            move_only: *move_only,
+            timeout: timeout.as_deref().map(crate::sql::subscribe::fetch_timeout).transpose()?,
+        },
+        Stmt::Subscribe { sub, output } => b.bind_subscribe(sub, output)?,
     };
     crate::sql::functions::finish_plan(&mut plan, now)?;
     Ok(plan)

@@ -180,6 +180,13 @@ fn force_flags(option: &str, names: &Option<Vec<Ident>>, columns: &Columns) -> R
     Ok(flags)
 }
 
+/// The options of a `COPY (query) TO STDOUT` whose columns are `names`
+/// (a `COPY (SUBSCRIBE ...)`: `sql::subscribe`).
+pub(crate) fn copy_to_options(options: &[CopyOption], legacy: &[CopyLegacyOption], names: &[String]) -> Result<CopyOptions, Error> {
+    let given = GivenOptions::collect(options, legacy)?;
+    resolve_options(given, false, &Columns { copied: names, all: names, relation: None })
+}
+
 /// Applies defaults and Postgres's consistency rules.
 fn resolve_options(g: GivenOptions, from: bool, columns: &Columns) -> Result<CopyOptions, Error> {
     let format = match g.format.as_deref() {

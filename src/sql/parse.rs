@@ -47,7 +47,12 @@ pub enum Stmt {
     Maintenance { verb: &'static str, tables: Vec<ObjectName> },
     /// `FETCH [direction] [FROM | IN] cursor` and `MOVE ...` (sqlparser
     /// reads neither `FETCH cursor` nor `MOVE`): `cursor` is case-folded.
-    Fetch { cursor: String, direction: FetchDirection, move_only: bool },
+    /// `WITH (timeout = 'interval')`: how long a `FETCH` from a
+    /// `SUBSCRIBE` cursor waits for a row (the literal as written).
+    Fetch { cursor: String, direction: FetchDirection, move_only: bool, timeout: Option<String> },
+    /// `SUBSCRIBE`, read as rows, as `COPY` data or through a cursor
+    /// (`parse_subscribe`).
+    Subscribe { sub: Box<super::parse_subscribe::Subscribe>, output: super::parse_subscribe::Output },
 }
 
 /// Where a `FETCH` or `MOVE` goes (PostgreSQL's forms, normalized:
@@ -103,10 +108,15 @@ impl fmt::Display for Stmt {
                 }
                 Ok(())
             }
-            Stmt::Fetch { cursor, direction, move_only } => {
+            Stmt::Fetch { cursor, direction, move_only, timeout } => {
                 let verb = if *move_only { "MOVE" } else { "FETCH" };
-                write!(f, "{verb} {direction} FROM {}", Ident::with_quote('"', cursor.as_str()))
+                write!(f, "{verb} {direction} FROM {}", Ident::with_quote('"', cursor.as_str()))?;
+                if let Some(t) = timeout {
+                    write!(f, " WITH (timeout = {})", sqlparser::ast::Value::SingleQuotedString(t.clone()))?;
+                }
+                Ok(())
             }
+            Stmt::Subscribe { sub, output } => write!(f, "{}", super::parse_subscribe::display(sub, output)),
             Stmt::Rename { kind, if_exists, name, new_name } => {
                 let kind = if *kind == ItemKind::MaterializedView { "MATERIALIZED VIEW" } else { "VIEW" };
                 let if_exists = if *if_exists { "IF EXISTS " } else { "" };
@@ -260,6 +270,9 @@ fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
 
 /// The statements sqlparser does not know, or `None` (nothing consumed).
 fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
+    if let Some(s) = super::parse_subscribe::statement(p)? {
+        return Ok(Some(s));
+    }
     if p.parse_keywords(&[Keyword::REFRESH, Keyword::MATERIALIZED, Keyword::VIEW]) {
         let concurrently = p.parse_keyword(Keyword::CONCURRENTLY);
         let name = p.parse_object_name(false)?;
@@ -444,7 +457,19 @@ fn fetch(p: &mut Parser, move_only: bool) -> Result<Stmt, ParserError> {
     };
     let _ = p.parse_one_of_keywords(&[Keyword::FROM, Keyword::IN]);
     let cursor = super::binder_names::ident(&p.parse_identifier()?);
-    Ok(Stmt::Fetch { cursor, direction, move_only })
+    // Materialize's `WITH (timeout = '1s')`, for cursors over SUBSCRIBE.
+    let mut timeout = None;
+    if !move_only && p.parse_keyword(Keyword::WITH) {
+        p.expect_token(&Token::LParen)?;
+        let name = p.parse_identifier()?;
+        if !name.value.eq_ignore_ascii_case("timeout") {
+            return Err(ParserError::ParserError(format!("Expected: TIMEOUT (the one option of FETCH), found: {name}")));
+        }
+        let _ = p.consume_token(&Token::Eq);
+        timeout = Some(p.parse_literal_string()?);
+        p.expect_token(&Token::RParen)?;
+    }
+    Ok(Stmt::Fetch { cursor, direction, move_only, timeout })
 }
 
 fn peek_is(p: &Parser, n: usize, keyword: Keyword) -> bool {
@@ -605,7 +630,7 @@ mod tests {
             ("MOVE 3 IN c", Forward(Some(3)), true),
             ("move last in c", Absolute(-1), true),
         ] {
-            assert_eq!(one(sql), Stmt::Fetch { cursor: "c".into(), direction: dir, move_only: mv }, "{sql}");
+            assert_eq!(one(sql), Stmt::Fetch { cursor: "c".into(), direction: dir, move_only: mv, timeout: None }, "{sql}");
         }
         assert!(matches!(one("FETCH \"My C\""), Stmt::Fetch { cursor, .. } if cursor == "My C"));
         // The text form parses back to the same statement.

@@ -264,7 +264,10 @@ pub enum Plan {
     /// SCROLL`.
     DeclareCursor { name: String, select: Box<Plan>, scroll: Option<bool>, hold: bool, sql: String },
     /// `FETCH` or `MOVE` (`move_only`) on the session's cursor `name`.
-    Fetch { name: String, direction: crate::sql::FetchDirection, move_only: bool },
+    /// `timeout`: `WITH (timeout = ...)`, for a cursor over `SUBSCRIBE`.
+    Fetch { name: String, direction: crate::sql::FetchDirection, move_only: bool, timeout: Option<std::time::Duration> },
+    /// `SUBSCRIBE` (`sql::subscribe`).
+    Subscribe(Box<crate::sql::subscribe::SubscribePlan>),
     /// `CLOSE name | ALL` (`None`: all).
     CloseCursor { name: Option<String> },
     /// `DISCARD ALL`: the session as it was when it connected (cursors

@@ -1,0 +1,137 @@
+//! The worker's end of a `SUBSCRIBE`: a sink that hands a dataflow's
+//! changes to the subscribing session as each time completes.
+//!
+//! The subscribed plan is rendered as a dataflow of its own (as a one-off
+//! query is), and its rows and errors flow into one operator on each
+//! worker. That operator keeps the changes of times its input has not yet
+//! passed; when the input frontier passes a time, it sends that time's
+//! changes, consolidated, and then the new frontier (`Event::Progress`).
+//! Changes at or before the subscription's `as_of` are sent at `as_of`:
+//! together they are the snapshot. The session (`coord::subscribe`) merges
+//! the workers' events: a time is complete once every worker's frontier
+//! has passed it.
+//!
+//! What the workers have sent and the session has not yet taken is
+//! counted in bytes (`Sink::pending`); past the sink's limit the
+//! subscription fails (`EvalError::SubscribeBufferFull`) instead of
+//! growing without bound under a client that stopped reading.
+//!
+//! An error in the plan's output at a completed time ends the
+//! subscription with that error, as reading the relation would fail.
+//!
+//! Owns: the sink operator and the events. Must not: decide timestamps,
+//! or merge workers' events (the session does).
+
+use crate::dataflow::render::{Coll, ErrColl};
+use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use differential_dataflow::consolidation::consolidate;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::Operator;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// What one worker tells a subscribing session.
+#[derive(Debug)]
+pub enum Event {
+    /// The changes of one completed time (consolidated, none zero).
+    Updates(Timestamp, Vec<(Row, Diff)>),
+    /// Every later change is at this time or after (`None`: there will be
+    /// none).
+    Progress(Option<Timestamp>),
+    /// The subscription failed; nothing follows.
+    Error(EvalError),
+    /// A relation the subscription reads was dropped (or rebuilt by an
+    /// `ALTER TABLE`); nothing follows.
+    Dropped(GlobalId),
+}
+
+/// Where a worker's events go: the session's channel, tagged with the
+/// worker's index, and the count of bytes sent and not yet taken.
+#[derive(Clone, Debug)]
+pub struct Sink {
+    pub tx: UnboundedSender<(usize, Event)>,
+    pub pending: Arc<AtomicUsize>,
+    /// At most this many bytes in flight (`pending`).
+    pub limit: usize,
+}
+
+impl Sink {
+    /// Sends `event` as worker `worker`'s; false if the session is gone.
+    pub fn send(&self, worker: usize, event: Event) -> bool {
+        self.tx.send((worker, event)).is_ok()
+    }
+
+    /// Whether the session stopped listening.
+    pub fn closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// The bytes a change holds while in flight, as `Sink::pending` counts
+/// them.
+pub fn change_bytes(row: &Row) -> usize {
+    row.byte_len() + std::mem::size_of::<(Row, Diff)>()
+}
+
+/// Sends the changes of `ok` and `err` to `sink` as their times complete
+/// (at `as_of` for times at or before it). Sets `done` once it has sent
+/// its last event (an error, or the end of its input).
+pub fn render_sink(ok: Coll<'_>, err: ErrColl<'_>, as_of: Timestamp, sink: Sink, worker: usize, done: Rc<Cell<bool>>) {
+    let changes = ok.map(Ok::<Row, EvalError>).concat(err.map(Err::<Row, EvalError>));
+    let mut pending: BTreeMap<Timestamp, (Vec<(Row, Diff)>, Vec<(EvalError, Diff)>)> = BTreeMap::new();
+    let mut reported: Option<Option<Timestamp>> = None;
+    changes.inner.sink(Pipeline, "Subscribe", move |(input, frontier)| {
+        let finished = done.get();
+        input.for_each(|_cap, data| {
+            if finished {
+                data.clear();
+                return;
+            }
+            for (r, t, d) in data.drain(..) {
+                let at = pending.entry(t.max(as_of)).or_default();
+                match r {
+                    Ok(row) => at.0.push((row, d)),
+                    Err(e) => at.1.push((e, d)),
+                }
+            }
+        });
+        if finished {
+            return;
+        }
+        let upper = frontier.frontier().first().copied();
+        while let Some(entry) = pending.first_entry() {
+            if upper.is_some_and(|u| *entry.key() >= u) {
+                break;
+            }
+            let (time, (mut rows, mut errors)) = entry.remove_entry();
+            consolidate(&mut errors);
+            if let Some((e, _)) = errors.into_iter().next() {
+                sink.send(worker, Event::Error(e));
+                done.set(true);
+                return;
+            }
+            consolidate(&mut rows);
+            if rows.is_empty() {
+                continue;
+            }
+            let bytes: usize = rows.iter().map(|(r, _)| change_bytes(r)).sum();
+            if sink.pending.fetch_add(bytes, Ordering::SeqCst) + bytes > sink.limit {
+                sink.send(worker, Event::Error(EvalError::SubscribeBufferFull(sink.limit)));
+                done.set(true);
+                return;
+            }
+            sink.send(worker, Event::Updates(time, rows));
+        }
+        if reported != Some(upper) {
+            reported = Some(upper);
+            sink.send(worker, Event::Progress(upper));
+            if upper.is_none() {
+                done.set(true);
+            }
+        }
+    });
+}
