@@ -197,3 +197,41 @@ fn pg_dump_schema_round_trips() {
     let totals = psql_with(&second_server, &["-A", "-t", "-c", "SELECT n_orders, total FROM customer_totals; SELECT count(*) FROM big_orders"]);
     assert_eq!(totals, "1|1500.00\n1\n");
 }
+
+/// psql reads a subscription: `COPY (SUBSCRIBE ...) TO STDOUT` until its
+/// `UP TO`, with a commit arriving while it runs, and a cursor over one.
+#[test]
+fn psql_reads_subscriptions() {
+    if !have_psql() {
+        if std::env::var("RIPPLE_SKIP_PSQL").is_ok() {
+            eprintln!("psql is not installed; skipped (RIPPLE_SKIP_PSQL is set)");
+            return;
+        }
+        panic!("psql is not installed (apt-get install postgresql-client), or set RIPPLE_SKIP_PSQL=1");
+    }
+    let server = TestServer::start(1);
+    psql(&server, "CREATE TABLE t (k int, v text)");
+    psql(&server, "INSERT INTO t VALUES (1, 'one')");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as u64;
+    let up_to = now + 2_000;
+    let writer = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            psql(&server, "INSERT INTO t VALUES (2, 'two')")
+        });
+        let out = psql(&server, &format!("COPY (SUBSCRIBE t WITH (PROGRESS) UP TO {up_to}) TO STDOUT"));
+        (out, w.join().expect("writer"))
+    });
+    let (out, _) = writer;
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+    // timestamp, progressed, diff, k, v.
+    assert!(lines.iter().any(|l| l[1..] == ["f", "1", "1", "one"]), "the snapshot:\n{out}");
+    assert!(lines.iter().any(|l| l[1..] == ["f", "1", "2", "two"]), "the commit while it ran:\n{out}");
+    let last = lines.last().expect("lines");
+    assert_eq!(last[..2], [up_to.to_string().as_str(), "t"], "ends with progress to UP TO:\n{out}");
+
+    let out = psql_with(&server, &["-A", "-t", "-c", "BEGIN", "-c", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT v FROM t)", "-c", "FETCH ALL c", "-c", "COMMIT"]);
+    let mut rows: Vec<&str> = out.lines().filter_map(|l| l.split_once('|').map(|(_, rest)| rest)).collect();
+    rows.sort();
+    assert_eq!(rows, ["1|one", "1|two"], "{out}");
+}

@@ -11,6 +11,7 @@
 //! server's crate.
 
 pub mod data;
+pub mod latency;
 pub mod load;
 pub mod metrics;
 pub mod queries;
@@ -66,6 +67,10 @@ pub struct Config {
     /// once it is measured (for scale factors where all 22 do not fit in
     /// memory at once).
     pub views_one_at_a_time: bool,
+    /// The SUBSCRIBE latency experiment (`latency`): rows per second and
+    /// rows per transaction offered, seconds per view set; `None`: not
+    /// run.
+    pub subscribe: Option<(usize, usize, f64)>,
 }
 
 impl Config {
@@ -93,6 +98,7 @@ impl Config {
             stream: true,
             progress: false,
             views_one_at_a_time: false,
+            subscribe: None,
         }
     }
 }
@@ -245,7 +251,17 @@ impl Harness {
                 }
             }
         }
-        Ok(Report::new(self, generate_secs, load, views, tables, loaded_rss, streams))
+        let mut subscribe = Vec::new();
+        if let Some((rate, batch, secs)) = self.config.subscribe {
+            for &mode in &self.config.modes.clone() {
+                let run = self.subscribe_latency(batch, rate, secs, mode).await?;
+                tracing::info!(?mode, "subscribe latency done");
+                subscribe.push(run);
+            }
+        }
+        let mut report = Report::new(self, generate_secs, load, views, tables, loaded_rss, streams);
+        report.subscribe = subscribe;
+        Ok(report)
     }
 
     /// Drops what a previous run may have left on an external server, then
@@ -265,7 +281,7 @@ impl Harness {
 
     /// Creates view `i` with its ORDER BY/LIMIT (a maintained top-k), or
     /// without them if ripple refuses them.
-    async fn create_view(&mut self, client: &Client, i: usize) -> Result<()> {
+    pub(crate) async fn create_view(&mut self, client: &Client, i: usize) -> Result<()> {
         let q = &self.queries[i];
         if !self.unordered.contains(&i) {
             match execute(client, &q.create_view(false)).await {
@@ -285,7 +301,7 @@ impl Harness {
     }
 
     /// Drops every view the harness created.
-    async fn drop_views(&mut self, client: &Client) -> Result<()> {
+    pub(crate) async fn drop_views(&mut self, client: &Client) -> Result<()> {
         for i in std::mem::take(&mut self.views) {
             execute(client, &format!("DROP MATERIALIZED VIEW {}", self.queries[i].view())).await?;
         }

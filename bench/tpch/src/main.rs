@@ -71,6 +71,19 @@ struct Args {
     #[arg(long, default_value_t = 0.1)]
     retract_fraction: f64,
 
+    /// Measure update-to-visible latency through SUBSCRIBE: RATE rows per
+    /// second offered open-loop in transactions of --subscribe-batch rows
+    /// for --subscribe-secs per view set (each --mode), every view
+    /// subscribed to (`latency.rs`).
+    #[arg(long, value_name = "RATE")]
+    subscribe_latency: Option<usize>,
+    /// Rows per transaction of the SUBSCRIBE latency experiment.
+    #[arg(long, default_value_t = 100)]
+    subscribe_batch: usize,
+    /// Seconds of streaming per view set in the SUBSCRIBE latency
+    /// experiment.
+    #[arg(long, default_value_t = 60.0)]
+    subscribe_secs: f64,
     /// Only load, create the views and verify them; no streaming.
     #[arg(long)]
     no_stream: bool,
@@ -150,6 +163,7 @@ fn main() -> ExitCode {
     config.retract_fraction = args.retract_fraction.clamp(0.0, 1.0);
     config.stream = !args.no_stream;
     config.views_one_at_a_time = args.views_one_at_a_time;
+    config.subscribe = args.subscribe_latency.map(|rate| (rate.max(1), args.subscribe_batch.max(1), args.subscribe_secs.max(1.0)));
     config.progress = std::io::stderr().is_terminal();
 
     let report = match runtime.block_on(run(&config)) {

@@ -56,6 +56,8 @@ pub struct Report {
     pub tables: BTreeMap<String, ArrangementSize>,
     pub loaded_rss_bytes: Option<u64>,
     pub streams: Vec<StreamRun>,
+    /// The SUBSCRIBE latency runs (`latency`).
+    pub subscribe: Vec<crate::latency::SubscribeRun>,
 }
 
 impl Report {
@@ -80,6 +82,7 @@ impl Report {
             tables,
             loaded_rss_bytes,
             streams,
+            subscribe: Vec::new(),
         }
     }
 
@@ -182,6 +185,9 @@ impl Report {
             if let Some(rss) = s.server_rss_bytes {
                 let _ = writeln!(out, "server RSS after the stream: {}", bytes(rss as i64));
             }
+        }
+        if !self.subscribe.is_empty() {
+            let _ = writeln!(out, "\n{}", crate::latency::table(&self.subscribe));
         }
         let failures = self.failures();
         let _ = writeln!(

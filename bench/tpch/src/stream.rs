@@ -49,7 +49,7 @@ pub enum Mode {
 
 /// One transaction of the experiment.
 #[derive(Clone, Debug)]
-enum Step {
+pub(crate) enum Step {
     Insert { table: &'static str, rows: Range<usize> },
     /// Deletes the rows whose order key is in `lo..=hi` (`rows` of them).
     Delete { table: &'static str, key_column: &'static str, lo: i64, hi: i64, rows: usize },
@@ -154,6 +154,13 @@ fn plan(data: &Dataset, tables: &[&'static str], batch: usize, fraction: f64) ->
     Ok(phases)
 }
 
+/// The insert phase's transactions of the tables `tables` (`plan`'s
+/// first phase).
+pub(crate) fn insert_steps(data: &Dataset, tables: &[&'static str], batch: usize) -> Result<Vec<Step>> {
+    let mut phases = plan(data, tables, batch, 0.0)?;
+    Ok(if phases.is_empty() { Vec::new() } else { phases.swap_remove(0).steps })
+}
+
 /// Latency percentiles in milliseconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
@@ -232,7 +239,7 @@ struct Measured {
 impl Harness {
     /// Drops the views and the streamed tables and creates the tables
     /// again, empty.
-    async fn reset_streamed(&mut self, client: &Client) -> Result<()> {
+    pub(crate) async fn reset_streamed(&mut self, client: &Client) -> Result<()> {
         self.drop_views(client).await?;
         for table in STREAMED.iter().rev() {
             execute(client, &format!("DROP TABLE IF EXISTS {table}")).await?;
@@ -392,7 +399,7 @@ impl Harness {
         Ok(m)
     }
 
-    async fn apply(&mut self, client: &Client, step: &Step) -> Result<()> {
+    pub(crate) async fn apply(&mut self, client: &Client, step: &Step) -> Result<()> {
         match step {
             Step::Insert { table, rows } => {
                 let t = self.data.table(table).with_context(|| format!("no table {table}"))?;
