@@ -265,3 +265,73 @@ async fn subscriptions_end_with_clear_errors() {
     // The session is still usable.
     assert_eq!(query_text(&client, "SELECT count(*) FROM t").await, vec![vec!["2".to_string()]]);
 }
+
+/// `RETAIN HISTORY`: a materialized view keeps its past readable with
+/// `SELECT ... AS OF t` and `SUBSCRIBE ... AS OF t`; a time outside the
+/// retained range is refused with the range; a view without it keeps none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retained_history_is_readable_as_of() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE t (k int, v int); INSERT INTO t VALUES (1, 10)").await;
+    exec(&client, "CREATE MATERIALIZED VIEW kept WITH (RETAIN HISTORY FOR '1h') AS SELECT sum(v) AS s FROM t").await;
+    exec(&client, "CREATE MATERIALIZED VIEW plain AS SELECT sum(v) AS s FROM t").await;
+    // Times as the server gives them: each value's first timestamp, read
+    // through a subscription (a cursor) while the writes happen.
+    exec(&client, "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE kept").await;
+    let writer = server.connect().await;
+    let mut at = Vec::new();
+    for v in [20, 30, 40] {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        exec(&writer, &format!("INSERT INTO t VALUES (2, {v})")).await;
+    }
+    let got = {
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while got.iter().filter(|c: &&Change| c.diff == Some(1)).count() < 4 {
+            assert!(tokio::time::Instant::now() < deadline, "only {got:?}");
+            got.extend(changes(query_text(&client, "FETCH 100 c WITH (timeout = '1s')").await, false));
+        }
+        got
+    };
+    exec(&client, "COMMIT").await;
+    for c in got.iter().filter(|c| c.diff == Some(1)) {
+        at.push((c.ts, c.values[0].clone()));
+    }
+    assert_eq!(at.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(), ["10", "30", "60", "100"], "{got:?}");
+    // Let compaction pass those times (it follows commits).
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        exec(&writer, "INSERT INTO t VALUES (3, 0)").await;
+    }
+    for (ts, sum) in &at[1..] {
+        assert_eq!(query_text(&client, &format!("SELECT s FROM kept AS OF {ts}")).await, vec![vec![sum.clone()]], "AS OF {ts}");
+        // Just before it: the previous value.
+        let before = query_text(&client, &format!("SELECT s * 1 AS s FROM kept AS OF {}", ts - 1)).await;
+        assert_ne!(before, vec![vec![sum.clone()]], "AS OF {}", ts - 1);
+    }
+    // A subscription from the past: the snapshot then, then what came after.
+    let (ts, _) = &at[1];
+    exec(&client, &format!("BEGIN; DECLARE h CURSOR FOR SUBSCRIBE kept AS OF {ts}")).await;
+    let rows = changes(query_text(&client, "FETCH ALL h WITH (timeout = '1s')").await, false);
+    exec(&client, "COMMIT").await;
+    assert_eq!(rows.first().map(|c| (c.ts, c.diff, c.values[0].as_str())), Some((*ts, Some(1), "30")), "{rows:?}");
+    assert!(rows.iter().any(|c| c.diff == Some(1) && c.values[0] == "100"), "{rows:?}");
+    // Outside the retained range, and a view that keeps none.
+    for sql in [format!("SELECT * FROM kept AS OF {}", at[0].0 - 60_000), format!("SELECT * FROM plain AS OF {}", at[1].0)] {
+        let e = try_query_text(&client, &sql).await.expect_err(&sql);
+        assert_eq!(e.code().map(|c| c.code()), Some("22023"), "{sql}: {}", describe_error(&e));
+        assert!(describe_error(&e).contains("readable range"), "{}", describe_error(&e));
+    }
+    let e = try_query_text(&client, "CREATE VIEW v WITH (RETAIN HISTORY FOR '1h') AS SELECT 1").await.expect_err("plain view");
+    assert_eq!(e.code().map(|c| c.code()), Some("22023"), "{}", describe_error(&e));
+    // The option survives a restart (history starts again from there).
+    let mut server = server;
+    server.restart();
+    let client = server.connect().await;
+    let now = query_text(&client, "SELECT s FROM kept").await;
+    assert_eq!(now, vec![vec!["100".to_string()]]);
+    exec(&client, "INSERT INTO t VALUES (4, 1)").await;
+    let e = try_query_text(&client, &format!("SELECT * FROM kept AS OF {}", at[1].0)).await.expect_err("history before the restart");
+    assert_eq!(e.code().map(|c| c.code()), Some("22023"), "{}", describe_error(&e));
+}

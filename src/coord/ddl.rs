@@ -111,7 +111,7 @@ impl State {
                     acl: None,
                 }
             }
-            Plan::CreateView { query, desc, materialized, .. } => {
+            Plan::CreateView { query, desc, materialized, retain_history, .. } => {
                 let mut imports = vec![];
                 if materialized {
                     let optimized = self.plan_view(&query);
@@ -149,6 +149,13 @@ impl State {
                         seed,
                         resume,
                     })));
+                    if let Some(ms) = retain_history {
+                        self.dataflow.broadcast(Command::RetainHistory { id, ms });
+                        // (After a restart its history starts again when
+                        // the tables are loaded.)
+                        let from = self.compaction_frontier().max(self.recovery.load_ts);
+                        self.retention.insert(id, (ms, from));
+                    }
                 }
                 let kind = if materialized { ItemKind::MaterializedView } else { ItemKind::View };
                 Item {
@@ -282,6 +289,7 @@ impl State {
             self.storage.hold_folds_at(self.checkpoints.fold_hold());
             self.recovery.forget(*id);
             self.incremental.remove(id);
+            self.retention.remove(id);
             self.stopped.remove(id);
             self.building.remove(id);
         }

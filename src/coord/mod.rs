@@ -59,6 +59,7 @@ mod sequence;
 mod session;
 mod shared;
 mod stats;
+mod history;
 pub mod subscribe;
 pub(crate) mod settings;
 pub use settings::set_server_values;
@@ -170,6 +171,10 @@ struct State {
     catalog: SharedCatalog,
     /// The timestamp of the latest write; reads happen at it.
     write_ts: Timestamp,
+    /// Materialized views that keep history (`RETAIN HISTORY`): how many
+    /// milliseconds of it, and the time it starts at (their creation or
+    /// the restart that rebuilt them).
+    retention: BTreeMap<GlobalId, (u64, Timestamp)>,
     /// The latest time arrangements were allowed to compact to
     /// (`allow_compaction`): nothing before it can be read.
     compacted_to: AtomicU64,
@@ -295,6 +300,7 @@ impl Coordinator {
             catalog: SharedCatalog::default(),
             write_ts,
             compacted_to: AtomicU64::new(0),
+            retention: BTreeMap::new(),
             orphans: Vec::new(),
             stopped: Default::default(),
             building: Default::default(),

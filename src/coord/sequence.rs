@@ -554,6 +554,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None })
             }
             Plan::Subscribe(plan) => self.subscribe(&mut state, session, *plan),
+            Plan::SelectAsOf { select, as_of } => self.select_as_of(state, session, *select, as_of).await,
             Plan::Fetch { name, direction, move_only, timeout } => {
                 if cursor::get(&mut session.cursors, &name)?.subscription.is_some() {
                     drop(state);

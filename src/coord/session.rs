@@ -354,7 +354,12 @@ impl StmtClass {
         let stmt = match stmt {
             Stmt::Sql(s) => s,
             Stmt::Rename { .. } | Stmt::SetSchema { .. } => return StmtClass::Write { ddl: true },
-            Stmt::Refresh { .. } | Stmt::Checkpoint | Stmt::Maintenance { .. } | Stmt::Fetch { .. } | Stmt::Subscribe { .. } => {
+            Stmt::Refresh { .. }
+            | Stmt::Checkpoint
+            | Stmt::Maintenance { .. }
+            | Stmt::Fetch { .. }
+            | Stmt::Subscribe { .. }
+            | Stmt::AsOf { .. } => {
                 return StmtClass::Other
             }
         };

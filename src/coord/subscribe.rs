@@ -103,21 +103,17 @@ impl Coordinator {
         }
         let query = crate::planner::optimize(plan.query, &state.catalog);
         let durable = self.commits.durable_ts();
-        let since = state.compaction_frontier();
+        let mut reads = query.depends_on();
+        reads.extend(query.imported_indexes().iter().map(|ix| ix.id));
+        let since = state.readable_since(&reads);
         let as_of = match plan.as_of {
             None => durable,
             Some(t) if plan.at_least => t.max(since),
-            Some(t) if t < since => {
-                return Err(Error::InvalidParameter(format!(
-                    "AS OF {t} is not readable: the earliest readable time is {since}, and the latest committed {durable} (a view keeps no history before its latest changes)"
-                )));
-            }
+            Some(t) if t < since => return Err(history::not_readable(t, since, durable)),
             Some(t) => t,
         };
-        let mut reads = query.depends_on();
         state.check_not_stopped(&reads)?;
-        state.check_shape(reads.iter().copied(), as_of)?;
-        reads.extend(query.imported_indexes().iter().map(|ix| ix.id));
+        state.check_shape(query.depends_on(), as_of)?;
         let names = reads.iter().map(|id| (*id, state.name_of(*id))).collect();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let pending_bytes = Arc::new(AtomicUsize::new(0));

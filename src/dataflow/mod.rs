@@ -188,6 +188,9 @@ pub enum Command {
     /// Each exported arrangement's upper frontier (its first element;
     /// `None` if empty, i.e. complete forever).
     Frontiers { reply: UnboundedSender<Vec<(GlobalId, Option<Timestamp>)>> },
+    /// The arrangement `id` keeps `ms` milliseconds of history behind the
+    /// compaction frontier (`RETAIN HISTORY`), readable `AS OF`.
+    RetainHistory { id: GlobalId, ms: u64 },
     /// Allows every arrangement to compact history up to `time`.
     AllowCompaction { time: Timestamp },
     /// Lists the arrangements the worker holds.

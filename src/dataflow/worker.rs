@@ -81,6 +81,9 @@ pub struct WorkerState {
     recent: RecentWrites,
     /// Times before this may be compacted.
     since: Timestamp,
+    /// Arrangements that keep history behind `since` (`RETAIN HISTORY`):
+    /// how many milliseconds of it.
+    retention: BTreeMap<GlobalId, u64>,
     /// `since` as last applied to every trace, and when: applying it walks
     /// every batch of every trace, so it is done at most every
     /// [`COMPACTION_INTERVAL`], not once per commit.
@@ -185,6 +188,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         held_since: None,
         recent: RecentWrites::default(),
         since: 0,
+        retention: BTreeMap::new(),
         compacted: (0, Instant::now()),
         merging: IdleMerging::new(),
         load_acks: Vec::new(),
@@ -207,8 +211,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         }
         if state.compacted.0 < state.since && state.compacted.1.elapsed() >= COMPACTION_INTERVAL {
             let since = state.since;
-            for bundle in state.traces.values_mut() {
-                compact(bundle, since);
+            for (id, bundle) in state.traces.iter_mut() {
+                compact(bundle, state.retention.get(id).map_or(since, |ms| since.saturating_sub(*ms)));
             }
             state.compacted = (since, Instant::now());
         }
@@ -461,6 +465,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 false
             });
             state.traces.remove(&id);
+            state.retention.remove(&id);
             state.budgets.remove(&id);
             state.built.remove(&id);
             state.operators.remove(&id);
@@ -530,6 +535,9 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         }
         // Applied to the traces by the worker's loop (`compacted`).
         Command::AllowCompaction { time } => state.since = state.since.max(time),
+        Command::RetainHistory { id, ms } => {
+            state.retention.insert(id, ms);
+        }
         Command::ListArrangements { reply } => {
             ArrangeLog::flush(worker);
             let mut out = ArrangementList::default();

@@ -157,6 +157,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
             timeout: timeout.as_deref().map(crate::sql::subscribe::fetch_timeout).transpose()?,
         },
         Stmt::Subscribe { sub, output } => b.bind_subscribe(sub, output)?,
+        Stmt::AsOf { query, as_of } => b.bind_as_of(query, as_of)?,
     };
     crate::sql::functions::finish_plan(&mut plan, now)?;
     Ok(plan)
@@ -214,7 +215,7 @@ impl Binder<'_> {
         })
     }
 
-    fn bind_statement(&mut self, stmt: &Statement) -> Result<Plan, Error> {
+    pub(crate) fn bind_statement(&mut self, stmt: &Statement) -> Result<Plan, Error> {
         match stmt {
             Statement::Query(q) => {
                 let block = self.bind_query(q)?;
@@ -316,6 +317,12 @@ impl Binder<'_> {
                 // ORDER BY without LIMIT does not change a view's contents;
                 // with LIMIT/OFFSET it is a maintained top-k.
                 let query = block.into_relation();
+                let retain_history = crate::sql::subscribe::retain_history(&cv.options)?;
+                if retain_history.is_some() && !cv.materialized {
+                    return Err(Error::InvalidParameter(
+                        "RETAIN HISTORY applies to materialized views only: a view keeps nothing".into(),
+                    ));
+                }
                 Ok(Plan::CreateView {
                     schema,
                     name,
@@ -324,6 +331,7 @@ impl Binder<'_> {
                     materialized: cv.materialized,
                     if_not_exists: cv.if_not_exists,
                     or_replace: cv.or_replace,
+                    retain_history,
                 })
             }
             Statement::CreateIndex(ci) => {

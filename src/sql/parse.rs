@@ -50,6 +50,9 @@ pub enum Stmt {
     /// `WITH (timeout = 'interval')`: how long a `FETCH` from a
     /// `SUBSCRIBE` cursor waits for a row (the literal as written).
     Fetch { cursor: String, direction: FetchDirection, move_only: bool, timeout: Option<String> },
+    /// `query AS OF expr`: the query read at a past time
+    /// (`parse_subscribe::query_as_of`).
+    AsOf { query: Box<sqlparser::ast::Query>, as_of: Expr },
     /// `SUBSCRIBE`, read as rows, as `COPY` data or through a cursor
     /// (`parse_subscribe`).
     Subscribe { sub: Box<super::parse_subscribe::Subscribe>, output: super::parse_subscribe::Output },
@@ -117,6 +120,7 @@ impl fmt::Display for Stmt {
                 Ok(())
             }
             Stmt::Subscribe { sub, output } => write!(f, "{}", super::parse_subscribe::display(sub, output)),
+            Stmt::AsOf { query, as_of } => write!(f, "{query} AS OF {as_of}"),
             Stmt::Rename { kind, if_exists, name, new_name } => {
                 let kind = if *kind == ItemKind::MaterializedView { "MATERIALIZED VIEW" } else { "VIEW" };
                 let if_exists = if *if_exists { "IF EXISTS " } else { "" };
@@ -177,7 +181,7 @@ pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr, Error> {
 pub fn parse(sql: &str) -> Result<Vec<Stmt>, Error> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| Error::Syntax(syntax_message(&e.to_string())))?;
-    let tokens = negative_connection_limits(copy_booleans(tokens));
+    let tokens = retain_history_options(negative_connection_limits(copy_booleans(tokens)));
     let parsed = |tokens| {
         let mut parser = Parser::new(&dialect).with_recursion_limit(PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens);
         statements(&mut parser).map_err(|e| match e {
@@ -271,6 +275,9 @@ fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
 /// The statements sqlparser does not know, or `None` (nothing consumed).
 fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
     if let Some(s) = super::parse_subscribe::statement(p)? {
+        return Ok(Some(s));
+    }
+    if let Some(s) = super::parse_subscribe::query_as_of(p)? {
         return Ok(Some(s));
     }
     if p.parse_keywords(&[Keyword::REFRESH, Keyword::MATERIALIZED, Keyword::VIEW]) {
@@ -478,6 +485,29 @@ fn peek_is(p: &Parser, n: usize, keyword: Keyword) -> bool {
 
 fn is_word(t: &Token, word: &str) -> bool {
     matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// Materialize's view option `RETAIN HISTORY FOR 'interval'` (in a
+/// `WITH (...)` list) as the key-value option `retain_history =
+/// 'interval'`, which sqlparser reads (and which is also accepted as
+/// written).
+fn retain_history_options(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let significant: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    for w in significant.windows(5) {
+        let [open, retain, history, for_, value] = [w[0], w[1], w[2], w[3], w[4]];
+        let opens = matches!(tokens[open].token, Token::LParen | Token::Comma);
+        if opens
+            && is_word(&tokens[retain].token, "retain")
+            && is_word(&tokens[history].token, "history")
+            && is_word(&tokens[for_].token, "for")
+            && matches!(tokens[value].token, Token::SingleQuotedString(_))
+        {
+            tokens[retain].token = Token::make_word("retain_history", None);
+            tokens[history].token = Token::Eq;
+            tokens[for_].token = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+        }
+    }
+    tokens
 }
 
 /// `CONNECTION LIMIT -1` (no limit) as one negative number: sqlparser's

@@ -8,6 +8,8 @@
 //! DECLARE name CURSOR [WITHOUT HOLD] FOR SUBSCRIBE ...
 //! ```
 //!
+//! And a query read at a past time, `query AS OF expr` (`Stmt::AsOf`).
+//!
 //! Owns: the syntax of these statements. Must not: bind them (the binder
 //! resolves the relation and evaluates the options and timestamps).
 
@@ -190,6 +192,55 @@ fn copy_options(p: &mut Parser) -> Result<(Vec<CopyOption>, Vec<CopyLegacyOption
     }
 }
 
+/// `query AS OF expr`, if `p` is at one (nothing consumed otherwise): a
+/// statement that starts a query and has `AS OF` outside parentheses,
+/// whose text before it is a query and after it an expression. (Anything
+/// else, such as a column alias `of`, is left to sqlparser.)
+pub fn query_as_of(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
+    let starts_query = match &p.peek_token_ref().token {
+        Token::LParen => true,
+        Token::Word(w) => matches!(w.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES | Keyword::TABLE),
+        _ => false,
+    };
+    if !starts_query {
+        return Ok(None);
+    }
+    let mut depth = 0i64;
+    let mut n = 0;
+    let mut found = None;
+    loop {
+        match &p.peek_nth_token_ref(n).token {
+            Token::EOF => break,
+            Token::SemiColon if depth == 0 => break,
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            t if depth == 0 && is_keyword(t, Keyword::AS) && is_keyword(&p.peek_nth_token_ref(n + 1).token, Keyword::OF) => found = Some(n),
+            _ => {}
+        }
+        n += 1;
+    }
+    let Some(at) = found else { return Ok(None) };
+    let tokens: Vec<TokenWithSpan> = (0..n).map(|i| p.peek_nth_token_ref(i).clone()).collect();
+    let dialect = PostgreSqlDialect {};
+    let sub = |tokens: &[TokenWithSpan]| {
+        Parser::new(&dialect).with_recursion_limit(super::parse::PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens.to_vec())
+    };
+    let mut q = sub(&tokens[..at]);
+    let Ok(query) = q.parse_query() else { return Ok(None) };
+    if q.peek_token_ref().token != Token::EOF {
+        return Ok(None);
+    }
+    let mut e = sub(&tokens[at + 2..]);
+    let Ok(as_of) = e.parse_expr() else { return Ok(None) };
+    if e.peek_token_ref().token != Token::EOF {
+        return Ok(None);
+    }
+    for _ in 0..n {
+        p.next_token();
+    }
+    Ok(Some(Stmt::AsOf { query, as_of }))
+}
+
 /// `SELECT * FROM name`, as the query a `SUBSCRIBE name` reads.
 pub fn select_all(name: &ObjectName) -> Result<Query, crate::repr::Error> {
     let sql = format!("SELECT * FROM {name}");
@@ -303,6 +354,10 @@ mod tests {
         assert_eq!(stmts.len(), 3);
         // A cursor over a query is sqlparser's.
         assert!(matches!(&parse("DECLARE c CURSOR FOR SELECT 1").expect("parse")[0], Stmt::Sql(_)));
+        // A query at a past time; an alias `of` is still an alias.
+        let stmts = parse("SELECT a, count(*) FROM (SELECT 1 AS a) AS x GROUP BY a AS OF 17; SELECT 2 AS of").expect("parse");
+        assert!(matches!(&stmts[0], Stmt::AsOf { as_of, .. } if as_of.to_string() == "17"), "{stmts:?}");
+        assert!(matches!(&stmts[1], Stmt::Sql(_)), "{stmts:?}");
     }
 
     #[test]

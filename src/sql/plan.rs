@@ -128,6 +128,9 @@ pub enum Plan {
         materialized: bool,
         if_not_exists: bool,
         or_replace: bool,
+        /// `WITH (RETAIN HISTORY FOR 'interval')`: how many milliseconds
+        /// of a materialized view's past stay readable (`AS OF`).
+        retain_history: Option<u64>,
     },
     /// `schema`: the indexed relation's (an index is always in its relation's
     /// schema).
@@ -266,6 +269,8 @@ pub enum Plan {
     /// `FETCH` or `MOVE` (`move_only`) on the session's cursor `name`.
     /// `timeout`: `WITH (timeout = ...)`, for a cursor over `SUBSCRIBE`.
     Fetch { name: String, direction: crate::sql::FetchDirection, move_only: bool, timeout: Option<std::time::Duration> },
+    /// `query AS OF t`: `select` (a `Plan::Select`) read at `as_of`.
+    SelectAsOf { select: Box<Plan>, as_of: crate::repr::Timestamp },
     /// `SUBSCRIBE` (`sql::subscribe`).
     Subscribe(Box<crate::sql::subscribe::SubscribePlan>),
     /// `CLOSE name | ALL` (`None`: all).

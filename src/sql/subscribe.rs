@@ -75,6 +75,33 @@ pub fn fetch_timeout(text: &str) -> Result<std::time::Duration, Error> {
     Ok(std::time::Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX)))
 }
 
+/// A view's `retain_history` option (`RETAIN HISTORY FOR '1h'`, which the
+/// parser reads as `retain_history = '1h'`), in milliseconds.
+pub fn retain_history(options: &sqlparser::ast::CreateTableOptions) -> Result<Option<u64>, Error> {
+    use sqlparser::ast::{CreateTableOptions, SqlOption, Value};
+    let (CreateTableOptions::With(opts) | CreateTableOptions::Options(opts) | CreateTableOptions::Plain(opts) | CreateTableOptions::TableProperties(opts)) =
+        options
+    else {
+        return Ok(None);
+    };
+    for o in opts {
+        let SqlOption::KeyValue { key, value } = o else { continue };
+        if !key.value.eq_ignore_ascii_case("retain_history") {
+            continue;
+        }
+        let text = match value {
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) => s.clone(),
+                _ => return Err(Error::InvalidParameter(format!("RETAIN HISTORY takes an interval in quotes, not {value}"))),
+            },
+            _ => return Err(Error::InvalidParameter(format!("RETAIN HISTORY takes an interval in quotes, not {value}"))),
+        };
+        let d = fetch_timeout(&text).map_err(|_| Error::InvalidParameter(format!("RETAIN HISTORY FOR '{text}': not a non-negative interval")))?;
+        return Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+    }
+    Ok(None)
+}
+
 impl Binder<'_> {
     pub fn bind_subscribe(&mut self, sub: &Subscribe, output: &Output) -> Result<Plan, Error> {
         let sql = crate::sql::parse_subscribe::display(sub, output);
@@ -128,6 +155,13 @@ impl Binder<'_> {
             output,
             sql,
         })))
+    }
+
+    /// `query AS OF t`.
+    pub fn bind_as_of(&mut self, query: &sqlparser::ast::Query, as_of: &Expr) -> Result<Plan, Error> {
+        let select = self.bind_statement(&sqlparser::ast::Statement::Query(Box::new(query.clone())))?;
+        let as_of = self.subscribe_time(as_of, "AS OF")?;
+        Ok(Plan::SelectAsOf { select: Box::new(select), as_of })
     }
 
     /// A boolean option's value (a constant).

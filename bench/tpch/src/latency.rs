@@ -51,6 +51,9 @@ pub struct SubscribeRun {
     pub latency: Option<Latency>,
 }
 
+/// Sessions the writer spreads its transactions over.
+const WRITERS: usize = 16;
+
 fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
 }
@@ -104,10 +107,30 @@ impl Harness {
                 });
                 subscribers.push((i, arrivals, task));
             }
-            // The writer, open loop.
+            // The writers, open loop: each transaction is handed to a pool
+            // of sessions at its time (a commit waits for its sync, so one
+            // session alone could not keep the rate).
             let steps = insert_steps(&self.data, &tables, batch)?;
             let interval = Duration::from_secs_f64(batch as f64 / rate.max(1) as f64);
-            let writer = self.server.connect().await?;
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(&'static str, Vec<String>)>();
+            let rx = Arc::new(tokio::sync::Mutex::new(rx));
+            let mut writers = Vec::new();
+            for _ in 0..WRITERS {
+                let conn = self.server.connect().await?;
+                let rx = rx.clone();
+                let kinds: BTreeMap<&'static str, &'static [crate::data::Kind]> =
+                    tables.iter().filter_map(|t| self.data.table(t).map(|d| (*t, d.kinds))).collect();
+                writers.push(tokio::spawn(async move {
+                    loop {
+                        let next = rx.lock().await.recv().await;
+                        let Some((name, rows)) = next else { return Ok::<(), anyhow::Error>(()) };
+                        let table = crate::data::Table { name, kinds: kinds.get(name).copied().unwrap_or(&[]), rows: Vec::new() };
+                        crate::load::copy_in(&conn, &table, &rows)
+                            .await
+                            .map_err(|e| anyhow::anyhow!("COPY {name}: {}", crate::load::describe(&e)))?;
+                    }
+                }));
+            }
             let started = Instant::now();
             let mut sent = 0usize;
             for step in &steps {
@@ -121,8 +144,14 @@ impl Harness {
                 } else if now - due > interval {
                     run.late += 1;
                 }
-                self.apply(&writer, step).await?;
+                let crate::stream::Step::Insert { table, rows } = step else { continue };
+                let data = self.data.table(table).with_context(|| format!("no table {table}"))?;
+                tx.send((table, data.rows[rows.clone()].to_vec())).map_err(|_| anyhow::anyhow!("the writers stopped"))?;
                 sent += 1;
+            }
+            drop(tx);
+            for w in writers {
+                w.await.context("writer task")??;
             }
             run.transactions += sent;
             // Stragglers, then the subscriptions end with their sessions.

@@ -76,7 +76,7 @@ impl Writer {
     }
 }
 
-async fn copy_in(client: &Client, table: &Table, rows: &[String]) -> Result<(), tokio_postgres::Error> {
+pub(crate) async fn copy_in(client: &Client, table: &Table, rows: &[String]) -> Result<(), tokio_postgres::Error> {
     let sink = client.copy_in::<_, bytes::Bytes>(&format!("COPY {} FROM STDIN", table.name)).await?;
     futures::pin_mut!(sink);
     for chunk in Table::copy_chunks(rows, COPY_CHUNK) {
