@@ -335,3 +335,54 @@ async fn retained_history_is_readable_as_of() {
     let e = try_query_text(&client, &format!("SELECT * FROM kept AS OF {}", at[1].0)).await.expect_err("history before the restart");
     assert_eq!(e.code().map(|c| c.code()), Some("22023"), "{}", describe_error(&e));
 }
+
+/// A client that stops reading: the changes the server holds for it stay
+/// under `subscribe_buffer_limit`, past which the subscription ends with
+/// 53400 (the client sees it once it reads again); the server's memory
+/// comes back once the client is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_cut_off() {
+    let server = TestServer::start(1);
+    let client = server.connect().await;
+    exec(&client, "CREATE TABLE t (k int, v text)").await;
+    let rss = || common::proc_status_kib(server.pid().expect("pid"), "VmRSS").expect("VmRSS");
+    // 64 MB of changes, then all deleted again.
+    let churn = || async {
+        for i in 0..64 {
+            exec(&client, &format!("INSERT INTO t SELECT g, repeat('x', 1000) FROM generate_series({}, {}) g", i * 1000, i * 1000 + 999)).await;
+        }
+    };
+    // Without a subscriber, for the memory the table's work leaves.
+    churn().await;
+    exec(&client, "DELETE FROM t").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let without = rss();
+    let reader = server.connect().await;
+    exec(&reader, "SET subscribe_buffer_limit = '4MB'").await;
+    assert_eq!(query_text(&reader, "SHOW subscribe_buffer_limit").await, vec![vec!["4MB".to_string()]]);
+    let stream = reader.copy_out("COPY (SUBSCRIBE t) TO STDOUT").await.expect("COPY (SUBSCRIBE)");
+    let mut stream = Box::pin(stream);
+    // The same changes while the client reads nothing.
+    churn().await;
+    let mut rows = 0usize;
+    let error = loop {
+        match tokio::time::timeout(Duration::from_secs(30), stream.next()).await.expect("the stream ends") {
+            Some(Ok(chunk)) => rows += chunk.iter().filter(|b| **b == b'\n').count(),
+            Some(Err(e)) => break e,
+            None => panic!("the COPY ended without an error after {rows} rows"),
+        }
+    };
+    assert_eq!(error.code().map(|c| c.code()), Some("53400"), "{}", describe_error(&error));
+    assert!(rows < 64_000, "cut off before the end: {rows} rows");
+    drop(stream);
+    drop(reader);
+    // Bad values are refused.
+    let e = try_query_text(&client, "SET subscribe_buffer_limit = 'lots'").await.expect_err("bad size");
+    assert_eq!(e.code().map(|c| c.code()), Some("22023"), "{}", describe_error(&e));
+    // The server still serves, and holds about what the same work left
+    // without the subscriber.
+    exec(&client, "DELETE FROM t").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let with = rss();
+    assert!(with < without + 128 * 1024, "RSS {without} kB after the work alone, {with} kB after it with the subscriber");
+}

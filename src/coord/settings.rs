@@ -154,6 +154,12 @@ pub static SETTINGS: &[Setting] = &[
     s("default_table_access_method", "heap", "Client Connection Defaults", "Sets the default table access method for new tables."),
     s("default_tablespace", "", "Client Connection Defaults", "Sets the default tablespace to create tables and indexes in."),
     s("work_mem", "4MB", "Resource Usage", "Sets the maximum memory to be used for query workspaces."),
+    s(
+        "subscribe_buffer_limit",
+        "256MB",
+        "Resource Usage / Memory",
+        "Sets how many bytes of changes a SUBSCRIBE's client may fall behind before the subscription fails.",
+    ),
     s("enable_seqscan", "on", "Query Tuning", "Enables the planner's use of sequential-scan plans."),
     s("jit", "off", "Query Tuning", "Allow JIT compilation."),
     s("synchronize_seqscans", "on", "Version and Platform Compatibility", "Enable synchronized sequential scans."),
@@ -216,6 +222,9 @@ pub fn set(vars: &mut BTreeMap<String, String>, name: &str, value: String) -> Re
         vars.remove(&name);
         return Ok(());
     }
+    if name == "subscribe_buffer_limit" {
+        crate::memory::parse_size(&value).map_err(|e| Error::InvalidParameter(format!("invalid value for parameter \"{name}\": {e}")))?;
+    }
     if name == "transaction_isolation" && Isolation::parse(&value).is_none() {
         return Err(Error::InvalidParameter(format!("invalid value for parameter \"transaction_isolation\": \"{value}\"")));
     }
@@ -229,6 +238,13 @@ pub fn set(vars: &mut BTreeMap<String, String>, name: &str, value: String) -> Re
     };
     vars.insert(name, value);
     Ok(())
+}
+
+/// `subscribe_buffer_limit` in bytes.
+pub fn subscribe_buffer_limit(vars: &BTreeMap<String, String>) -> usize {
+    vars.get("subscribe_buffer_limit")
+        .and_then(|v| crate::memory::parse_size(v).ok())
+        .unwrap_or(crate::coord::subscribe::BUFFER_LIMIT)
 }
 
 /// The settings that hold a duration (milliseconds without a unit).

@@ -30,7 +30,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many bytes of changes the workers may have sent that the client
-/// has not yet taken before the subscription fails (53400).
+/// has not yet taken before the subscription fails (53400), unless the
+/// session sets `subscribe_buffer_limit`.
 pub const BUFFER_LIMIT: usize = 256 << 20;
 
 /// While a subscription runs, time moves on at least this often without
@@ -117,7 +118,7 @@ impl Coordinator {
         let names = reads.iter().map(|id| (*id, state.name_of(*id))).collect();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let pending_bytes = Arc::new(AtomicUsize::new(0));
-        let sink = Sink { tx, pending: pending_bytes.clone(), limit: BUFFER_LIMIT };
+        let sink = Sink { tx, pending: pending_bytes.clone(), limit: settings::subscribe_buffer_limit(&session.vars) };
         state.dataflow.broadcast(Command::Subscribe { plan: Arc::new(query), as_of, reads, sink });
         let stream = SubscribeStream {
             rx,
