@@ -19,10 +19,17 @@
 //! An error in the plan's output at a completed time ends the
 //! subscription with that error, as reading the relation would fail.
 //!
-//! Owns: the sink operator and the events. Must not: decide timestamps,
-//! or merge workers' events (the session does).
+//! Each worker keeps its running subscriptions (`Subscription`): one ends
+//! when its session stops listening, when its sink sent its last event,
+//! when it runs out of memory, or when something it reads is dropped.
+//!
+//! Owns: the sink operator, the events, and a worker's subscriptions. Must
+//! not: decide timestamps, or merge workers' events (the session does).
 
-use crate::dataflow::render::{Coll, ErrColl};
+use crate::dataflow::render::{self, Coll, ErrColl};
+use crate::dataflow::worker::WorkerState;
+use crate::expr::RelationExpr;
+use timely::worker::Worker;
 use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
 use differential_dataflow::consolidation::consolidate;
 use std::cell::Cell;
@@ -69,6 +76,68 @@ impl Sink {
     pub fn closed(&self) -> bool {
         self.tx.is_closed()
     }
+}
+
+/// A running `SUBSCRIBE`'s dataflow on this worker.
+pub struct Subscription {
+    dataflow: usize,
+    /// What its plan reads (relations and arrangements): dropping one
+    /// ends it.
+    reads: Vec<GlobalId>,
+    sink: Sink,
+    /// Its sink sent its last event.
+    done: Rc<Cell<bool>>,
+    budget: Rc<crate::memory::Budget>,
+}
+
+/// Builds the dataflow of a `SUBSCRIBE` (`subscribe.rs`): `plan`'s changes
+/// from `as_of` on, to `sink`.
+pub(super) fn start(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, as_of: Timestamp, reads: Vec<GlobalId>, sink: Sink) {
+    let dataflow = worker.next_dataflow_index();
+    let mut built = Vec::new();
+    let budget = Rc::new(crate::memory::Budget::default());
+    let done = Rc::new(Cell::new(false));
+    {
+        let traces = &mut state.traces;
+        let index = state.index;
+        let (budget, sink, done) = (budget.clone(), sink.clone(), done.clone());
+        worker.dataflow_named("subscribe", |scope| {
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget);
+            render_sink(ok, err, as_of, sink, index, done);
+        });
+    }
+    state.subscriptions.push(Subscription { dataflow, reads, sink, done, budget });
+}
+
+/// Drops the dataflows of subscriptions whose session went away, whose
+/// sink sent its last event, or that ran out of memory (told so).
+pub(super) fn end_finished(worker: &mut Worker, state: &mut WorkerState) {
+    let index = state.index;
+    state.subscriptions.retain(|sub| {
+        let out_of_memory = sub.budget.stopped();
+        if out_of_memory && !sub.done.get() {
+            sub.sink.send(index, Event::Error(EvalError::MemoryExhausted));
+        }
+        if sub.sink.closed() || sub.done.get() || out_of_memory {
+            worker.drop_dataflow(sub.dataflow);
+            return false;
+        }
+        true
+    });
+}
+
+/// Ends the subscriptions that read `id` (dropped): their input would
+/// never move again.
+pub(super) fn end_reading(worker: &mut Worker, state: &mut WorkerState, id: GlobalId) {
+    let index = state.index;
+    state.subscriptions.retain(|sub| {
+        if !sub.reads.contains(&id) {
+            return true;
+        }
+        sub.sink.send(index, Event::Dropped(id));
+        worker.drop_dataflow(sub.dataflow);
+        false
+    });
 }
 
 /// The bytes a change holds while in flight, as `Sink::pending` counts

@@ -68,7 +68,7 @@ pub struct WorkerState {
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
     /// Running `SUBSCRIBE`s (`subscribe.rs`).
-    subscriptions: Vec<Subscription>,
+    pub(super) subscriptions: Vec<subscribe::Subscription>,
     /// Every input is at this time once released (all earlier times are
     /// complete); the inputs' updates are in, their frontiers may lag.
     input_time: Timestamp,
@@ -232,7 +232,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         // Reads whose arrangements are already complete at their time (a
         // lookup, most reads) are answered before the worker steps or parks.
         serve_peeks(worker, &mut state);
-        end_subscriptions(worker, &mut state);
+        subscribe::end_finished(worker, &mut state);
         if let Some(since) = state.held_since {
             let waited_on = state.peeks.iter().any(|p| p.time >= state.released);
             if waited_on || since.elapsed() >= ADVANCE_BATCH {
@@ -456,14 +456,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 readers.retain(|(reader, _)| *reader != id);
             }
             // A subscription reading it ends: its input would never move.
-            state.subscriptions.retain(|sub| {
-                if !sub.reads.contains(&id) {
-                    return true;
-                }
-                sub.sink.send(state.index, subscribe::Event::Dropped(id));
-                worker.drop_dataflow(sub.dataflow);
-                false
-            });
+            subscribe::end_reading(worker, state, id);
             state.traces.remove(&id);
             state.retention.remove(&id);
             state.budgets.remove(&id);
@@ -517,7 +510,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.checkpoints.remove(&id);
         }
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
-        Command::Subscribe { plan, as_of, reads, sink } => subscribe(worker, state, &plan, as_of, reads, sink),
+        Command::Subscribe { plan, as_of, reads, sink } => subscribe::start(worker, state, &plan, as_of, reads, sink),
         Command::HoldInputs { time } => {
             state.input_time = state.input_time.max(time);
             release_inputs(state);
@@ -769,54 +762,6 @@ fn query(
             let _ = reply.send(Err(EvalError::Internal("query dataflow could not be built".into())));
         }
     }
-}
-
-/// A running `SUBSCRIBE`'s dataflow on this worker.
-struct Subscription {
-    dataflow: usize,
-    /// What its plan reads (relations and arrangements): dropping one
-    /// ends it.
-    reads: Vec<GlobalId>,
-    sink: subscribe::Sink,
-    /// Its sink sent its last event.
-    done: Rc<std::cell::Cell<bool>>,
-    budget: Rc<crate::memory::Budget>,
-}
-
-/// Builds the dataflow of a `SUBSCRIBE` (`subscribe.rs`): `plan`'s changes
-/// from `as_of` on, to `sink`.
-fn subscribe(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, as_of: Timestamp, reads: Vec<GlobalId>, sink: subscribe::Sink) {
-    let dataflow = worker.next_dataflow_index();
-    let mut built = Vec::new();
-    let budget = Rc::new(crate::memory::Budget::default());
-    let done = Rc::new(std::cell::Cell::new(false));
-    {
-        let traces = &mut state.traces;
-        let index = state.index;
-        let (budget, sink, done) = (budget.clone(), sink.clone(), done.clone());
-        worker.dataflow_named("subscribe", |scope| {
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget);
-            subscribe::render_sink(ok, err, as_of, sink, index, done);
-        });
-    }
-    state.subscriptions.push(Subscription { dataflow, reads, sink, done, budget });
-}
-
-/// Drops the dataflows of subscriptions whose session went away, whose
-/// sink sent its last event, or that ran out of memory (told so).
-fn end_subscriptions(worker: &mut Worker, state: &mut WorkerState) {
-    let index = state.index;
-    state.subscriptions.retain(|sub| {
-        let out_of_memory = sub.budget.stopped();
-        if out_of_memory && !sub.done.get() {
-            sub.sink.send(index, subscribe::Event::Error(EvalError::MemoryExhausted));
-        }
-        if sub.sink.closed() || sub.done.get() || out_of_memory {
-            worker.drop_dataflow(sub.dataflow);
-            return false;
-        }
-        true
-    });
 }
 
 fn complete_through(trace: &mut impl TraceReader<Time = Timestamp>, time: Timestamp) -> bool {

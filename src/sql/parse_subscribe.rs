@@ -205,37 +205,53 @@ pub fn query_as_of(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
     if !starts_query {
         return Ok(None);
     }
+    // One pass over the statement's tokens (a huge statement must not
+    // cost more than linear time here): the last `AS OF` outside
+    // parentheses.
+    let first = p.index();
+    let mut i = first;
     let mut depth = 0i64;
-    let mut n = 0;
+    let mut previous: Option<usize> = None;
     let mut found = None;
     loop {
-        match &p.peek_nth_token_ref(n).token {
+        let t = &p.token_at(i).token;
+        match t {
             Token::EOF => break,
             Token::SemiColon if depth == 0 => break,
+            Token::Whitespace(_) => {
+                i += 1;
+                continue;
+            }
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
-            t if depth == 0 && is_keyword(t, Keyword::AS) && is_keyword(&p.peek_nth_token_ref(n + 1).token, Keyword::OF) => found = Some(n),
             _ => {}
         }
-        n += 1;
+        if depth == 0 && is_keyword(t, Keyword::OF) {
+            if let Some(a) = previous.filter(|&a| is_keyword(&p.token_at(a).token, Keyword::AS)) {
+                found = Some((a, i));
+            }
+        }
+        previous = Some(i);
+        i += 1;
     }
-    let Some(at) = found else { return Ok(None) };
-    let tokens: Vec<TokenWithSpan> = (0..n).map(|i| p.peek_nth_token_ref(i).clone()).collect();
+    let end = i;
+    let Some((as_at, of_at)) = found else { return Ok(None) };
+    let tokens = |from: usize, to: usize| (from..to).map(|k| p.token_at(k).clone()).collect::<Vec<TokenWithSpan>>();
     let dialect = PostgreSqlDialect {};
-    let sub = |tokens: &[TokenWithSpan]| {
-        Parser::new(&dialect).with_recursion_limit(super::parse::PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens.to_vec())
+    let sub = |tokens: Vec<TokenWithSpan>| {
+        Parser::new(&dialect).with_recursion_limit(super::parse::PARSER_RECURSION_LIMIT).with_tokens_with_locations(tokens)
     };
-    let mut q = sub(&tokens[..at]);
+    let mut q = sub(tokens(first, as_at));
     let Ok(query) = q.parse_query() else { return Ok(None) };
     if q.peek_token_ref().token != Token::EOF {
         return Ok(None);
     }
-    let mut e = sub(&tokens[at + 2..]);
+    let mut e = sub(tokens(of_at + 1, end));
     let Ok(as_of) = e.parse_expr() else { return Ok(None) };
     if e.peek_token_ref().token != Token::EOF {
         return Ok(None);
     }
-    for _ in 0..n {
+    while p.index() < end && !matches!(p.peek_token_ref().token, Token::SemiColon | Token::EOF) {
         p.next_token();
     }
     Ok(Some(Stmt::AsOf { query, as_of }))
