@@ -34,6 +34,7 @@ mod copy_format;
 pub mod fuzz_decode;
 mod frames;
 mod idle;
+mod portal;
 mod portal_cursor;
 mod protocol;
 mod startup;

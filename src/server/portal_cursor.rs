@@ -14,7 +14,8 @@ use pgwire::api::portal::PortalExecutionState;
 use pgwire::api::results::Response;
 use futures::StreamExt;
 
-use super::connection::{portal_outcome, Connection, PortalOutcome};
+use super::connection::Connection;
+use super::portal::{portal_outcome, PortalOutcome};
 use crate::coord::ExecuteResponse;
 use crate::repr::Error;
 use crate::sql::{FetchDirection, Stmt};
