@@ -214,15 +214,14 @@ fn psql_reads_subscriptions() {
     psql(&server, "INSERT INTO t VALUES (1, 'one')");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as u64;
     let up_to = now + 2_000;
-    let writer = std::thread::scope(|s| {
-        let w = s.spawn(|| {
+    // A commit made while the COPY runs.
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(500));
             psql(&server, "INSERT INTO t VALUES (2, 'two')")
         });
-        let out = psql(&server, &format!("COPY (SUBSCRIBE t WITH (PROGRESS) UP TO {up_to}) TO STDOUT"));
-        (out, w.join().expect("writer"))
+        psql(&server, &format!("COPY (SUBSCRIBE t WITH (PROGRESS) UP TO {up_to}) TO STDOUT"))
     });
-    let (out, _) = writer;
     let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
     // timestamp, progressed, diff, k, v.
     assert!(lines.iter().any(|l| l[1..] == ["f", "1", "1", "one"]), "the snapshot:\n{out}");

@@ -20,6 +20,23 @@ pub(super) fn not_readable(t: Timestamp, since: Timestamp, durable: Timestamp) -
     ))
 }
 
+/// What a planned read imports: the relations it reads and the
+/// arrangements (indexes, shared ones) it imports.
+pub(super) fn reads_of(query: &RelationExpr) -> Vec<GlobalId> {
+    let mut reads = query.depends_on();
+    reads.extend(query.imported_indexes().iter().map(|ix| ix.id));
+    reads
+}
+
+/// A read at another time than the transaction's (`what`) cannot see its
+/// uncommitted writes or DDL: refused while there are any.
+pub(super) fn refuse_own_writes(session: &Session, what: &str) -> Result<(), Error> {
+    if session.txn.as_ref().is_some_and(|t| t.ddl.is_some() || t.writes.values().any(|w| !w.is_empty())) {
+        return Err(Error::FeatureNotSupported(format!("{what} cannot read a transaction's uncommitted writes; commit them first")));
+    }
+    Ok(())
+}
+
 impl State {
     /// The earliest time at which every one of `reads` (relations and
     /// arrangements a plan imports) can be read.
@@ -49,12 +66,9 @@ impl Coordinator {
         let Plan::Select { query, desc, origins, finishing, .. } = select else {
             return Err(Error::Internal("AS OF over a statement that is not a query".into()));
         };
-        if session.txn.as_ref().is_some_and(|t| t.ddl.is_some() || t.writes.values().any(|w| !w.is_empty())) {
-            return Err(Error::FeatureNotSupported("AS OF cannot read a transaction's uncommitted writes; commit them first".into()));
-        }
+        refuse_own_writes(session, "AS OF")?;
         let query = crate::planner::optimize(query, &state.catalog);
-        let mut reads = query.depends_on();
-        reads.extend(query.imported_indexes().iter().map(|ix| ix.id));
+        let reads = reads_of(&query);
         let since = state.readable_since(&reads);
         let durable = self.commits.durable_ts();
         if as_of < since || as_of > durable {

@@ -399,7 +399,7 @@ pub(super) fn verb(stmt: &Stmt) -> String {
 
 /// Resolves when a CancelRequest fires `cancel` (never without one, or
 /// once the next statement has replaced it).
-async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<()>>) {
+pub(super) async fn canceled(cancel: Option<futures::channel::oneshot::Receiver<()>>) {
     if let Some(rx) = cancel {
         if rx.await.is_ok() {
             return;

@@ -87,13 +87,7 @@ impl Coordinator {
         session: &mut Session,
         plan: SubscribePlan,
     ) -> Result<ExecuteResponse, Error> {
-        if let Some(txn) = &session.txn {
-            if txn.ddl.is_some() || txn.writes.values().any(|w| !w.is_empty()) {
-                return Err(Error::FeatureNotSupported(
-                    "SUBSCRIBE cannot read a transaction's uncommitted writes; commit them first".into(),
-                ));
-            }
-        }
+        history::refuse_own_writes(session, "SUBSCRIBE")?;
         if let SubscribeOutput::Cursor { name } = &plan.output {
             if !session.in_transaction {
                 return Err(Error::NoActiveTransaction("DECLARE CURSOR can only be used in transaction blocks".into()));
@@ -104,8 +98,7 @@ impl Coordinator {
         }
         let query = crate::planner::optimize(plan.query, &state.catalog);
         let durable = self.commits.durable_ts();
-        let mut reads = query.depends_on();
-        reads.extend(query.imported_indexes().iter().map(|ix| ix.id));
+        let reads = history::reads_of(&query);
         let since = state.readable_since(&reads);
         let as_of = match plan.as_of {
             None => durable,
@@ -246,26 +239,9 @@ impl std::future::Future for Stop {
 /// Resolves when the statement is canceled or runs past its deadline,
 /// with the error that ends it.
 pub async fn stopped(cancel: Option<futures::channel::oneshot::Receiver<()>>, deadline: Option<tokio::time::Instant>) -> Error {
-    let timeout = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    let canceled = async {
-        match cancel {
-            // A dropped sender is no cancel.
-            Some(rx) => {
-                if rx.await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-            None => std::future::pending().await,
-        }
-    };
     tokio::select! {
-        _ = timeout => Error::StatementTimeout,
-        _ = canceled => Error::Canceled,
+        _ = session::sleep_until(deadline) => Error::StatementTimeout,
+        _ = session::canceled(cancel) => Error::Canceled,
     }
 }
 

@@ -154,7 +154,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
             name: cursor.clone(),
             direction: *direction,
             move_only: *move_only,
-            timeout: timeout.as_deref().map(crate::sql::subscribe::fetch_timeout).transpose()?,
+            timeout: timeout.as_deref().map(|t| crate::sql::subscribe::interval_duration(t, "FETCH timeout")).transpose()?,
         },
         Stmt::Subscribe { sub, output } => b.bind_subscribe(sub, output)?,
         Stmt::AsOf { query, as_of } => b.bind_as_of(query, as_of)?,

@@ -225,7 +225,17 @@ fn refuse_deep(stmts: Vec<Stmt>) -> Result<Vec<Stmt>, Error> {
             ControlFlow::Continue(())
         }
     }
-    let deep = stmts.iter().any(|s| matches!(s, Stmt::Sql(s) if s.visit(&mut Depth(0)).is_break()));
+    let deep_expr = |e: &Expr| e.visit(&mut Depth(0)).is_break();
+    let deep = stmts.iter().any(|s| match s {
+        Stmt::Sql(s) => s.visit(&mut Depth(0)).is_break(),
+        Stmt::AsOf { query, as_of } => query.visit(&mut Depth(0)).is_break() || deep_expr(as_of),
+        Stmt::Subscribe { sub, .. } => {
+            matches!(&sub.target, super::parse_subscribe::Target::Query(q) if q.visit(&mut Depth(0)).is_break())
+                || sub.options.iter().filter_map(|(_, v)| v.as_ref()).any(deep_expr)
+                || sub.as_of.iter().chain(&sub.up_to).any(deep_expr)
+        }
+        _ => false,
+    });
     if deep {
         return Err(Error::Eval(crate::repr::EvalError::StackDepthExceeded));
     }

@@ -377,6 +377,21 @@ mod tests {
     }
 
     #[test]
+    fn deep_expressions_are_refused_in_every_form() {
+        let deep = format!("{}1", "1+".repeat(crate::sql::expr::MAX_EXPR_DEPTH + 10));
+        for sql in [
+            format!("SELECT {deep} AS OF 1"),
+            format!("SELECT 1 AS OF {deep}"),
+            format!("SUBSCRIBE (SELECT {deep})"),
+            format!("SUBSCRIBE t UP TO {deep}"),
+            format!("COPY (SUBSCRIBE t AS OF {deep}) TO STDOUT"),
+        ] {
+            let e = parse(&sql).expect_err("too deep");
+            assert_eq!(e.sqlstate().code(), "54001", "{}: {e}", &sql[..40]);
+        }
+    }
+
+    #[test]
     fn errors_are_syntax_errors() {
         for sql in ["SUBSCRIBE", "SUBSCRIBE (SELECT 1", "COPY (SUBSCRIBE t) TO '/tmp/x'", "SUBSCRIBE t WITH (", "SUBSCRIBE t AS OF"] {
             let e = parse(sql).expect_err(sql);

@@ -65,12 +65,13 @@ pub fn output_desc(relation: &RelationDesc, progress: bool) -> RelationDesc {
     RelationDesc::new(names, types)
 }
 
-/// `FETCH ... WITH (timeout = 'interval')`: how long to wait.
-pub fn fetch_timeout(text: &str) -> Result<std::time::Duration, Error> {
+/// An interval given as text (`FETCH ... WITH (timeout = '1s')`, `RETAIN
+/// HISTORY FOR '1h'`) as a duration; `what` names it in the error.
+pub fn interval_duration(text: &str, what: &str) -> Result<std::time::Duration, Error> {
     let i = crate::repr::interval::Interval::parse(text, None)?;
     let micros = i128::from(i.months) * 30 * 86_400_000_000 + i128::from(i.days) * 86_400_000_000 + i128::from(i.micros);
     if micros < 0 {
-        return Err(Error::InvalidParameter(format!("FETCH timeout must not be negative, not \"{text}\"")));
+        return Err(Error::InvalidParameter(format!("{what} must not be negative, not \"{text}\"")));
     }
     Ok(std::time::Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX)))
 }
@@ -96,7 +97,7 @@ pub fn retain_history(options: &sqlparser::ast::CreateTableOptions) -> Result<Op
             },
             _ => return Err(Error::InvalidParameter(format!("RETAIN HISTORY takes an interval in quotes, not {value}"))),
         };
-        let d = fetch_timeout(&text).map_err(|_| Error::InvalidParameter(format!("RETAIN HISTORY FOR '{text}': not a non-negative interval")))?;
+        let d = interval_duration(&text, "RETAIN HISTORY")?;
         return Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
     }
     Ok(None)
