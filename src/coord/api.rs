@@ -38,13 +38,15 @@ pub enum ExecuteResponse {
     CopyIn(CopyTarget),
     /// `COPY ... TO STDOUT`: rows to send as COPY data in `options`' format.
     CopyOut { desc: RelationDesc, rows: Vec<Vec<Datum>>, options: CopyOptions },
-    /// `SUBSCRIBE` (`subscribe`): rows to stream as they come, as the
-    /// statement's rows or, with `copy`, as COPY data.
-    /// `stop` ends it when the statement is canceled or times out.
-    Subscribe {
+    /// Rows streamed as they come: a `SELECT`'s read in parts
+    /// (`streamed::ResultStream`) or a `SUBSCRIBE`'s changes, as the
+    /// statement's rows or, with `copy`, as COPY data. `stop` ends it when
+    /// the statement is canceled or times out.
+    Stream {
         desc: RelationDesc,
-        stream: crate::coord::subscribe::SubscribeStream,
-        stop: crate::coord::subscribe::Stop,
+        origins: Origins,
+        stream: crate::coord::streamed::RowStream,
+        stop: crate::coord::streamed::Stop,
         copy: Option<CopyOptions>,
     },
 }

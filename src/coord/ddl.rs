@@ -128,10 +128,21 @@ impl State {
                     }
                     let checkpoint =
                         self.checkpoints.lineage.get(&id).map(|l| l.frontier).filter(|f| *f < self.recovery.load_ts);
-                    let resume = self.resume.as_ref().and_then(|p| p.resume_at(&reads, linear, checkpoint));
                     let reads_early = reads.iter().any(|d| self.early.contains(d));
-                    let seed =
-                        resume.is_none() && !reads_early && self.checkpoints.lineage.contains_key(&id) && self.restoring;
+                    // A view that keeps history is rebuilt from its tables'
+                    // changes at their own times, so its history is there
+                    // again (`history::restart_history`): not resumed, not
+                    // seeded.
+                    let rebuild_history = retain_history.is_some() && !reads_early && self.restoring;
+                    let resume = match rebuild_history {
+                        true => None,
+                        false => self.resume.as_ref().and_then(|p| p.resume_at(&reads, linear, checkpoint)),
+                    };
+                    let seed = resume.is_none()
+                        && !reads_early
+                        && !rebuild_history
+                        && self.checkpoints.lineage.contains_key(&id)
+                        && self.restoring;
                     if seed || reads_early || resume.is_some() {
                         self.early.insert(id);
                     }
@@ -151,9 +162,13 @@ impl State {
                     })));
                     if let Some(ms) = retain_history {
                         self.dataflow.broadcast(Command::RetainHistory { id, ms });
-                        // (After a restart its history starts again when
-                        // the tables are loaded.)
-                        let from = self.compaction_frontier().max(self.recovery.load_ts);
+                        let from = match rebuild_history {
+                            true => self.restart_history(&reads, ms),
+                            // (A view over a seeded or resumed view: its
+                            // history starts again when the tables are
+                            // loaded.)
+                            false => self.compaction_frontier().max(self.recovery.load_ts),
+                        };
                         self.retention.insert(id, (ms, from));
                     }
                 }
@@ -286,7 +301,7 @@ impl State {
             self.catalog.stats.forget(*id);
             self.checkpoints.lineage.remove(id);
             self.checkpoints.linear.remove(id);
-            self.storage.hold_folds_at(self.checkpoints.fold_hold());
+            self.storage.hold_folds_at(self.fold_hold());
             self.recovery.forget(*id);
             self.incremental.remove(id);
             self.retention.remove(id);

@@ -5,11 +5,22 @@
 //! can start no earlier. A materialized view created `WITH (RETAIN HISTORY
 //! FOR '1h')` keeps that much more behind it (the workers compact its
 //! arrangement to the frontier minus the retention, `Command::RetainHistory`),
-//! from when it was created or rebuilt by a restart: `SELECT ... AS OF t`
-//! and `SUBSCRIBE ... AS OF t` read it at `t` within that range.
+//! from when it was created: `SELECT ... AS OF t` and `SUBSCRIBE ... AS OF
+//! t` read it at `t` within that range.
 //!
-//! Owns: the readable range and `AS OF` reads. Must not: decide
-//! compaction (`State::allow_compaction`, the workers).
+//! History survives a restart through the tables' log: while such a view
+//! exists the log is folded no further than its retention behind the
+//! latest write (`State::fold_hold`), and at a restart the view is rebuilt
+//! (neither seeded nor resumed from a checkpoint) from its tables' changes
+//! handed over at their own times after the history's start
+//! (`restart_history`, `storage::Cuts`), so a client can resume `AS OF` a
+//! time it saw before the restart. A view over a seeded or resumed view
+//! (whose output before the restart is its checkpoint) starts its history
+//! again at the restart.
+//!
+//! Owns: the readable range, what a restart keeps of it, and `AS OF`
+//! reads. Must not: decide compaction (`State::allow_compaction`, the
+//! workers).
 
 use super::*;
 
@@ -38,6 +49,31 @@ pub(super) fn refuse_own_writes(session: &Session, what: &str) -> Result<(), Err
 }
 
 impl State {
+    /// At a restart (`open`), for a view that reads `reads`, keeps `ms` of
+    /// history and is rebuilt from its tables: asks recovery for their
+    /// changes after the history's start at their own times; returns that
+    /// start (the load timestamp minus the retention, or later where a
+    /// table's log was already folded further).
+    pub(super) fn restart_history(&mut self, reads: &[GlobalId], ms: u64) -> Timestamp {
+        let tables: std::collections::BTreeSet<GlobalId> = reads.iter().flat_map(|r| self.catalog.tables_read_by(*r)).collect();
+        let folded = tables.iter().filter_map(|t| self.folded_through.get(t)).copied().max().unwrap_or(0);
+        let from = self.recovery.load_ts.saturating_sub(ms).max(folded);
+        for table in tables {
+            let at = self.history_cuts.entry(table).or_insert(from);
+            *at = (*at).min(from);
+        }
+        from
+    }
+
+    /// How far the table log may be folded (`Storage::hold_folds_at`): no
+    /// further than a resumable view's checkpoint (`Checkpoints::fold_hold`)
+    /// or a retained view's history (its retention behind the latest
+    /// write, so a restart can rebuild it).
+    pub(super) fn fold_hold(&self) -> Timestamp {
+        let history = self.retention.values().map(|(ms, _)| self.write_ts.saturating_sub(*ms)).min();
+        self.checkpoints.fold_hold().min(history.unwrap_or(Timestamp::MAX))
+    }
+
     /// The earliest time at which every one of `reads` (relations and
     /// arrangements a plan imports) can be read.
     pub(super) fn readable_since(&self, reads: &[GlobalId]) -> Timestamp {

@@ -60,6 +60,7 @@ mod session;
 mod shared;
 mod stats;
 mod history;
+pub mod streamed;
 pub mod subscribe;
 pub(crate) mod settings;
 pub use settings::set_server_values;
@@ -175,6 +176,12 @@ struct State {
     /// milliseconds of it, and the time it starts at (their creation or
     /// the restart that rebuilt them).
     retention: BTreeMap<GlobalId, (u64, Timestamp)>,
+    /// During `open` only: the tables whose history a retained view is
+    /// rebuilt from, and the time after which recovery hands over their
+    /// changes at their own times (`history::restart_history`).
+    history_cuts: HashMap<GlobalId, Timestamp>,
+    /// The timestamp each table's recovered snapshot reflects.
+    folded_through: HashMap<GlobalId, Timestamp>,
     /// The latest time arrangements were allowed to compact to
     /// (`allow_compaction`): nothing before it can be read.
     compacted_to: AtomicU64,
@@ -301,6 +308,8 @@ impl Coordinator {
             write_ts,
             compacted_to: AtomicU64::new(0),
             retention: BTreeMap::new(),
+            history_cuts: HashMap::new(),
+            folded_through: recovered.folded_through.clone(),
             orphans: Vec::new(),
             stopped: Default::default(),
             building: Default::default(),
@@ -373,7 +382,7 @@ impl Coordinator {
         // from checkpoints (at earlier times) can finish them meanwhile.
         // Nothing compacts past it until then, so resumed views see their
         // inputs' changes at their own times.
-        let cuts = match state.resume.take() {
+        let mut cuts: HashMap<GlobalId, crate::storage::Cuts> = match state.resume.take() {
             Some(plan) => {
                 let cuts = plan.cuts(|v| state.catalog.tables_read_by(v));
                 for (v, at) in &plan.resumed {
@@ -381,15 +390,24 @@ impl Coordinator {
                     tracing::info!(view = v, from = at, "resuming from checkpoint");
                 }
                 state.recovery.resumed = plan.resumed;
-                cuts
+                cuts.into_iter().map(|(t, at)| (t, crate::storage::Cuts { at, own_times_after: None })).collect()
             }
             None => HashMap::new(),
         };
-        let hold = cuts.values().flatten().copied().min().unwrap_or(load_ts).min(load_ts);
+        // Tables a retained view's history is rebuilt from: each change
+        // after the history's start at its own time.
+        for (table, from) in std::mem::take(&mut state.history_cuts) {
+            let c = cuts.entry(table).or_default();
+            c.own_times_after = Some(from);
+            c.at.push(from);
+            c.at.sort_unstable();
+            c.at.dedup();
+        }
+        let hold = cuts.values().filter_map(|c| c.first()).min().unwrap_or(load_ts).min(load_ts);
         dataflow.broadcast(Command::HoldInputs { time: hold });
         state.compacted_to.fetch_max(hold, std::sync::atomic::Ordering::SeqCst);
         dataflow.broadcast(Command::AllowCompaction { time: hold });
-        storage.hold_folds_at(state.checkpoints.fold_hold());
+        storage.hold_folds_at(state.fold_hold());
         // Checkpoints before the load timestamp are served on demand
         // (`Recovery::on_disk`); the seeded ones are loaded at once below.
         let usable: Vec<(GlobalId, Timestamp)> =
@@ -476,7 +494,7 @@ impl Coordinator {
         &self,
         storage: Arc<Storage>,
         load_ts: Timestamp,
-        cuts: HashMap<GlobalId, Vec<Timestamp>>,
+        cuts: HashMap<GlobalId, crate::storage::Cuts>,
     ) -> Result<(), Error> {
         // The tables are read beside the checkpoints.
         let reader = storage.clone();
@@ -678,7 +696,7 @@ impl Coordinator {
                 st.incremental.insert(id);
                 // The lineage write is in RocksDB's log before any fold
                 // the new hold allows.
-                st.storage.hold_folds_at(st.checkpoints.fold_hold());
+                st.storage.hold_folds_at(st.fold_hold());
             }
         }
         Ok(())

@@ -8,6 +8,7 @@
 //! decide timestamps (`session` picks them).
 
 use super::*;
+use crate::dataflow::{ReadPart, ReadReply};
 
 impl Coordinator {
     /// Reads a query's rows at the latest write (a constant needs no
@@ -15,16 +16,35 @@ impl Coordinator {
     /// workers answer.
     pub(super) async fn read_finished(
         &self,
-        mut state: tokio::sync::MutexGuard<'_, State>,
+        state: tokio::sync::MutexGuard<'_, State>,
         session: &mut Session,
         writing: bool,
         read: ReadPlan,
         finishing: &Finishing,
     ) -> Result<Vec<Vec<Datum>>, Error> {
+        match self.read_answer(state, session, writing, read, finishing, false).await? {
+            Answer::Rows(rows) => Ok(rows),
+            Answer::Stream(_) => Err(Error::Internal("a read not to be streamed was streamed".into())),
+        }
+    }
+
+    /// [`Self::read_finished`], or with `may_stream` a stream of the rows
+    /// (`streamed::ResultStream`) where they need no sorting and come from
+    /// the live dataflows: they are then taken from the workers in bounded
+    /// parts as the client reads them, not gathered whole first.
+    pub(super) async fn read_answer(
+        &self,
+        mut state: tokio::sync::MutexGuard<'_, State>,
+        session: &mut Session,
+        writing: bool,
+        read: ReadPlan,
+        finishing: &Finishing,
+        may_stream: bool,
+    ) -> Result<Answer, Error> {
         let ReadPlan { bound, optimized: query, constant } = read;
         if let Some(rows) = constant {
             drop(state);
-            return finish(rows?, finishing);
+            return finish(rows?, finishing).map(Answer::Rows);
         }
         // After a restart, a session that accepts a past timestamp reads
         // views still being rebuilt from their checkpoints' contents, in
@@ -37,11 +57,11 @@ impl Coordinator {
                     CheckpointRead::At(ts) => {
                         let query = crate::planner::optimize(state.recovery.substitute(bound.into_query()?), &state.catalog);
                         if let Some(rows) = query.eval_constant() {
-                            return finish(rows?, finishing);
+                            return finish(rows?, finishing).map(Answer::Rows);
                         }
                         let rx = state.read(query, ts, None)?;
                         drop(state);
-                        return finish(self.collect_counted(rx).await?, finishing);
+                        return finish(self.collect_counted(rx).await?, finishing).map(Answer::Rows);
                     }
                     CheckpointRead::Load(ids) => {
                         let ids = state.recovery.start_loading(&ids);
@@ -70,9 +90,16 @@ impl Coordinator {
             }
         }
         let ts = self.read_ts(&state, session, writing)?;
-        let rx = state.read(query, ts, session.txn.as_mut().map(|t| &mut t.reads))?;
+        let reads = session.txn.as_mut().map(|t| &mut t.reads);
+        let streamed = may_stream && finishing.order.is_empty();
+        let part_bytes = if streamed { streamed::PART_BYTES } else { usize::MAX };
+        let read = state.read_in_parts(query, ts, reads, part_bytes)?;
         drop(state);
-        finish(self.collect_counted(rx).await?, finishing)
+        if streamed && read.then.is_none() {
+            let PendingRead { rx, request, .. } = read;
+            return Ok(Answer::Stream(streamed::ResultStream::new(rx, request, self.dataflow.clone(), finishing)));
+        }
+        finish(self.collect_counted(read).await?, finishing).map(Answer::Rows)
     }
 
     /// Waits for every worker's part of a read; for a fast-path lookup,
@@ -84,7 +111,7 @@ impl Coordinator {
 
     /// [`Self::collect`] before rows are repeated: each with its count.
     pub(super) async fn collect_counted(&self, read: PendingRead) -> Result<Vec<(Row, Diff)>, Error> {
-        let PendingRead { mut rx, then } = read;
+        let PendingRead { mut rx, then, .. } = read;
         let found = self.gather(&mut rx).await?;
         let Some((query, on)) = then else { return Ok(found) };
         Ok(crate::planner::fast_path::substitute(query, on, found)
@@ -100,10 +127,11 @@ impl Coordinator {
 
     /// Every worker's part of a read, put together; the first error (by
     /// order) if any worker had one.
-    async fn gather(&self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
+    async fn gather(&self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<ReadPart>) -> Result<Vec<(Row, Diff)>, Error> {
         let mut rows = Vec::new();
         let mut first_err: Option<EvalError> = None;
-        for _ in 0..self.dataflow.workers() {
+        let mut open = self.dataflow.workers();
+        while open > 0 {
             let reply = loop {
                 // (Dropping `rx` on the way out ends the read in the
                 // workers: they drop its dataflow.)
@@ -121,19 +149,26 @@ impl Coordinator {
                     Err(_) => continue,
                 }
             };
-            match reply {
-                Some(Ok(part)) => {
-                    rows.extend(part);
+            let Some(part) = reply else {
+                return Err(Error::Internal("dataflow workers stopped".into()));
+            };
+            if part.more {
+                self.dataflow.send_to(part.worker, Command::ReadMore { request: part.request });
+            } else {
+                open -= 1;
+            }
+            match part.rows {
+                Ok(part) => {
+                    rows.extend(part.into_rows());
                     if crate::memory::over_limit() {
                         return Err(Error::OutOfMemory { what: "this statement's result was gathered".into() });
                     }
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     if first_err.as_ref().map(|f| e < *f).unwrap_or(true) {
                         first_err = Some(e);
                     }
                 }
-                None => return Err(Error::Internal("dataflow workers stopped".into())),
             }
         }
         match first_err {
@@ -208,6 +243,18 @@ impl State {
         ts: Timestamp,
         reads: Option<&mut conflicts::ReadSet>,
     ) -> Result<PendingRead, Error> {
+        self.read_in_parts(query, ts, reads, usize::MAX)
+    }
+
+    /// [`Self::read`], answered in parts of about `part_bytes` of rows per
+    /// worker (`streamed::ResultStream`); a fast-path lookup comes whole.
+    pub(super) fn read_in_parts(
+        &mut self,
+        query: RelationExpr,
+        ts: Timestamp,
+        reads: Option<&mut conflicts::ReadSet>,
+        part_bytes: usize,
+    ) -> Result<PendingRead, Error> {
         let deps = query.depends_on();
         self.check_shape(deps.iter().copied(), ts)?;
         self.check_not_stopped(&deps)?;
@@ -231,14 +278,13 @@ impl State {
             })
             .collect();
         self.catalog.stats.scanned(deps, indexed);
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (reply, rx) = read_reply(part_bytes);
+        let request = reply.request;
         match &query {
-            RelationExpr::Get { id, .. } => {
-                self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply: tx })
-            }
-            _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply: tx }),
+            RelationExpr::Get { id, .. } => self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply }),
+            _ => self.dataflow.broadcast(Command::Query { plan: Arc::new(query), time: ts, reply }),
         }
-        Ok(PendingRead { rx, then: None })
+        Ok(PendingRead { rx, request, then: None })
     }
 
     /// Adds what a query that reads `deps` reads to `reads`: the keys a
@@ -268,29 +314,44 @@ impl State {
     /// one of `keys` (sorted; the rows stored under them with `values`),
     /// as they are (`Coordinator::collect_rows`).
     pub(super) fn seek(&mut self, id: GlobalId, keys: Vec<Row>, values: bool, ts: Timestamp) -> PendingRead {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::Lookup { id, keys: Arc::new(keys), values, time: ts, reply: tx });
-        PendingRead { rx, then: None }
+        let (reply, rx) = read_reply(usize::MAX);
+        let request = reply.request;
+        self.dataflow.broadcast(Command::Lookup { id, keys: Arc::new(keys), values, time: ts, reply });
+        PendingRead { rx, request, then: None }
     }
 
     /// A fast-path read (`planner::fast_path`): the workers seek the keys
     /// in the arrangement; the rest of `query` is evaluated over the rows
     /// they find when they are collected (`Coordinator::collect`).
     pub(super) fn lookup(&mut self, query: RelationExpr, lookup: crate::planner::fast_path::Lookup, ts: Timestamp) -> PendingRead {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (reply, rx) = read_reply(usize::MAX);
+        let request = reply.request;
         let values = lookup.index.is_some();
         let keys = Arc::new(lookup.keys);
-        self.dataflow.broadcast(Command::Lookup { id: lookup.arrangement, keys, values, time: ts, reply: tx });
-        PendingRead { rx, then: Some((query, lookup.on)) }
+        self.dataflow.broadcast(Command::Lookup { id: lookup.arrangement, keys, values, time: ts, reply });
+        PendingRead { rx, request, then: Some((query, lookup.on)) }
     }
+}
+
+/// A read's rows: all of them, or a stream of them.
+pub(super) enum Answer {
+    Rows(Vec<Vec<Datum>>),
+    Stream(streamed::ResultStream),
 }
 
 /// A read the workers were asked for (`State::read`), to be collected
 /// (`Coordinator::collect`): their parts, and for a fast-path lookup the
 /// plan to evaluate over the rows found, with the relation they stand for.
 pub(super) struct PendingRead {
-    rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<ReadPart>,
+    request: u64,
     then: Option<(RelationExpr, GlobalId)>,
+}
+
+/// A new read's reply (parts of about `part_bytes`) and its receiver.
+fn read_reply(part_bytes: usize) -> (ReadReply, tokio::sync::mpsc::UnboundedReceiver<ReadPart>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (ReadReply::new(part_bytes, tx), rx)
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a

@@ -90,19 +90,24 @@ impl Coordinator {
         match plan {
             Plan::Select { query, desc, origins, finishing, settings } => {
                 let read = read.unwrap_or_else(|| state.read_plan(session, query));
-                let rows = self.read_finished(state, session, writing, read, &finishing).await?;
+                let answer = self.read_answer(state, session, writing, read, &finishing, true).await?;
                 for (name, value, local) in settings {
                     // SET LOCAL outside a transaction block has no effect.
                     if !local || session.in_transaction {
                         settings::set(Arc::make_mut(&mut session.vars), &name, value)?;
                     }
                 }
-                Ok(ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" })
+                Ok(match answer {
+                    read::Answer::Rows(rows) => ExecuteResponse::Rows { desc, origins, rows, tag: "SELECT" },
+                    read::Answer::Stream(s) => streamed::response(desc, origins, s, None),
+                })
             }
             Plan::CopyTo { query, desc, finishing, options } => {
                 let read = read.unwrap_or_else(|| state.read_plan(session, query));
-                let rows = self.read_finished(state, session, writing, read, &finishing).await?;
-                Ok(ExecuteResponse::CopyOut { desc, rows, options })
+                Ok(match self.read_answer(state, session, writing, read, &finishing, true).await? {
+                    read::Answer::Rows(rows) => ExecuteResponse::CopyOut { desc, rows, options },
+                    read::Answer::Stream(s) => streamed::response(desc, Vec::new(), s, Some(options)),
+                })
             }
             Plan::CopyFrom { table, table_name, desc, columns, options, defaults } => {
                 let into = copy::CopyInto { table, table_name, desc, columns, options, defaults };

@@ -87,21 +87,26 @@ impl Coordinator {
         // (A SUBSCRIBE takes the cancel and the deadline along: its rows
         // are streamed after this returns.)
         let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint | Stmt::Subscribe { .. });
-        let (cancel, deadline) = match interruptible {
+        let (mut cancel, deadline) = match interruptible {
             true => (session.cancel.take(), deadline),
             false => (None, None),
         };
         // (One future for both kinds: it is the largest part of this one,
         // built for every statement.)
         let run = self.execute_inner(session, stmt, params, writing);
-        let result = match interruptible {
+        let mut result = match interruptible {
             true => tokio::select! {
                 r = run => r,
-                _ = canceled(cancel) => Err(Error::Canceled),
+                _ = canceled_ref(&mut cancel) => Err(Error::Canceled),
                 _ = sleep_until(deadline) => Err(Error::StatementTimeout),
             },
             false => run.await,
         };
+        // Rows streamed after this returns stay under the statement's
+        // cancel and deadline.
+        if let Ok(ExecuteResponse::Stream { stop, stream: super::streamed::RowStream::Read(_), .. }) = &mut result {
+            *stop = super::streamed::Stop::new(cancel, deadline);
+        }
         session.cancel = None;
         session.deadline = None;
         if session.txn.as_ref().is_some_and(|t| t.implicit) {

@@ -26,6 +26,7 @@
 use super::*;
 use crate::dataflow::subscribe::{change_bytes, Event, Sink};
 use crate::sql::subscribe::{SubscribeOutput, SubscribePlan};
+use super::streamed::Stop;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -134,17 +135,19 @@ impl Coordinator {
             finished: plan.up_to.is_some_and(|u| u <= as_of),
             failed: None,
         };
-        let mut stop = || Stop(Box::pin(stopped(session.cancel.take(), session.deadline)));
-        match plan.output {
-            SubscribeOutput::Rows => Ok(ExecuteResponse::Subscribe { desc: plan.desc, stream, stop: stop(), copy: None }),
-            SubscribeOutput::Copy(options) => Ok(ExecuteResponse::Subscribe { desc: plan.desc, stream, stop: stop(), copy: Some(options) }),
+        let copy = match plan.output {
+            SubscribeOutput::Rows => None,
+            SubscribeOutput::Copy(options) => Some(options),
             SubscribeOutput::Cursor { name } => {
                 let mut c = cursor::Cursor::subscription(plan.desc, stream, plan.sql);
                 c.in_txn = session.in_transaction;
                 session.cursors.insert(name, c);
-                Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None })
+                return Ok(ExecuteResponse::Command { tag: "DECLARE CURSOR".into(), rows: None });
             }
-        }
+        };
+        let stop = Stop::new(session.cancel.take(), session.deadline);
+        let stream = super::streamed::RowStream::Subscribe(stream);
+        Ok(ExecuteResponse::Stream { desc: plan.desc, origins: Vec::new(), stream, stop, copy })
     }
 }
 
@@ -190,9 +193,7 @@ impl Coordinator {
             crate::sql::FetchDirection::Relative(k) if k > 0 => usize::try_from(k).unwrap_or(usize::MAX),
             _ => return Err(Error::ObjectNotInPrerequisiteState("cursor can only scan forward".into())),
         };
-        let cancel = session.cancel.take();
-        let deadline = session.deadline;
-        let mut stop = Box::pin(stopped(cancel, deadline));
+        let mut stop = Stop::new(session.cancel.take(), session.deadline);
         let c = cursor::get(&mut session.cursors, name)?;
         let desc = c.desc.clone();
         let Some(stream) = c.subscription.as_mut() else {
@@ -216,32 +217,6 @@ impl State {
         self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(Vec::new()) });
         self.allow_compaction();
         Ok(())
-    }
-}
-
-/// What ends a streamed subscription early: its statement's cancel or
-/// timeout (`stopped`).
-pub struct Stop(std::pin::Pin<Box<dyn std::future::Future<Output = Error> + Send>>);
-
-impl std::fmt::Debug for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Stop")
-    }
-}
-
-impl std::future::Future for Stop {
-    type Output = Error;
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Error> {
-        self.0.as_mut().poll(cx)
-    }
-}
-
-/// Resolves when the statement is canceled or runs past its deadline,
-/// with the error that ends it.
-pub async fn stopped(cancel: Option<futures::channel::oneshot::Receiver<()>>, deadline: Option<tokio::time::Instant>) -> Error {
-    tokio::select! {
-        _ = session::sleep_until(deadline) => Error::StatementTimeout,
-        _ = session::canceled(cancel) => Error::Canceled,
     }
 }
 

@@ -5,11 +5,14 @@
 //! The coordinator talks to it only through `DataflowClient`, which
 //! broadcasts `Command`s to every worker in one order (timely requires every
 //! worker to build the same dataflows in the same order); replies come back
-//! on channels carried by the commands.
+//! on channels carried by the commands. A read's answer is plain data
+//! (`ReadPart`, serializable) under the read's request id, in parts of
+//! bounded size that the reader asks for one at a time (`reads.rs`).
 //!
 //! Must not: know SQL text, the catalog, or storage.
 
 mod accum;
+mod arrangement_read;
 mod accum_ordered;
 mod combine;
 mod extreme_ordered;
@@ -19,6 +22,7 @@ mod hierarchy;
 mod in_order;
 mod merging;
 mod recursive;
+mod reads;
 mod reduce;
 mod render;
 mod row_batcher;
@@ -34,14 +38,51 @@ mod window;
 mod worker;
 
 use crate::expr::RelationExpr;
-use crate::repr::{Diff, EvalError, GlobalId, Row, Timestamp};
+use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
 use std::sync::Arc;
 use std::thread::Thread;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// Rows of a peek (with multiplicities) or the first error of the
-/// collection's error stream.
+/// Rows of a checkpoint read (with multiplicities) or the first error of
+/// the collection's error stream.
 pub type PeekResult = Result<Vec<(Row, Diff)>, EvalError>;
+
+/// Where a read's answer goes (`Command::Peek`, `Lookup`, `Query`): the
+/// reading session's channel, the read's request id (unique in the
+/// process; what `Command::ReadMore` and `CancelRead` name), and about how
+/// many bytes of rows each part may hold (`usize::MAX`: all in one).
+#[derive(Clone, Debug)]
+pub struct ReadReply {
+    pub request: u64,
+    pub chunk_bytes: usize,
+    pub tx: UnboundedSender<ReadPart>,
+}
+
+impl ReadReply {
+    /// A reply for a new read, with a fresh request id.
+    pub fn new(chunk_bytes: usize, tx: UnboundedSender<ReadPart>) -> ReadReply {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        ReadReply { request: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chunk_bytes, tx }
+    }
+
+    /// Sends worker `worker`'s next part; false if the reader is gone.
+    pub(crate) fn send(&self, worker: usize, rows: Result<PackedRows, EvalError>, more: bool) -> bool {
+        self.tx.send(ReadPart { request: self.request, worker, rows, more }).is_ok()
+    }
+}
+
+/// One worker's part of a read's answer: rows of its share (with
+/// multiplicities, packed in one buffer), or the read's error (always in a worker's first part,
+/// before any row). With `more`, the worker holds the rest and sends its
+/// next part when asked (`Command::ReadMore`); plain data, as a worker in
+/// another process would send it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReadPart {
+    pub request: u64,
+    pub worker: usize,
+    pub rows: Result<PackedRows, EvalError>,
+    pub more: bool,
+}
 
 /// What a dataflow exports.
 #[derive(Clone, Debug)]
@@ -149,12 +190,13 @@ pub enum Command {
     Drop { id: GlobalId },
     /// Reads the contents of a registered collection at `time`, once every
     /// worker's arrangement is complete through `time`.
-    Peek { id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// Answered in parts of about `reply.chunk_bytes` (`ReadMore`).
+    Peek { id: GlobalId, time: Timestamp, reply: ReadReply },
     /// A fast-path read (`planner::fast_path`): the rows of arrangement
     /// `id` at `time` under the keys that start with one of `keys`
     /// (sorted): the keys themselves (a relation's own arrangement) or,
     /// with `values`, the rows stored under them (an index).
-    Lookup { id: GlobalId, keys: Arc<Vec<Row>>, values: bool, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    Lookup { id: GlobalId, keys: Arc<Vec<Row>>, values: bool, time: Timestamp, reply: ReadReply },
     /// Reads what a materialized view's checkpoint needs at `time`: its
     /// whole contents the first time, afterwards the changes since the
     /// previous checkpoint's time (the worker keeps a trace handle at that
@@ -169,8 +211,12 @@ pub enum Command {
     /// Forgets a view's checkpoint handle: its next checkpoint is whole.
     CheckpointReset { id: GlobalId },
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
-    /// and drops it.
-    Query { plan: Arc<RelationExpr>, time: Timestamp, reply: UnboundedSender<PeekResult> },
+    /// (in parts, as `Peek`) and drops it once read.
+    Query { plan: Arc<RelationExpr>, time: Timestamp, reply: ReadReply },
+    /// Sends read `request`'s next part (the last part sent had `more`).
+    ReadMore { request: u64 },
+    /// Ends read `request` before its last part: its reader is gone.
+    CancelRead { request: u64 },
     /// Builds a dataflow for `plan` that sends its changes from `as_of`
     /// on to `sink` (`subscribe.rs`) until the session stops listening;
     /// dropping any of `reads` (what the plan reads) ends it.
@@ -258,6 +304,14 @@ impl DataflowClient {
 
     pub fn workers(&self) -> usize {
         self.senders.len()
+    }
+
+    /// Sends a command to worker `index` and wakes it.
+    pub fn send_to(&self, index: usize, cmd: Command) {
+        if let (Some(tx), Some(thread)) = (self.senders.get(index), self.threads.get(index)) {
+            let _ = tx.send(cmd);
+            thread.unpark();
+        }
     }
 
     /// Sends a command to every worker and wakes them.

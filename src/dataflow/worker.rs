@@ -6,12 +6,13 @@ use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
 use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
+use crate::dataflow::arrangement_read::{complete_through, read_changes, read_errors, read_prefixes, read_rows, read_rows_from};
+use crate::dataflow::reads;
 use crate::dataflow::subscribe;
-use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult};
+use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult, ReadReply};
 use crate::expr::RelationExpr;
-use crate::repr::{Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
+use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
 use differential_dataflow::input::{Input, InputSession};
-use differential_dataflow::trace::cursor::Cursor;
 use differential_dataflow::trace::TraceReader;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -67,6 +68,8 @@ pub struct WorkerState {
     arrange_log: ArrangeLog,
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
+    /// Reads answered in parts, between parts (`reads.rs`).
+    pub(super) reads: BTreeMap<u64, reads::StreamedRead>,
     /// Running `SUBSCRIBE`s (`subscribe.rs`).
     pub(super) subscriptions: Vec<subscribe::Subscription>,
     /// Every input is at this time once released (all earlier times are
@@ -144,21 +147,67 @@ struct PendingPeek {
     ok: RowTrace,
     err: Option<ErrTrace>,
     time: Timestamp,
-    reply: UnboundedSender<PeekResult>,
+    reply: PeekReply,
     /// The transient dataflow to drop once answered.
     drop_dataflow: Option<usize>,
     /// A fast-path read: the key prefixes sought, and whether the rows are
     /// the values under them (an index) rather than the keys.
     lookup: Option<(Arc<Vec<Row>>, bool)>,
-    /// A checkpoint read: the view, the previous checkpoint's time (`None`:
-    /// whole, in chunks of this many bytes).
-    checkpoint: Option<(GlobalId, Option<Timestamp>, usize)>,
     /// The table a read of a table or of an index on one reads, which it
     /// can answer before its arrangement reaches its time (`held.rs`).
     source: Option<Source>,
     /// A query's share in the memory limit: once it ran out, the query
     /// fails with 53200 and its dataflow is dropped.
     budget: Option<Rc<crate::memory::Budget>>,
+}
+
+impl WorkerState {
+    /// Drops the reads of `request` still waiting for their time (their
+    /// reader canceled them).
+    pub(super) fn peeks_cancel(&mut self, worker: &mut Worker, request: u64) {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.peeks)
+            .into_iter()
+            .partition(|p| matches!(&p.reply, PeekReply::Read(r) if r.request == request));
+        self.peeks = kept;
+        for peek in gone {
+            if let Some(df) = peek.drop_dataflow {
+                drop(peek);
+                worker.drop_dataflow(df);
+            }
+        }
+    }
+}
+
+/// Where a pending read's answer goes.
+enum PeekReply {
+    /// A session's read (`reads.rs`).
+    Read(ReadReply),
+    /// A checkpoint read of view `id`: `since` is the previous checkpoint's
+    /// time (`None`: whole, in chunks of `chunk_bytes`).
+    Checkpoint { tx: UnboundedSender<PeekResult>, id: GlobalId, since: Option<Timestamp>, chunk_bytes: usize },
+}
+
+impl PeekReply {
+    /// Whether the reader went away (a checkpoint's never does: its read
+    /// must end in the handle being put back).
+    fn abandoned(&self) -> bool {
+        match self {
+            PeekReply::Read(r) => r.tx.is_closed(),
+            PeekReply::Checkpoint { .. } => false,
+        }
+    }
+
+    /// Answers with `error` (worker `index`'s whole part).
+    fn fail(&self, index: usize, error: EvalError) {
+        match self {
+            PeekReply::Read(r) => {
+                r.send(index, Err(error), false);
+            }
+            PeekReply::Checkpoint { tx, .. } => {
+                let _ = tx.send(Err(error));
+            }
+        }
+    }
 }
 
 /// A whole checkpoint read between chunks (`Command::CheckpointMore`).
@@ -182,6 +231,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         operators: BTreeMap::new(),
         arrange_log: ArrangeLog::register(worker),
         peeks: Vec::new(),
+        reads: BTreeMap::new(),
         subscriptions: Vec::new(),
         input_time: 0,
         released: 0,
@@ -322,21 +372,20 @@ fn source_of(inputs: &BTreeMap<GlobalId, TableInput>, id: GlobalId, bundle: &Tra
 
 /// Queues a read of the arrangement of `id` at `time` (whole, or a
 /// lookup's keys), answered once the arrangement is complete there.
-fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: UnboundedSender<PeekResult>, lookup: Option<(Arc<Vec<Row>>, bool)>) {
+fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: ReadReply, lookup: Option<(Arc<Vec<Row>>, bool)>) {
     match state.traces.get(&id) {
         Some(bundle) => state.peeks.push(PendingPeek {
             ok: reader(&bundle.ok),
             err: bundle.err.as_ref().map(reader),
             time,
-            reply,
+            reply: PeekReply::Read(reply),
             drop_dataflow: None,
             lookup,
-            checkpoint: None,
             source: source_of(&state.inputs, id, bundle),
             budget: None,
         }),
         None => {
-            let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
+            reply.send(state.index, Err(EvalError::Internal(format!("no arrangement for item {id}"))), false);
         }
     }
 }
@@ -348,6 +397,7 @@ fn shutdown(worker: &mut Worker, state: &mut WorkerState) {
     state.seeds.clear();
     state.retracting.clear();
     state.peeks.clear();
+    state.reads.clear();
     for (_, df) in std::mem::take(&mut state.dataflows) {
         worker.drop_dataflow(df);
     }
@@ -482,10 +532,9 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 ok,
                 err: bundle.err.as_ref().map(reader),
                 time,
-                reply,
+                reply: PeekReply::Checkpoint { tx: reply, id, since, chunk_bytes },
                 drop_dataflow: None,
                 lookup: None,
-                checkpoint: Some((id, since, chunk_bytes)),
                 source: None,
                 budget: None,
             });
@@ -510,6 +559,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.checkpoints.remove(&id);
         }
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
+        Command::ReadMore { request } => reads::more(worker, state, request),
+        Command::CancelRead { request } => reads::cancel(worker, state, request),
         Command::Subscribe { plan, as_of, reads, sink } => subscribe::start(worker, state, &plan, as_of, reads, sink),
         Command::HoldInputs { time } => {
             state.input_time = state.input_time.max(time);
@@ -723,7 +774,7 @@ fn query(
     state: &mut WorkerState,
     plan: &RelationExpr,
     time: Timestamp,
-    reply: UnboundedSender<PeekResult>,
+    reply: ReadReply,
 ) {
     let df = worker.next_dataflow_index();
     let mut built = Vec::new();
@@ -750,25 +801,19 @@ fn query(
                 e
             }),
             time,
-            reply,
+            reply: PeekReply::Read(reply),
             drop_dataflow: Some(df),
             lookup: None,
             source: None,
-            checkpoint: None,
             budget: Some(budget),
         }),
         None => {
             worker.drop_dataflow(df);
-            let _ = reply.send(Err(EvalError::Internal("query dataflow could not be built".into())));
+            reply.send(state.index, Err(EvalError::Internal("query dataflow could not be built".into())), false);
         }
     }
 }
 
-fn complete_through(trace: &mut impl TraceReader<Time = Timestamp>, time: Timestamp) -> bool {
-    let mut upper = Antichain::new();
-    trace.read_upper(&mut upper);
-    !upper.less_equal(&time)
-}
 
 /// The answer to the `i`-th pending read before its arrangement reaches
 /// its time, if it can have one now: a read of a table (or an index on
@@ -778,7 +823,10 @@ fn complete_through(trace: &mut impl TraceReader<Time = Timestamp>, time: Timest
 fn read_ahead(state: &mut WorkerState, i: usize) -> Option<Vec<(Row, Diff)>> {
     let peek = &mut state.peeks[i];
     let source = peek.source.as_ref()?;
-    if peek.time >= state.input_time || peek.err.is_some() {
+    // A whole table read in parts waits for its arrangement instead: read
+    // ahead, it would be put together whole here.
+    let in_parts = matches!(&peek.reply, PeekReply::Read(r) if r.chunk_bytes != usize::MAX) && peek.lookup.is_none();
+    if in_parts || peek.time >= state.input_time || peek.err.is_some() {
         return None;
     }
     let mut upper = Antichain::new();
@@ -799,12 +847,13 @@ fn read_ahead(state: &mut WorkerState, i: usize) -> Option<Vec<(Row, Diff)>> {
 }
 
 fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
+    reads::forget_abandoned(worker, state);
     let mut i = 0;
     while i < state.peeks.len() {
         let peek = &mut state.peeks[i];
         // A query whose reader is gone (canceled, timed out, client
         // disconnected) stops computing.
-        if peek.reply.is_closed() && peek.checkpoint.is_none() {
+        if peek.reply.abandoned() {
             let peek = state.peeks.swap_remove(i);
             if let Some(df) = peek.drop_dataflow {
                 worker.drop_dataflow(df);
@@ -814,7 +863,7 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         // A query that ran out of memory (its output is incomplete).
         if peek.budget.as_ref().is_some_and(|b| b.stopped()) {
             let peek = state.peeks.swap_remove(i);
-            let _ = peek.reply.send(Err(EvalError::MemoryExhausted));
+            peek.reply.fail(state.index, EvalError::MemoryExhausted);
             if let Some(df) = peek.drop_dataflow {
                 worker.drop_dataflow(df);
             }
@@ -825,92 +874,86 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         if !ready {
             if let Some(rows) = read_ahead(state, i) {
                 let peek = state.peeks.swap_remove(i);
-                let _ = peek.reply.send(Ok(rows));
+                if let PeekReply::Read(reply) = &peek.reply {
+                    reply.send(state.index, Ok(PackedRows::from_rows(&rows)), false);
+                }
                 continue;
             }
             i += 1;
             continue;
         }
         let mut peek = state.peeks.swap_remove(i);
-        if let Some((id, since, chunk_bytes)) = peek.checkpoint {
-            let mut next = None;
-            let result = read_errors(peek.err.as_mut(), peek.time).map(|_| match since {
-                Some(since) => read_changes(&mut peek.ok, since, peek.time),
-                None => {
-                    let (rows, rest) = read_rows_from(&mut peek.ok, peek.time, None, chunk_bytes);
-                    next = rest;
-                    rows
-                }
-            });
-            let ok = result.is_ok();
-            let _ = peek.reply.send(result);
-            // Hold the handle at this checkpoint's time (at the previous
-            // one if the view holds an error), unless the view went away;
-            // a whole read with rows left keeps it for the next chunk.
-            if state.traces.contains_key(&id) {
-                match (ok, since, next) {
-                    (true, None, Some(next)) => {
-                        state.chunked.insert(id, ChunkedRead { handle: peek.ok, time: peek.time, next, chunk_bytes });
-                    }
-                    (true, _, _) => finish_checkpoint_read(state, id, peek.ok, peek.time),
-                    (false, Some(since), _) => {
-                        state.checkpoints.insert(id, (peek.ok, since));
-                    }
-                    (false, None, _) => {}
-                }
+        let reply = match peek.reply {
+            PeekReply::Read(reply) => reply,
+            PeekReply::Checkpoint { tx, id, since, chunk_bytes } => {
+                answer_checkpoint(state, peek.ok, peek.err, peek.time, tx, id, since, chunk_bytes);
+                continue;
             }
-            continue;
+        };
+        let checked = read_errors(peek.err.as_mut(), peek.time);
+        match (checked, &peek.lookup) {
+            (Err(e), _) => {
+                reply.send(state.index, Err(e), false);
+            }
+            (Ok(()), Some((keys, values))) => {
+                let rows = read_prefixes(&mut peek.ok, peek.time, keys, *values);
+                reply.send(state.index, Ok(PackedRows::from_rows(&rows)), false);
+            }
+            (Ok(()), None) => {
+                // The rows in parts, the rest kept until asked for.
+                let df = peek.drop_dataflow.take();
+                reads::start(worker, state, reply, peek.ok, peek.time, df);
+                continue;
+            }
         }
-        let result = read_errors(peek.err.as_mut(), peek.time).map(|_| match &peek.lookup {
-            Some((keys, values)) => read_prefixes(&mut peek.ok, peek.time, keys, *values),
-            None => read_rows(&mut peek.ok, peek.time),
-        });
-        let _ = peek.reply.send(result);
         if let Some(df) = peek.drop_dataflow {
-            drop(peek);
+            drop((peek.ok, peek.err));
             worker.drop_dataflow(df);
         }
     }
 }
 
-/// Every key of an arrangement (owned by `$own`) whose accumulated count over the
-/// times that satisfy `$keep` is not zero, with that count. A macro because
-/// the row and error traces have different cursor types.
-macro_rules! keys_where {
-    ($trace:expr, $keep:expr, $own:expr) => {{
-        let mut out = Vec::new();
-        let (mut cursor, storage) = $trace.cursor();
-        keys_into!(cursor, &storage, $keep, $own, out);
-        out
-    }};
-}
-
-/// `keys_where` over one cursor and its storage (a trace's or a batch's),
-/// appending to `$out`.
-macro_rules! keys_into {
-    ($cursor:expr, $storage:expr, $keep:expr, $own:expr, $out:expr) => {{
-        let keep = $keep;
-        while $cursor.key_valid($storage) {
-            while $cursor.val_valid($storage) {
-                let mut count: Diff = 0;
-                $cursor.map_times($storage, |t, r| {
-                    if keep(t) {
-                        count += *r;
-                    }
-                });
-                if count != 0 {
-                    $out.push((($own)($cursor.key($storage)), count));
-                }
-                $cursor.step_val($storage);
-            }
-            $cursor.step_key($storage);
+/// Answers a checkpoint read of view `id` whose arrangement is complete
+/// at `time`: the changes since the previous checkpoint, or the first
+/// chunk of a whole read; then holds the handle at this checkpoint's time
+/// (at the previous one if the view holds an error), unless the view went
+/// away; a whole read with rows left keeps it for the next chunk.
+#[allow(clippy::too_many_arguments)]
+fn answer_checkpoint(
+    state: &mut WorkerState,
+    mut ok: RowTrace,
+    mut err: Option<ErrTrace>,
+    time: Timestamp,
+    tx: UnboundedSender<PeekResult>,
+    id: GlobalId,
+    since: Option<Timestamp>,
+    chunk_bytes: usize,
+) {
+    let mut next = None;
+    let result = read_errors(err.as_mut(), time).map(|_| match since {
+        Some(since) => read_changes(&mut ok, since, time),
+        None => {
+            let (rows, rest) = read_rows_from(&mut ok, time, None, chunk_bytes);
+            next = rest;
+            rows
         }
-    }};
-}
-
-/// Contents of a row arrangement (rows are keys) at `time`.
-fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
-    read_rows_from(trace, time, None, usize::MAX).0
+    });
+    let answered = result.is_ok();
+    let _ = tx.send(result);
+    if !state.traces.contains_key(&id) {
+        return;
+    }
+    let handle = ok;
+    match (answered, since, next) {
+        (true, None, Some(next)) => {
+            state.chunked.insert(id, ChunkedRead { handle, time, next, chunk_bytes });
+        }
+        (true, _, _) => finish_checkpoint_read(state, id, handle, time),
+        (false, Some(since), _) => {
+            state.checkpoints.insert(id, (handle, since));
+        }
+        (false, None, _) => {}
+    }
 }
 
 /// A checkpoint read of `id` at `time` is complete: its handle is held at
@@ -918,103 +961,4 @@ fn read_rows(trace: &mut RowTrace, time: Timestamp) -> Vec<(Row, Diff)> {
 fn finish_checkpoint_read(state: &mut WorkerState, id: GlobalId, mut handle: RowTrace, time: Timestamp) {
     handle.set_logical_compaction(AntichainRef::new(&[time]));
     state.checkpoints.insert(id, (handle, time));
-}
-
-/// The accumulated count of the cursor's current (key, value) at `time`.
-/// A macro because the cursor types are the spines' own.
-macro_rules! count_at {
-    ($cursor:expr, $storage:expr, $time:expr) => {{
-        let mut count: Diff = 0;
-        $cursor.map_times($storage, |t, r| {
-            if *t <= $time {
-                count += *r;
-            }
-        });
-        count
-    }};
-}
-
-/// The rows of a row arrangement at `time` under the keys that start with
-/// one of `prefixes` (sorted): the keys, or with `values` the values under
-/// them. Keys sort by their bytes, so each prefix's keys are one range,
-/// reached by a seek.
-fn read_prefixes(trace: &mut RowTrace, time: Timestamp, prefixes: &[Row], values: bool) -> Vec<(Row, Diff)> {
-    let (mut cursor, storage) = trace.cursor();
-    let mut out = Vec::new();
-    for prefix in prefixes {
-        cursor.seek_key(&storage, prefix.as_ref());
-        while cursor.key_valid(&storage) && cursor.key(&storage).as_bytes().starts_with(prefix.as_bytes()) {
-            while cursor.val_valid(&storage) {
-                let count = count_at!(cursor, &storage, time);
-                if count != 0 {
-                    let row = if values { cursor.val(&storage).to_row() } else { cursor.key(&storage).to_row() };
-                    out.push((row, count));
-                }
-                cursor.step_val(&storage);
-            }
-            cursor.step_key(&storage);
-        }
-    }
-    out
-}
-
-/// Contents of a row arrangement (rows are keys) at `time`, from the key
-/// `from` on, until about `chunk_bytes` of rows are read; with the key the
-/// next chunk starts at, if any rows are left.
-fn read_rows_from(trace: &mut RowTrace, time: Timestamp, from: Option<&Row>, chunk_bytes: usize) -> (Vec<(Row, Diff)>, Option<Row>) {
-    let (mut cursor, storage) = trace.cursor();
-    if let Some(from) = from {
-        cursor.seek_key(&storage, from.as_ref());
-    }
-    let mut out = Vec::new();
-    let mut bytes = 0;
-    while cursor.key_valid(&storage) {
-        if bytes >= chunk_bytes.max(1) {
-            return (out, Some(cursor.key(&storage).to_row()));
-        }
-        while cursor.val_valid(&storage) {
-            let count = count_at!(cursor, &storage, time);
-            if count != 0 {
-                let key = cursor.key(&storage);
-                bytes += key.as_bytes().len() + 16;
-                out.push((key.to_row(), count));
-            }
-            cursor.step_val(&storage);
-        }
-        cursor.step_key(&storage);
-    }
-    (out, None)
-}
-
-/// The changes of a row arrangement in `(since, time]`, consolidated
-/// within each batch (callers sum them). The trace must be held at `since` so that times after it
-/// are still distinct. Only batches that can hold such times are read:
-/// a batch whose upper is at most `since + 1` holds times up to `since`
-/// only (logical compaction, held at `since`, never moves a time past
-/// it), so a checkpoint of a large view with few changes reads the recent
-/// batches, not the whole arrangement.
-fn read_changes(trace: &mut RowTrace, since: Timestamp, time: Timestamp) -> Vec<(Row, Diff)> {
-    use differential_dataflow::trace::BatchReader;
-    use differential_dataflow::trace::cursor::Navigable;
-    let mut out = Vec::new();
-    trace.map_batches(|batch| {
-        let upper = batch.upper().elements();
-        let lower = batch.lower().elements();
-        if batch.is_empty() || upper.first().is_some_and(|u| *u <= since.saturating_add(1)) || lower.first().is_some_and(|l| *l > time) {
-            return;
-        }
-        let mut cursor = batch.cursor();
-        keys_into!(cursor, batch, |t: &Timestamp| *t > since && *t <= time, RowRef::to_row, out);
-    });
-    out
-}
-
-/// The first error of an error arrangement at `time`, if any.
-fn read_errors(trace: Option<&mut ErrTrace>, time: Timestamp) -> Result<(), EvalError> {
-    let Some(trace) = trace else { return Ok(()) };
-    let keys: Vec<(EvalError, Diff)> = keys_where!(trace, |t: &Timestamp| *t <= time, |e: &EvalError| e.clone());
-    match keys.into_iter().find(|(_, n)| *n > 0) {
-        Some((e, _)) => Err(e),
-        None => Ok(()),
-    }
 }

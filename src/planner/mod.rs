@@ -17,6 +17,7 @@
 
 mod cse;
 mod demand;
+mod projections;
 pub mod fast_path;
 pub mod lets;
 pub mod shared;
@@ -59,6 +60,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("inline bindings into recursive terms (lets.rs)", |e, _| lets::inline_into_recursion(e)),
     ("lift bindings to the top (lets.rs)", |e, _| lets::lift(e)),
     ("fold constants, compare dates with timestamp constants as dates (unwrap_casts.rs)", |e, _| fold_constants(e)),
+    ("read plain columns through projections, not maps (projections.rs)", |e, _| projections::fold_column_maps(e)),
     ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),

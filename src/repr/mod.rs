@@ -21,7 +21,7 @@ pub use datum::Datum;
 pub use error::{Error, EvalError, SqlState};
 pub use interval::Interval;
 pub use jsonb::Jsonb;
-pub use row::{RawConst, RawDatum, Row, RowPacker, RowRef};
+pub use row::{PackedRows, RawConst, RawDatum, Row, RowPacker, RowRef};
 pub use types::{ColumnType, RegKind, RelationDesc, ScalarType};
 
 /// A logical timestamp: milliseconds since the Unix epoch, strictly increasing

@@ -17,7 +17,9 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod packed;
 mod raw;
+pub use packed::PackedRows;
 pub use raw::{RawConst, RawDatum};
 
 const TAG_NULL: u8 = 0;

@@ -213,7 +213,7 @@ fn simple_query_messages(resp: ExecuteResponse) -> PgWireResult<Vec<PgWireBacken
             out.push(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)));
             Ok(out)
         }
-        ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } | ExecuteResponse::Subscribe { .. } => Err(user_error(
+        ExecuteResponse::CopyIn(_) | ExecuteResponse::CopyOut { .. } | ExecuteResponse::Stream { .. } => Err(user_error(
             INTERNAL_ERROR,
             "internal error: COPY or SUBSCRIBE answered as a query",
         )),
@@ -433,8 +433,10 @@ impl Connection {
                     send_copy_out(client, &desc, &rows, &options).await?;
                     continue;
                 }
-                Ok(ExecuteResponse::Subscribe { desc, stream, stop, copy }) => {
-                    if super::subscribe::stream_subscription(client, &desc, stream, stop, copy.as_ref()).await? {
+                Ok(ExecuteResponse::Stream { desc, origins, stream, stop, copy }) => {
+                    let failed = super::stream::stream_rows(client, &desc, &origins, stream, stop, copy.as_ref()).await?;
+                    self.send_reported(client).await?;
+                    if failed {
                         // An error ends the query string, as any other.
                         if matches!(status, TransactionStatus::Transaction) {
                             status = TransactionStatus::Error;
@@ -674,10 +676,10 @@ impl Connection {
                     client.set_state(PgWireConnectionState::ReadyForQuery);
                     return Ok(());
                 }
-                PortalOutcome::Subscribe { desc, stream, stop, copy } => {
+                PortalOutcome::Stream { desc, stream, stop, copy } => {
                     // Streamed to its end, as COPY data (max_rows does not
                     // apply, as for COPY TO).
-                    super::subscribe::stream_subscription(client, &desc, stream, stop, Some(&copy)).await?;
+                    super::stream::stream_rows(client, &desc, &[], stream, stop, Some(&copy)).await?;
                     *state = PortalExecutionState::Finished;
                     client.set_state(PgWireConnectionState::ReadyForQuery);
                     return Ok(());
@@ -943,7 +945,7 @@ impl ExtendedQueryHandler for Connection {
     {
         match self.run_portal(client, portal).await? {
             PortalOutcome::Response(r) => Ok(r),
-            PortalOutcome::CopyIn(_) | PortalOutcome::CopyOut { .. } | PortalOutcome::Subscribe { .. } => Err(user_error(
+            PortalOutcome::CopyIn(_) | PortalOutcome::CopyOut { .. } | PortalOutcome::Stream { .. } => Err(user_error(
                 INTERNAL_ERROR,
                 "internal error: unexpected COPY dispatch",
             )),

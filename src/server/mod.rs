@@ -38,7 +38,7 @@ mod portal;
 mod portal_cursor;
 mod protocol;
 mod startup;
-mod subscribe;
+mod stream;
 pub mod tls;
 
 use std::fmt::Display;

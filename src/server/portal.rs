@@ -15,6 +15,7 @@ use pgwire::error::PgWireResult;
 
 use super::connection::{status_after, Connection, PreparedStatement};
 use super::convert::{command_tag, encode_rows, field_infos, pg_error, resolve_formats, user_error};
+use crate::coord::streamed::RowStream;
 use crate::coord::{CopyOptions, ExecuteResponse};
 use crate::repr::{Datum, Error, RelationDesc};
 
@@ -27,11 +28,11 @@ pub(super) enum PortalOutcome {
         rows: Vec<Vec<Datum>>,
         options: CopyOptions,
     },
-    /// `COPY (SUBSCRIBE ...) TO STDOUT`.
-    Subscribe {
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`, or a COPY of a query streamed.
+    Stream {
         desc: RelationDesc,
-        stream: crate::coord::subscribe::SubscribeStream,
-        stop: crate::coord::subscribe::Stop,
+        stream: crate::coord::streamed::RowStream,
+        stop: crate::coord::streamed::Stop,
         copy: CopyOptions,
     },
 }
@@ -87,8 +88,17 @@ pub(super) fn portal_outcome(response: ExecuteResponse, portal: &Portal<Prepared
             rows,
             options,
         }),
-        ExecuteResponse::Subscribe { desc, stream, stop, copy: Some(copy) } => Ok(PortalOutcome::Subscribe { desc, stream, stop, copy }),
-        ExecuteResponse::Subscribe { copy: None, .. } => Err(user_error(
+        ExecuteResponse::Stream { desc, stream, stop, copy: Some(copy), .. } => Ok(PortalOutcome::Stream { desc, stream, stop, copy }),
+        ExecuteResponse::Stream { desc, origins, stream: stream @ RowStream::Read(_), stop, copy: None } => {
+            let formats = resolve_formats(result_formats, desc.arity(), "result column")?;
+            let schema = Arc::new(field_infos(&desc, &origins, &formats));
+            let tag = stream.tag();
+            let rows = super::stream::data_rows(desc, schema.clone(), formats, stream, stop);
+            let mut response = QueryResponse::new(schema, rows);
+            response.set_command_tag(tag);
+            Ok(PortalOutcome::Response(Response::Query(response)))
+        }
+        ExecuteResponse::Stream { copy: None, .. } => Err(user_error(
             "0A000",
             "SUBSCRIBE through the extended query protocol streams only as COPY (SUBSCRIBE ...) TO STDOUT, or through a cursor (DECLARE c CURSOR FOR SUBSCRIBE ...; FETCH)",
         )),

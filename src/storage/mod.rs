@@ -167,6 +167,33 @@ pub struct Recovered {
     pub table_parts: HashMap<GlobalId, Vec<(Timestamp, Vec<(Row, Diff)>)>>,
 }
 
+/// Where recovery splits a table's log (`recover_tables`): the changes
+/// through each timestamp of `at` (ascending) together at it, those after
+/// the last at `Timestamp::MAX`; but with `own_times_after`, each change
+/// after that timestamp at its own time (what a view's retained history
+/// is rebuilt from).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cuts {
+    pub at: Vec<Timestamp>,
+    pub own_times_after: Option<Timestamp>,
+}
+
+impl Cuts {
+    /// The part a change at `ts` belongs to.
+    pub fn part_of(&self, ts: Timestamp) -> Timestamp {
+        if self.own_times_after.is_some_and(|after| ts > after) {
+            return ts;
+        }
+        self.at.iter().copied().find(|c| *c >= ts).unwrap_or(Timestamp::MAX)
+    }
+
+    /// The first timestamp the table is split at, if any.
+    pub fn first(&self) -> Option<Timestamp> {
+        let own = self.own_times_after;
+        self.at.first().copied().into_iter().chain(own).min()
+    }
+}
+
 /// RocksDB's options with no preallocated WAL space (`allow_fallocate`):
 /// RocksDB would otherwise reserve up to 64 MB per WAL file (1.1 × the
 /// memtable size, capped by `max_total_wal_size`), so that an idle data
@@ -672,15 +699,15 @@ impl Storage {
     /// with `read_contents`) are left as they are. Must not run beside
     /// commits, folds or checkpoint writes.
     ///
-    /// A table with `cuts` (timestamps, ascending) is returned in parts
-    /// (`recovered.table_parts`) and its log is not folded, so a later
-    /// restart can still split it there. Its snapshot counts as a change at
-    /// the timestamp it reflects (`folded_through`).
+    /// A table with `cuts` is returned in parts (`recovered.table_parts`)
+    /// and its log is not folded, so a later restart can still split it
+    /// there. Its snapshot counts as a change at the timestamp it reflects
+    /// (`folded_through`).
     pub fn recover_tables(
         &self,
         recovered: &mut Recovered,
         skip: &dyn Fn(GlobalId) -> bool,
-        cuts: &HashMap<GlobalId, Vec<Timestamp>>,
+        cuts: &HashMap<GlobalId, Cuts>,
     ) -> Result<(), Error> {
         let meta = self.cf(CF_META)?;
         // Table logs, in (table, timestamp, sequence) order.
@@ -717,7 +744,7 @@ impl Storage {
             let acc = match cuts.get(&table) {
                 Some(cuts) => {
                     let at = if is_snapshot { recovered.folded_through.get(&table).copied().unwrap_or(0) } else { ts };
-                    let part = cuts.iter().copied().find(|c| *c >= at).unwrap_or(Timestamp::MAX);
+                    let part = cuts.part_of(at);
                     parts.entry(table).or_default().entry(part).or_default()
                 }
                 None => {
@@ -1035,6 +1062,20 @@ mod tests {
             sorted(vec![(row(1, "a"), 1), (row(2, "b"), 2), (row(3, "c"), 1)])
         );
         assert_eq!(r.tables[&3], vec![(Row::pack(&[Datum::Null]), 1)]);
+    }
+
+    /// Changes go to the first cut at or after them, the rest to the end;
+    /// after `own_times_after`, each to its own time.
+    #[test]
+    fn cuts_split_the_log_at_cuts_or_own_times() {
+        let cuts = Cuts { at: vec![10, 20], own_times_after: None };
+        assert_eq!([5, 10, 11, 20, 21].map(|t| cuts.part_of(t)), [10, 10, 20, 20, Timestamp::MAX]);
+        assert_eq!(cuts.first(), Some(10));
+        let history = Cuts { at: vec![10, 15], own_times_after: Some(15) };
+        assert_eq!([5, 12, 15, 16, 40].map(|t| history.part_of(t)), [10, 15, 15, 16, 40]);
+        let only = Cuts { at: vec![], own_times_after: Some(7) };
+        assert_eq!(only.first(), Some(7));
+        assert_eq!(Cuts::default().first(), None);
     }
 
     #[test]

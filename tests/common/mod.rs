@@ -197,7 +197,10 @@ impl TestServer {
             "=== starting ripple on port {port} with {} workers ===",
             self.workers
         );
-        let child = Command::new(env!("CARGO_BIN_EXE_ripple"))
+        // (`RIPPLE_TEST_BIN` runs another build, e.g. a copy a long
+        // benchmark keeps while the tree is rebuilt.)
+        let binary = std::env::var_os("RIPPLE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ripple")), PathBuf::from);
+        let child = Command::new(binary)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
@@ -358,4 +361,38 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Samples a process's resident set size every few milliseconds until
+/// finished; the highest seen, in KiB.
+pub struct PeakRss {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    peak: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakRss {
+    pub fn start(pid: u32) -> PeakRss {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                if let Some(kib) = proc_status_kib(pid, "VmRSS") {
+                    p.fetch_max(kib, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        });
+        PeakRss { stop, peak, thread: Some(thread) }
+    }
+
+    pub fn finish(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
