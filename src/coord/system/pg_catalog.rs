@@ -192,7 +192,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         3079,
         "oid oid, extname name, extowner oid, extnamespace oid, extrelocatable bool, extversion text, \
          extconfig oid[], extcondition text[]",
-        none,
+        |_| vec![super::ripple_catalog::extension()],
     ),
     rel("pg_tablespace", 1213, "oid oid, spcname name, spcowner oid, spcacl text[], spcoptions text[]", tablespaces),
     rel(
@@ -819,7 +819,7 @@ fn index_list(ctx: &Ctx) -> Vec<Vec<Datum>> {
 }
 
 fn dependencies(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let mut out = Vec::new();
+    let mut out = super::ripple_catalog::extension_members();
     for r in ctx.relations() {
         if let Some(ix) = &r.index {
             out.push(vec![o(1259), o(r.oid), i4(0), o(1259), o(ix.on), i4(0), t("a")]);

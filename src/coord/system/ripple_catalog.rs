@@ -37,11 +37,17 @@
 //! which (`BindCatalog::introspected`); the coordinator gathers those
 //! (`Coordinator::introspect`) and binds the statement again with them.
 //!
-//! Owns: the relations, their columns, and which gathered facts each one
-//! shows. Must not: gather anything (`coord/introspect.rs` and
+//! To pg_dump, which dumps every schema not named `pg_*` or
+//! `information_schema`, the schema and its relations are members of a
+//! built-in extension (`pg_extension`, `pg_depend`), left out as
+//! `plpgsql`'s objects are.
+//!
+//! Owns: the relations, their columns, which gathered facts each one
+//! shows, and the extension they belong to. Must not: gather anything (`coord/introspect.rs` and
 //! `coord/activity.rs` do).
 
-use super::{Ctx, SystemRelation};
+use super::{b, null, o, t, Ctx, SystemRelation, OWNER_OID, PG_NAMESPACE_OID, RIPPLE_CATALOG_OID};
+use crate::expr::func::catalog::PG_CLASS_OID;
 use crate::repr::Datum;
 use std::collections::BTreeMap;
 
@@ -130,6 +136,25 @@ pub static RELATIONS: &[SystemRelation] = &[
         |ctx| gathered(ctx, Introspected::Sessions),
     ),
 ];
+
+/// The extension's OID: below 16384, so pg_dump takes it for a built-in
+/// one (as `plpgsql`) and dumps no `CREATE EXTENSION` for it.
+const EXTENSION_OID: i64 = 14010;
+const PG_EXTENSION_OID: i64 = 3079;
+
+/// `pg_extension`'s row of the extension.
+pub fn extension() -> Vec<Datum> {
+    vec![o(EXTENSION_OID), t(SCHEMA), o(OWNER_OID), o(RIPPLE_CATALOG_OID), b(false), t("1.0"), null(), null()]
+}
+
+/// `pg_depend`'s rows making the schema and its relations members of the
+/// extension.
+pub fn extension_members() -> Vec<Vec<Datum>> {
+    let member = |class: i64, oid: i64| vec![o(class), o(oid), super::i4(0), o(PG_EXTENSION_OID), o(EXTENSION_OID), super::i4(0), t("e")];
+    std::iter::once(member(PG_NAMESPACE_OID, RIPPLE_CATALOG_OID))
+        .chain(RELATIONS.iter().map(|r| member(PG_CLASS_OID, r.oid)))
+        .collect()
+}
 
 /// The relation that shows `which` (its columns describe the rows
 /// gathered for it).
