@@ -474,6 +474,12 @@ impl<'a> BindCatalog<'a> {
         self.introspected.borrow().clone()
     }
 
+    /// Whether the statement reads `ripple_catalog` facts it was bound
+    /// without (it is bound again once they are gathered).
+    pub fn lacks_facts(&self) -> bool {
+        self.gathered.is_none() && !self.introspected.borrow().is_empty()
+    }
+
     /// The snapshot the statement's catalog functions read, if they need
     /// relation sizes measured into it.
     pub fn sizes_snapshot(&self) -> Option<Arc<CatalogSnapshot>> {

@@ -760,10 +760,11 @@ fn bind(
         _ => String::new(),
     };
     let sizes = bc.sizes_snapshot();
-    // (A read of relation sizes is planned once they are measured: its
-    // constants fold over them.)
+    // (A read of relation sizes is planned once they are measured, one of
+    // `ripple_catalog` once its facts are gathered: its constants fold
+    // over them.)
     let read = match &plan {
-        Plan::Select { query, .. } | Plan::CopyTo { query, .. } if shared && sizes.is_none() => {
+        Plan::Select { query, .. } | Plan::CopyTo { query, .. } if shared && sizes.is_none() && !bc.lacks_facts() => {
             Some(ReadPlan::new(catalog, catalog, session, query.clone()))
         }
         _ => None,
