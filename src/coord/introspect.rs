@@ -150,8 +150,9 @@ impl Coordinator {
             .collect()
     }
 
-    /// `ripple_catalog.frontiers`: per object with an arrangement, its
-    /// upper frontier, the timestamp it can be read at, the durable
+    /// `ripple_catalog.frontiers`: per object with an arrangement, the
+    /// earliest timestamp it can be read at (`history`), its upper
+    /// frontier, the latest timestamp it can be read at, the durable
     /// timestamp and how far behind it is.
     async fn frontier_rows(&self) -> Vec<Vec<Datum>> {
         let uppers = self.frontiers().await;
@@ -166,6 +167,7 @@ impl Coordinator {
                     Datum::Text(owner.name),
                     opt(owner.oid),
                     Datum::Text(owner.kind.into()),
+                    Datum::Int64(st.readable_since(&[id]) as i64),
                     opt((upper != Timestamp::MAX).then_some(upper as i64)),
                     opt(readable.map(|r| r as i64)),
                     Datum::Int64(durable as i64),

@@ -15,7 +15,9 @@
 //!   exported arrangement (internal ones are counted per dataflow by `SHOW
 //!   ARRANGEMENT_SIZES`: records 0 here, bytes NULL).
 //! - `frontiers`: one row per object with an arrangement (`object`,
-//!   `object_id`, `object_kind` as above): `upper`, the first timestamp
+//!   `object_id`, `object_kind` as above): `since`, the earliest timestamp
+//!   it can be read at (`AS OF`: the compaction frontier, earlier by the
+//!   history a materialized view retains); `upper`, the first timestamp
 //!   its arrangement is not complete through on some worker (NULL: complete
 //!   forever); `readable_at`, the latest timestamp it can be read at (for a
 //!   materialized view serving its checkpoint after a restart, the
@@ -118,7 +120,8 @@ pub static RELATIONS: &[SystemRelation] = &[
     rel(
         "frontiers",
         14002,
-        "object text, object_id oid, object_kind text, upper int8, readable_at int8, durable_at int8, lag_ms int8",
+        "object text, object_id oid, object_kind text, since int8, upper int8, readable_at int8, durable_at int8, \
+         lag_ms int8",
         |ctx| gathered(ctx, Introspected::Frontiers),
     ),
     rel(
