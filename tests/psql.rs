@@ -103,6 +103,14 @@ fn psql_meta_commands() {
     let schemas = psql(&server, "\\dn");
     // As in PostgreSQL 15, `public` belongs to pg_database_owner.
     assert!(has_row(&schemas, &["public", "pg_database_owner"]), "\\dn:\n{schemas}");
+    // ripple's introspection schema, and its relations as \dS lists pg_catalog's.
+    assert!(has_row(&schemas, &["ripple_catalog"]), "\\dn:\n{schemas}");
+    let introspection = psql(&server, "\\dvS ripple_catalog.*");
+    for name in ["arrangement_sizes", "frontiers", "hydration", "sessions"] {
+        assert!(has_row(&introspection, &["ripple_catalog", name, "view"]), "\\dvS ripple_catalog.*:\n{introspection}");
+    }
+    let sessions = psql(&server, "\\dS ripple_catalog.sessions");
+    assert!(has_row(&sessions, &["query", "text"]), "\\dS ripple_catalog.sessions:\n{sessions}");
     let roles = psql(&server, "\\du");
     assert!(has_row(&roles, &["ripple"]), "\\du:\n{roles}");
     // Privileges: \dp shows the ACL as PostgreSQL prints it.

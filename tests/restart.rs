@@ -579,7 +579,7 @@ async fn schemas_survive_restart() {
             async move { query_text(client, sql).await }
         };
         let schemas = q("SELECT nspname, oid::text, coalesce(obj_description(oid, 'pg_namespace'), '-') FROM pg_namespace \
-                         WHERE nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1")
+                         WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'ripple_catalog') ORDER BY 1")
             .await;
         assert_eq!(
             schemas.iter().map(|r| (r[0].as_str(), r[2].as_str())).collect::<Vec<_>>(),

@@ -91,6 +91,9 @@ pub struct Session {
     pub statement_len: usize,
     /// Generic plans of the session's prepared queries (`generic`).
     pub(crate) generic_plans: crate::coord::generic::GenericPlans,
+    /// The session's entry in the registry of sessions (`activity`); none
+    /// for the sessions the server makes for itself.
+    pub(crate) activity: Option<crate::coord::activity::SessionActivity>,
 }
 
 impl Session {
@@ -99,6 +102,9 @@ impl Session {
         self.user = if user.is_empty() { "ripple".into() } else { user.to_string() };
         self.database = if database.is_empty() { self.user.clone() } else { database.to_string() };
         self.backend_pid = backend_pid;
+        if let Some(a) = &self.activity {
+            a.identify(backend_pid, &self.user);
+        }
         if !application_name.is_empty() {
             std::sync::Arc::make_mut(&mut self.vars).insert("application_name".into(), application_name.to_string());
         }

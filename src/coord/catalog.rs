@@ -428,6 +428,10 @@ pub struct BindCatalog<'a> {
     pub read_system: Cell<bool>,
     /// Whether it calls a size function (`pg_relation_size`...).
     pub wants_sizes: Cell<bool>,
+    /// The `ripple_catalog` facts it reads (`system::Introspected`), and
+    /// those gathered for it, if they were.
+    introspected: RefCell<BTreeSet<system::Introspected>>,
+    gathered: Option<Arc<system::Gathered>>,
     /// Whether the statement's role's privileges are checked (not for a
     /// stored statement bound again, which was checked when it ran).
     checks: bool,
@@ -442,6 +446,8 @@ impl<'a> BindCatalog<'a> {
             snapshot: RefCell::new(None),
             read_system: Cell::new(false),
             wants_sizes: Cell::new(false),
+            introspected: RefCell::new(BTreeSet::new()),
+            gathered: None,
             checks: true,
         }
     }
@@ -455,6 +461,23 @@ impl<'a> BindCatalog<'a> {
     /// What the statement's role may do, if its privileges are checked.
     fn access(&self) -> Option<Access<'a>> {
         self.checks.then(|| Access::of(self.catalog, &self.session.current_user()))
+    }
+
+    /// Binds with `gathered`, the facts gathered for the `ripple_catalog`
+    /// relations the statement reads.
+    pub fn with_gathered(self, gathered: Option<Arc<system::Gathered>>) -> Self {
+        BindCatalog { gathered, ..self }
+    }
+
+    /// The `ripple_catalog` facts the statement reads.
+    pub fn introspected(&self) -> BTreeSet<system::Introspected> {
+        self.introspected.borrow().clone()
+    }
+
+    /// Whether the statement reads `ripple_catalog` facts it was bound
+    /// without (it is bound again once they are gathered).
+    pub fn lacks_facts(&self) -> bool {
+        self.gathered.is_none() && !self.introspected.borrow().is_empty()
     }
 
     /// The snapshot the statement's catalog functions read, if they need
@@ -504,7 +527,10 @@ impl<'a> BindCatalog<'a> {
     fn system_relation(&self, schema: &str, name: &str) -> Option<CatalogEntry> {
         let rel = system::find(schema, name)?;
         self.read_system.set(true);
-        let ctx = system::Ctx { catalog: self.catalog, session: &self.session };
+        if let Some(which) = system::Introspected::of(name).filter(|_| rel.schema == system::RIPPLE_CATALOG) {
+            self.introspected.borrow_mut().insert(which);
+        }
+        let ctx = system::Ctx { catalog: self.catalog, session: &self.session, gathered: self.gathered.as_deref() };
         Some(system::entry(rel, &ctx))
     }
 }

@@ -31,6 +31,7 @@
 //! Must not: block a dataflow worker, or do I/O other than through `storage`.
 
 pub mod api;
+mod activity;
 mod alter;
 mod catalog;
 mod checkpoint;
@@ -123,6 +124,8 @@ pub struct Coordinator {
     state: Arc<Mutex<State>>,
     dataflow: Arc<DataflowClient>,
     next_session: Arc<AtomicU64>,
+    /// What every session is doing (`activity`, `ripple_catalog.sessions`).
+    sessions: activity::Sessions,
     /// The last transaction id given out (`txid_current()`); it starts at
     /// the recovered write timestamp, so ids grow across restarts.
     txids: Arc<AtomicU64>,
@@ -418,6 +421,7 @@ impl Coordinator {
             state: Arc::new(Mutex::new(state)),
             dataflow,
             next_session: Arc::new(AtomicU64::new(1)),
+            sessions: activity::Sessions::default(),
             txids: Arc::new(AtomicU64::new(load_ts)),
             started: chrono::Utc::now(),
             commits,
@@ -764,10 +768,12 @@ impl Coordinator {
     }
 
     pub fn new_session(&self) -> Session {
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
         Session {
-            id: self.next_session.fetch_add(1, Ordering::Relaxed),
+            id,
             txids: self.txids.clone(),
             server_started: Some(self.started),
+            activity: Some(self.sessions.register(id)),
             ..Default::default()
         }
     }

@@ -37,13 +37,25 @@ impl Coordinator {
             Some(c) if !params.is_empty() => session.generic_plans.instantiate(stmt, params, &types, c, &session.vars),
             _ => None,
         };
+        let mut gathered = None;
         let first = match generic {
             Some(found) => {
                 drop(seen);
                 with_read_plan(found?, snapshot.as_deref(), session)?
             }
             None => {
-                let first = run_heavy(session.statement_len, || bind(&seen, snapshot.is_some(), session, stmt, &mut p))?;
+                let mut first = run_heavy(session.statement_len, || bind(&seen, snapshot.is_some(), session, stmt, &mut p, None))?;
+                if !first.introspected.is_empty() {
+                    // It reads `ripple_catalog`: what it reads is gathered
+                    // (from the workers, without the lock) and it is bound
+                    // again with that.
+                    let facts = Arc::new(Box::pin(self.introspect(&first.introspected)).await);
+                    p = params_for(params);
+                    first = run_heavy(session.statement_len, || {
+                        bind(&seen, snapshot.is_some(), session, stmt, &mut p, Some(facts.clone()))
+                    })?;
+                    gathered = Some(facts);
+                }
                 drop(seen);
                 if let Some(c) = &snapshot {
                     self.learn_generic(session, stmt, params, &types, c, &first);
@@ -55,7 +67,7 @@ impl Coordinator {
         let Bound { plan, read, deps, create_sql, sizes, write_query, .. } = match &snapshot {
             Some(s) if !state.catalog.is(s) => {
                 p = params_for(params);
-                bind(state.catalog_of(session.txn.as_ref()), false, session, stmt, &mut p)?
+                bind(state.catalog_of(session.txn.as_ref()), false, session, stmt, &mut p, gathered)?
             }
             _ => first,
         };
@@ -135,6 +147,10 @@ impl Coordinator {
                     let (name, names) =
                         state.catalog.items.get(&lookup.on).map(|i| (i.name.clone(), i.desc.names.clone())).unwrap_or_default();
                     text = format!("{}\n{text}", lookup.describe(&name, &names));
+                }
+                for line in super::introspect::arrangements_read(&query, &state.catalog) {
+                    text.push_str(&line);
+                    text.push('\n');
                 }
                 let rows = text.lines().map(|l| vec![Datum::Text(l.to_string())]).collect();
                 Ok(ExecuteResponse::Rows { desc: text_desc(&["QUERY PLAN"]), origins: Vec::new(), rows, tag: "EXPLAIN" })
@@ -446,13 +462,9 @@ impl Coordinator {
                         rows
                     }
                     ShowKind::Arrangements | ShowKind::ArrangementSizes => {
-                        let mut names: BTreeMap<GlobalId, String> =
-                            state.catalog.items.values().map(|i| (i.id, i.name.clone())).collect();
-                        let kept = super::keys::kept_arrangements(&state.catalog);
-                        let shared = super::shared::shared_arrangements(&state.catalog);
-                        names.extend(kept.into_iter().chain(shared).map(|(id, _, name)| (id, name)));
+                        let owners = super::introspect::arrangement_owners(&state.catalog);
                         drop(state);
-                        Box::pin(self.arrangements(&names, matches!(kind, ShowKind::ArrangementSizes))).await
+                        Box::pin(self.arrangements(&owners, matches!(kind, ShowKind::ArrangementSizes))).await
                     }
                     ShowKind::Hydration => {
                         drop(state);
@@ -640,6 +652,8 @@ struct Bound {
     sizes: Option<Arc<crate::expr::func::catalog::CatalogSnapshot>>,
     /// It read the session or the system catalog while being bound.
     read_session: bool,
+    /// The `ripple_catalog` facts it reads.
+    introspected: std::collections::BTreeSet<system::Introspected>,
     /// The rows an `INSERT`, `UPDATE` or `DELETE` writes (its query),
     /// optimized already: kept by its generic plan.
     write_query: Option<RelationExpr>,
@@ -717,7 +731,7 @@ fn with_read_plan(instance: super::generic::Instance, catalog: Option<&Catalog>,
             (None, write_query)
         }
     };
-    Ok(Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, write_query })
+    Ok(Bound { plan, read, deps, create_sql: String::new(), sizes: None, read_session: false, introspected: Default::default(), write_query })
 }
 
 /// A query taken out of a plan (an empty constant left in its place).
@@ -726,14 +740,22 @@ fn taken(query: &mut RelationExpr) -> RelationExpr {
 }
 
 /// Binds `stmt` against `catalog`, the catalog `session` sees; `shared`:
-/// that is the shared catalog, so that a read can be planned too.
-fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut Params) -> Result<Bound, Error> {
-    let bc = BindCatalog::new(catalog, session.info());
+/// that is the shared catalog, so that a read can be planned too;
+/// `gathered`: the facts gathered for its `ripple_catalog` relations.
+fn bind(
+    catalog: &Catalog,
+    shared: bool,
+    session: &Session,
+    stmt: &Stmt,
+    p: &mut Params,
+    gathered: Option<Arc<system::Gathered>>,
+) -> Result<Bound, Error> {
+    let bc = BindCatalog::new(catalog, session.info()).with_gathered(gathered);
     let plan = sql::bind_statement(&bc, stmt, p)?;
     // A view would keep the catalog as of its creation.
     if bc.read_system.get() && matches!(plan, Plan::CreateView { .. }) {
         return Err(Error::FeatureNotSupported(
-            "views over the system catalog (pg_catalog, information_schema and catalog functions) are not supported".into(),
+            "views over the system catalog (pg_catalog, information_schema, ripple_catalog and catalog functions) are not supported".into(),
         ));
     }
     // What is created is stored with every name it reads resolved to its
@@ -743,15 +765,25 @@ fn bind(catalog: &Catalog, shared: bool, session: &Session, stmt: &Stmt, p: &mut
         _ => String::new(),
     };
     let sizes = bc.sizes_snapshot();
-    // (A read of relation sizes is planned once they are measured: its
-    // constants fold over them.)
+    // (A read of relation sizes is planned once they are measured, one of
+    // `ripple_catalog` once its facts are gathered: its constants fold
+    // over them.)
     let read = match &plan {
-        Plan::Select { query, .. } | Plan::CopyTo { query, .. } if shared && sizes.is_none() => {
+        Plan::Select { query, .. } | Plan::CopyTo { query, .. } if shared && sizes.is_none() && !bc.lacks_facts() => {
             Some(ReadPlan::new(catalog, catalog, session, query.clone()))
         }
         _ => None,
     };
-    Ok(Bound { plan, read, deps: bc.dependencies(), create_sql, sizes, read_session: bc.read_system.get(), write_query: None })
+    Ok(Bound {
+        plan,
+        read,
+        deps: bc.dependencies(),
+        create_sql,
+        sizes,
+        read_session: bc.read_system.get(),
+        introspected: bc.introspected(),
+        write_query: None,
+    })
 }
 
 /// The OID of the role `session` runs statements as (what it creates, it

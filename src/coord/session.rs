@@ -31,8 +31,11 @@ impl Coordinator {
             return Err(Error::InFailedTransaction);
         }
         let retry = class == (StmtClass::Write { ddl: false }) && session.txn.is_none();
+        if let Some(a) = &session.activity {
+            a.start(stmt, &session.vars);
+        }
         let mut attempt = 0u32;
-        loop {
+        let result = loop {
             let alone = attempt >= AUTOCOMMIT_RETRIES;
             match self.execute_once(session, stmt, params, class, alone).await {
                 Err(Error::SerializationFailure(_) | Error::DeadlockDetected { .. }) if retry && !alone => {
@@ -41,9 +44,13 @@ impl Coordinator {
                     let jitter = (session.id.wrapping_mul(31) + attempt as u64 * 7) % 5;
                     tokio::time::sleep(std::time::Duration::from_micros(100 * (attempt as u64 + jitter))).await;
                 }
-                r => return r,
+                r => break r,
             }
+        };
+        if let Some(a) = &session.activity {
+            a.end(session.in_transaction, session.txn.as_ref().is_some_and(|t| t.failed));
         }
+        result
     }
 
     /// One run of `execute`'s statement.

@@ -135,6 +135,25 @@ pub struct ArrangementInfo {
     pub bytes: Option<usize>,
 }
 
+/// What an item's dataflow exports (the arrangement reads and other
+/// dataflows import).
+pub enum Exported<'a> {
+    Table,
+    MaterializedView,
+    Index(&'a [usize]),
+}
+
+/// How the arrangement an item named `name` exports is described
+/// (`ArrangementInfo::description`): as `SHOW ARRANGEMENTS`,
+/// `ripple_catalog.arrangement_sizes` and `EXPLAIN` name it.
+pub fn exported_description(name: &str, exported: Exported<'_>) -> String {
+    match exported {
+        Exported::Table => format!("table {name} (by row)"),
+        Exported::MaterializedView => format!("materialized view {name} (by row)"),
+        Exported::Index(key) => format!("index {name} (by {key:?})"),
+    }
+}
+
 /// The arrangements of one item's dataflow on one worker (`sizes.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataflowSize {

@@ -422,7 +422,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.inputs.insert(id, input);
             state.traces.insert(id, bundle);
             state.dataflows.insert(id, df);
-            state.built.insert(id, vec![format!("table {name} (by row)")]);
+            state.built.insert(id, vec![super::exported_description(&name, super::Exported::Table)]);
             state.operators.insert(id, first_operator..worker.peek_identifier());
         }
         Command::CreateStreamedTable { id } => {
@@ -690,11 +690,11 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
                     });
                     ok = ok.concat(seed);
                 }
-                built.push(format!("materialized view {} (by row)", desc.name));
+                built.push(super::exported_description(&desc.name, super::Exported::MaterializedView));
                 render::export_rows(ok, err, &desc.name)
             }
             Export::Index { on, key } => {
-                built.push(format!("index {} (by {:?})", desc.name, key));
+                built.push(super::exported_description(&desc.name, super::Exported::Index(key)));
                 render::export_index(scope, traces, *on, key.clone(), &desc.name)
             }
         })

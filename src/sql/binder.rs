@@ -114,7 +114,7 @@ impl std::fmt::Display for QualifiedName {
 }
 
 /// The schemas that hold the system catalog's relations.
-pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
+pub const SYSTEM_SCHEMAS: [&str; 3] = ["pg_catalog", "information_schema", "ripple_catalog"];
 
 /// The schema every database starts with, where objects are created by
 /// default.

@@ -151,8 +151,9 @@ fn table_privileges(ctx: &Ctx) -> Vec<Vec<Datum>> {
 }
 
 fn schemata(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    ["pg_catalog", "information_schema"]
-        .into_iter()
+    super::SYSTEM_SCHEMA_OIDS
+        .iter()
+        .map(|(s, _)| *s)
         .chain(ctx.catalog.schemas.keys().map(String::as_str))
         .map(|s| {
             let owner = ctx.catalog.schemas.get(s).map_or_else(|| ctx.owner().to_string(), |schema| ctx.role_name(schema.owner()));

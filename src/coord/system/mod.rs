@@ -1,6 +1,8 @@
 //! The system catalog as relations: `pg_catalog` and `information_schema`
 //! computed from ripple's own catalog, as Materialize and RisingWave do,
-//! so that clients join, filter and aggregate them like any relation.
+//! so that clients join, filter and aggregate them like any relation; and
+//! `ripple_catalog`, ripple's introspection (`ripple_catalog.rs`), from
+//! facts gathered for the statement that reads it.
 //!
 //! A statement that names one gets its rows as of the moment it is bound:
 //! the binder inlines them as a constant relation (`CatalogEntry::view_plan`),
@@ -18,7 +20,10 @@
 
 mod information_schema;
 mod pg_catalog;
+mod ripple_catalog;
 mod type_io;
+
+pub use ripple_catalog::{relation_of, Gathered, Introspected, SCHEMA as RIPPLE_CATALOG};
 
 use crate::coord::catalog::{Catalog, Item};
 use crate::expr::func::catalog::{CatalogSnapshot, SnapRelation, PG_CLASS_OID};
@@ -35,6 +40,10 @@ pub const DATABASE_OID: i64 = 5;
 pub const PG_CATALOG_OID: i64 = 11;
 pub const PUBLIC_OID: i64 = 2200;
 pub const INFORMATION_SCHEMA_OID: i64 = 13183;
+pub const RIPPLE_CATALOG_OID: i64 = 14000;
+/// The system schemas with their OIDs.
+pub const SYSTEM_SCHEMA_OIDS: [(&str, i64); 3] =
+    [("pg_catalog", PG_CATALOG_OID), ("information_schema", INFORMATION_SCHEMA_OID), (ripple_catalog::SCHEMA, RIPPLE_CATALOG_OID)];
 /// `pg_database_owner`, the role that owns `public` in PostgreSQL 15 (it
 /// stands for the database's owner).
 pub const DATABASE_OWNER_OID: i64 = 6171;
@@ -135,7 +144,7 @@ fn column_type(spec: &str) -> ScalarType {
 
 /// Every system relation.
 pub fn relations() -> impl Iterator<Item = &'static SystemRelation> {
-    pg_catalog::RELATIONS.iter().chain(information_schema::RELATIONS.iter())
+    pg_catalog::RELATIONS.iter().chain(information_schema::RELATIONS.iter()).chain(ripple_catalog::RELATIONS.iter())
 }
 
 /// The system relation `schema.name`, if there is one.
@@ -147,6 +156,8 @@ pub fn find(schema: &str, name: &str) -> Option<&'static SystemRelation> {
 pub struct Ctx<'a> {
     pub catalog: &'a Catalog,
     pub session: &'a SessionInfo,
+    /// The facts gathered for the statement's `ripple_catalog` relations.
+    pub gathered: Option<&'a Gathered>,
 }
 
 impl Ctx<'_> {
@@ -292,10 +303,7 @@ fn index_desc(catalog: &Catalog, item: &Item, ix: &IndexInfo) -> RelationDesc {
 }
 
 fn system_schema_oid(schema: &str) -> i64 {
-    match schema {
-        "pg_catalog" => PG_CATALOG_OID,
-        _ => INFORMATION_SCHEMA_OID,
-    }
+    SYSTEM_SCHEMA_OIDS.iter().find(|(s, _)| *s == schema).map_or(PG_CATALOG_OID, |(_, oid)| *oid)
 }
 
 /// `pg_get_indexdef` of an index of a relation in `schema`.
@@ -344,8 +352,9 @@ pub fn view_def(catalog: &Catalog, item: &Item, search_path: &[String]) -> Optio
 /// The snapshot the catalog functions of a statement read.
 pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<String>) -> CatalogSnapshot {
     let mut snap = CatalogSnapshot { search_path, ..Default::default() };
-    snap.namespaces.insert(PG_CATALOG_OID, "pg_catalog".into());
-    snap.namespaces.insert(INFORMATION_SCHEMA_OID, "information_schema".into());
+    for (name, oid) in SYSTEM_SCHEMA_OIDS {
+        snap.namespaces.insert(oid, name.into());
+    }
     for (name, schema) in &catalog.schemas {
         snap.namespaces.insert(schema.oid, name.clone());
         if let Some(c) = &schema.comment {
@@ -362,7 +371,7 @@ pub fn snapshot(catalog: &Catalog, session: &SessionInfo, search_path: Vec<Strin
     for (oid, name) in type_io::IO_PROCS {
         snap.procs.insert(*oid as i64, name.to_string());
     }
-    let ctx = Ctx { catalog, session };
+    let ctx = Ctx { catalog, session, gathered: None };
     snap.privileges = privileges(&ctx);
     for rel in ctx.relations() {
         snap.relations.insert(rel.oid, SnapRelation { name: rel.name.clone(), schema: rel.schema.to_string() });
@@ -412,7 +421,7 @@ fn privileges(ctx: &Ctx) -> crate::expr::func::catalog::SnapPrivileges {
         };
         out.relations.insert(rel.oid, entry);
     }
-    for oid in [PG_CATALOG_OID, INFORMATION_SCHEMA_OID] {
+    for (_, oid) in SYSTEM_SCHEMA_OIDS {
         out.schemas.insert(oid, (OWNER_OID, public(ObjectKind::Schema, Privs::USAGE)));
     }
     for (name, schema) in &catalog.schemas {
@@ -483,7 +492,7 @@ mod tests {
     fn every_relation_has_typed_columns_and_matching_rows() {
         let catalog = Catalog::default();
         let session = SessionInfo { user: "u".into(), database: "d".into(), ..Default::default() };
-        let ctx = Ctx { catalog: &catalog, session: &session };
+        let ctx = Ctx { catalog: &catalog, session: &session, gathered: None };
         let mut seen = std::collections::BTreeSet::new();
         for r in relations() {
             assert!(seen.insert((r.schema, r.name)), "{} listed twice", r.name);
@@ -494,5 +503,6 @@ mod tests {
         }
         assert!(find("pg_catalog", "pg_class").is_some());
         assert!(find("information_schema", "tables").is_some());
+        assert!(find("ripple_catalog", "sessions").is_some());
     }
 }

@@ -5,7 +5,7 @@
 //! queries clients send about them find nothing instead of failing.
 
 use super::{b, i2, i4, i8, index_def, item_oid, null, o, t, Ctx, SystemRelation, DATABASE_OID};
-use super::{DATABASE_OWNER_OID, INFORMATION_SCHEMA_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID};
+use super::{DATABASE_OWNER_OID, OWNER_OID, PG_CATALOG_OID, PUBLIC_OID, SYSTEM_SCHEMA_OIDS};
 use crate::repr::types::builtin_types;
 use crate::repr::{Datum, ScalarType};
 use crate::expr::func::catalog::PG_CLASS_OID;
@@ -192,7 +192,7 @@ pub static RELATIONS: &[SystemRelation] = &[
         3079,
         "oid oid, extname name, extowner oid, extnamespace oid, extrelocatable bool, extversion text, \
          extconfig oid[], extcondition text[]",
-        none,
+        |_| vec![super::ripple_catalog::extension()],
     ),
     rel("pg_tablespace", 1213, "oid oid, spcname name, spcowner oid, spcacl text[], spcoptions text[]", tablespaces),
     rel(
@@ -370,10 +370,8 @@ pub static RELATIONS: &[SystemRelation] = &[
 ];
 
 fn namespaces(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let mut out = vec![
-        vec![o(PG_CATALOG_OID), t("pg_catalog"), o(OWNER_OID), null()],
-        vec![o(INFORMATION_SCHEMA_OID), t("information_schema"), o(OWNER_OID), null()],
-    ];
+    let mut out: Vec<Vec<Datum>> =
+        SYSTEM_SCHEMA_OIDS.iter().map(|(name, oid)| vec![o(*oid), t(*name), o(OWNER_OID), null()]).collect();
     for (name, schema) in &ctx.catalog.schemas {
         // `public` as the database was made is owned by pg_database_owner
         // (PostgreSQL 15); a schema created later by the user.
@@ -821,7 +819,7 @@ fn index_list(ctx: &Ctx) -> Vec<Vec<Datum>> {
 }
 
 fn dependencies(ctx: &Ctx) -> Vec<Vec<Datum>> {
-    let mut out = Vec::new();
+    let mut out = super::ripple_catalog::extension_members();
     for r in ctx.relations() {
         if let Some(ix) = &r.index {
             out.push(vec![o(1259), o(r.oid), i4(0), o(1259), o(ix.on), i4(0), t("a")]);
