@@ -4,6 +4,7 @@
 use crate::dataflow::render::{self, ErrTrace, RowTrace, Streamed, StreamedInput, TraceBundle};
 use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
+use crate::dataflow::operator_stats::OperatorLog;
 use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::subscribe;
@@ -65,6 +66,8 @@ pub struct WorkerState {
     /// every arrange operator (for `SHOW ARRANGEMENT_SIZES`).
     operators: BTreeMap<GlobalId, OperatorRange>,
     arrange_log: ArrangeLog,
+    /// Per-operator statistics of every dataflow (`operator_stats.rs`).
+    operator_log: OperatorLog,
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
     /// Running `SUBSCRIBE`s (`subscribe.rs`).
@@ -181,6 +184,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         built: BTreeMap::new(),
         operators: BTreeMap::new(),
         arrange_log: ArrangeLog::register(worker),
+        operator_log: OperatorLog::register(worker),
         peeks: Vec::new(),
         subscriptions: Vec::new(),
         input_time: 0,
@@ -564,6 +568,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 });
             }
             let _ = reply.send(out);
+        }
+        Command::OperatorStats { only, reply } => {
+            ArrangeLog::flush(worker);
+            let _ = reply.send(state.operator_log.gather(&state.dataflows, only, &state.arrange_log));
         }
         Command::Shutdown => {}
     }
