@@ -233,3 +233,19 @@ async fn console_renders_objects_and_dataflow_graph_in_chromium() {
     assert!(dom.contains(" in · ") && dom.contains(" out"), "per-operator records: {dom}");
     assert!(dom.contains("operators,") && dom.contains("channels"), "{dom}");
 }
+
+#[test]
+fn a_taken_http_port_given_stops_the_start() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let http = taken.local_addr().expect("its address").to_string();
+    let dir = tempfile::tempdir().expect("data dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_ripple"))
+        .args(["--data-dir", &dir.path().join("data").display().to_string()])
+        .args(["--listen", &format!("127.0.0.1:{}", common::free_port())])
+        .args(["--http-listen", &http])
+        .output()
+        .expect("run ripple");
+    assert!(!out.status.success(), "ripple started on a taken HTTP port");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("could not listen on {http} (--http-listen)")), "{stderr}");
+}

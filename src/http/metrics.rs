@@ -70,8 +70,8 @@ fn object_labels(o: &ObjectStatus) -> Labels {
 
 fn registry(counters: &ServerCounters, objects: &[ObjectStatus], sessions: usize) -> Registry {
     let mut r = Registry::default();
-    counter(&mut r, "ripple_commits", "Write transactions made durable since start.", counters.commits);
-    counter(&mut r, "ripple_commit_syncs", "Syncs of the write-ahead storage (group commits) since start.", counters.syncs);
+    counter(&mut r, "ripple_commits", "Write transactions made durable since start", counters.commits);
+    counter(&mut r, "ripple_commit_syncs", "Syncs of the write-ahead storage (group commits) since start", counters.syncs);
     let rows = Family::<Labels, Counter>::default();
     for (schema, table, inserted, updated, deleted) in &counters.rows_written {
         for (kind, n) in [("insert", inserted), ("update", updated), ("delete", deleted)] {
@@ -79,27 +79,27 @@ fn registry(counters: &ServerCounters, objects: &[ObjectStatus], sessions: usize
             rows.get_or_create(&labels).inc_by((*n).max(0) as u64);
         }
     }
-    r.register("ripple_rows_written", "Rows inserted, updated and deleted by statements since start, per table.", rows);
-    gauge(&mut r, "ripple_sessions", "Client sessions open now.", sessions as i64);
-    gauge(&mut r, "ripple_subscriptions", "SUBSCRIBEs running now.", counters.subscriptions as i64);
-    gauge(&mut r, "ripple_heap_bytes", "Heap bytes the server holds.", counters.heap_bytes as i64);
+    r.register("ripple_rows_written", "Rows inserted, updated and deleted by statements since start, per table", rows);
+    gauge(&mut r, "ripple_sessions", "Client sessions open now", sessions as i64);
+    gauge(&mut r, "ripple_subscriptions", "SUBSCRIBEs running now", counters.subscriptions as i64);
+    gauge(&mut r, "ripple_heap_bytes", "Heap bytes the server holds", counters.heap_bytes as i64);
     if let Some(limit) = counters.memory_limit {
-        gauge(&mut r, "ripple_memory_limit_bytes", "The server's memory limit (--memory-limit).", limit as i64);
+        gauge(&mut r, "ripple_memory_limit_bytes", "The server's memory limit (--memory-limit)", limit as i64);
     }
-    gauge(&mut r, "ripple_durable_timestamp_milliseconds", "The durable timestamp reads happen at.", counters.durable_ts as i64);
+    gauge(&mut r, "ripple_durable_timestamp_milliseconds", "The durable timestamp reads happen at", counters.durable_ts as i64);
     per_object::<f64, AtomicU64>(
         &mut r,
         "ripple_freshness_lag_seconds",
-        "How far the time an object can be read at is behind the durable time (absent while it cannot be read).",
+        "How far the time an object can be read at is behind the durable time (absent while it cannot be read)",
         objects,
         |o| o.freshness_lag_ms.map(|ms| ms as f64 / 1000.0),
     );
     let sizes: [(&str, &str, fn(&ObjectStatus) -> i64); 3] = [
-        ("ripple_arrangement_records", "Records of the arrangement an object exports, over all workers.", |o| o.records),
-        ("ripple_arrangement_bytes", "Heap bytes of the arrangement an object exports, over all workers.", |o| o.bytes),
+        ("ripple_arrangement_records", "Records of the arrangement an object exports, over all workers", |o| o.records),
+        ("ripple_arrangement_bytes", "Heap bytes of the arrangement an object exports, over all workers", |o| o.bytes),
         (
             "ripple_dataflow_arranged_records",
-            "Records of every arrangement an object's dataflow holds, internal ones included.",
+            "Records of every arrangement an object's dataflow holds, internal ones included",
             |o| o.arranged_records,
         ),
     ];
@@ -114,7 +114,7 @@ fn registry(counters: &ServerCounters, objects: &[ObjectStatus], sessions: usize
             hydration.get_or_create(&labels).set(1);
         }
     }
-    r.register("ripple_hydration_state", "A materialized view's state since the restart (1 for its state).", hydration);
+    r.register("ripple_hydration_state", "A materialized view's state since the restart (1 for its state)", hydration);
     r
 }
 
@@ -159,5 +159,7 @@ mod tests {
         assert!(!text.contains(r#"ripple_freshness_lag_seconds{schema="public",object="w""#), "{text}");
         assert!(text.contains(r#"ripple_hydration_state{schema="public",object="w",kind="materialized view",state="hydrated"} 1"#), "{text}");
         assert!(!text.contains("ripple_memory_limit_bytes"), "{text}");
+        // The encoder ends help texts with a period of its own.
+        assert!(text.lines().filter(|l| l.starts_with("# HELP")).all(|l| !l.ends_with("..")), "{text}");
     }
 }
