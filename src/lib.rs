@@ -11,6 +11,7 @@ pub mod coord;
 pub mod dataflow;
 pub mod expr;
 pub mod heap;
+pub mod http;
 pub mod memory;
 pub mod planner;
 pub mod priority;

@@ -95,6 +95,13 @@ struct Args {
     /// The private key of --tls-cert (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+
+    /// Address of the HTTP port: Prometheus metrics at /metrics, the
+    /// console at /. `off` turns it off. Without the flag it is
+    /// 127.0.0.1:6876, and off (with a warning) if that is taken; an
+    /// address given that cannot be bound stops the server.
+    #[arg(long, value_name = "ADDR")]
+    http_listen: Option<String>,
 }
 
 /// Refuses to serve every client unauthenticated beyond this machine:
@@ -237,7 +244,18 @@ async fn run(args: Args) -> Result<(), String> {
         auth: args.auth,
         tls,
         max_message_size: args.max_message_size,
+        open_sessions: Default::default(),
     };
+    if let Some(http) = ripple::http::bind(args.http_listen.as_deref()).await.map_err(|e| e.to_string())? {
+        let addr = http.local_addr().map_err(|e| format!("could not listen for HTTP: {e}"))?;
+        eprintln!("ripple serving metrics and the console on http://{addr}/");
+        let (coord, sessions) = (coord.clone(), config.open_sessions.clone());
+        tokio::spawn(async move {
+            if let Err(e) = ripple::http::serve(http, coord, sessions).await {
+                tracing::error!(error = %e, "the HTTP port failed");
+            }
+        });
+    }
     tokio::select! {
         result = ripple::server::serve_listener(listener, coord, config) => {
             result.map_err(|e| format!("server failed: {e}"))

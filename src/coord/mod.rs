@@ -47,6 +47,7 @@ mod generic;
 mod introspect;
 mod locks;
 mod memory;
+pub mod observe;
 pub mod password;
 mod privileges;
 mod progress;

@@ -21,6 +21,7 @@ mod held;
 mod hierarchy;
 mod in_order;
 mod merging;
+pub mod operator_stats;
 mod recursive;
 mod reads;
 mod reduce;
@@ -260,6 +261,10 @@ pub enum Command {
     AllowCompaction { time: Timestamp },
     /// Lists the arrangements the worker holds.
     ListArrangements { reply: UnboundedSender<ArrangementList> },
+    /// The operators and channels of each maintained dataflow (`only`
+    /// one item's, if given), with their statistics on this worker
+    /// (`operator_stats.rs`).
+    OperatorStats { only: Option<GlobalId>, reply: UnboundedSender<Vec<operator_stats::DataflowStats>> },
     Shutdown,
 }
 

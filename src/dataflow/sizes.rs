@@ -75,6 +75,11 @@ impl ArrangeLog {
         }
     }
 
+    /// The records arrange operator `operator` holds, if it holds any.
+    pub fn records_of(&self, operator: usize) -> Option<i64> {
+        self.records.borrow().get(&operator).copied()
+    }
+
     /// The number of non-empty arrange operators in `range` and the records
     /// they hold.
     pub fn records_in(&self, range: &OperatorRange) -> (usize, i64) {

@@ -4,6 +4,7 @@
 use crate::dataflow::render::{self, ErrTrace, RowTrace, Streamed, StreamedInput, TraceBundle};
 use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
+use crate::dataflow::operator_stats::OperatorLog;
 use crate::dataflow::row_spine::arrange_rows;
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::arrangement_read::{complete_through, read_changes, read_errors, read_prefixes, read_rows, read_rows_from};
@@ -66,6 +67,8 @@ pub struct WorkerState {
     /// every arrange operator (for `SHOW ARRANGEMENT_SIZES`).
     operators: BTreeMap<GlobalId, OperatorRange>,
     arrange_log: ArrangeLog,
+    /// Per-operator statistics of every dataflow (`operator_stats.rs`).
+    operator_log: OperatorLog,
     /// Reads waiting for their arrangements to pass their time.
     peeks: Vec<PendingPeek>,
     /// Reads answered in parts, between parts (`reads.rs`).
@@ -230,6 +233,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         built: BTreeMap::new(),
         operators: BTreeMap::new(),
         arrange_log: ArrangeLog::register(worker),
+        operator_log: OperatorLog::register(worker),
         peeks: Vec::new(),
         reads: BTreeMap::new(),
         subscriptions: Vec::new(),
@@ -615,6 +619,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 });
             }
             let _ = reply.send(out);
+        }
+        Command::OperatorStats { only, reply } => {
+            ArrangeLog::flush(worker);
+            let _ = reply.send(state.operator_log.gather(&state.dataflows, only, &state.arrange_log));
         }
         Command::Shutdown => {}
     }

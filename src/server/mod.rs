@@ -75,6 +75,9 @@ pub struct ServerConfig {
     /// The largest frontend message accepted (`--max-message-size`); past
     /// it the connection ends with 54000.
     pub max_message_size: usize,
+    /// Sessions open now, counted with the connection limit's slots (the
+    /// HTTP side's `ripple_sessions` gauge reads it).
+    pub open_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +87,7 @@ impl Default for ServerConfig {
             auth: auth::AuthMethod::Trust,
             tls: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            open_sessions: Default::default(),
         }
     }
 }
@@ -145,7 +149,7 @@ pub async fn serve_listener(listener: TcpListener, coord: Coordinator, config: S
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "accepting connections");
     }
-    let slots = startup::ConnectionSlots::new(config.max_connections);
+    let slots = startup::ConnectionSlots::counting(config.max_connections, config.open_sessions.clone());
     let keys = Arc::new(pgwire::api::RandomPidSecretKeyGenerator::default());
     let acceptor = config.tls.as_ref().map(|t| t.acceptor()).transpose()?;
     let auth = Arc::new(auth::Auth::new(config.auth, coord.clone(), config.tls.as_ref())?);

@@ -36,12 +36,13 @@ pub use crate::coord::settings::{DATABASE_NAME, SERVER_VERSION};
 #[derive(Debug)]
 pub struct ConnectionSlots {
     max: usize,
-    open: AtomicUsize,
+    open: Arc<AtomicUsize>,
 }
 
 impl ConnectionSlots {
-    pub fn new(max: usize) -> Arc<ConnectionSlots> {
-        Arc::new(ConnectionSlots { max, open: AtomicUsize::new(0) })
+    /// Slots counted in `open`, which others may read.
+    pub fn counting(max: usize, open: Arc<AtomicUsize>) -> Arc<ConnectionSlots> {
+        Arc::new(ConnectionSlots { max, open })
     }
 
     /// Takes a slot if one is free.
@@ -277,7 +278,7 @@ mod tests {
 
     #[test]
     fn slots_are_bounded_and_given_back() {
-        let slots = ConnectionSlots::new(2);
+        let slots = ConnectionSlots::counting(2, Default::default());
         assert!(slots.take());
         assert!(slots.take());
         assert!(!slots.take());

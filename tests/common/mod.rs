@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -23,6 +25,9 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct TestServer {
     child: Option<Child>,
     port: u16,
+    /// The HTTP port (metrics, console): a free one per start, unless the
+    /// test passes its own `--http-listen`.
+    http_port: u16,
     workers: usize,
     data_dir: tempfile::TempDir,
     /// Holds the stderr log, outside the data directory.
@@ -78,6 +83,7 @@ impl TestServer {
         let mut server = TestServer {
             child: None,
             port: 0,
+            http_port: 0,
             workers,
             data_dir,
             log_dir,
@@ -91,6 +97,12 @@ impl TestServer {
     /// The port the server listens on (changes on restart).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The HTTP port (metrics, console) of this start, 0 if the test
+    /// passed its own `--http-listen`.
+    pub fn http_port(&self) -> u16 {
+        self.http_port
     }
 
     /// The server process's id, while it runs (to sample its memory).
@@ -187,6 +199,9 @@ impl TestServer {
 
     fn spawn(&mut self) {
         let port = free_port();
+        // Every server gets its own HTTP port: tests run side by side.
+        let http_port = if self.args.iter().any(|a| a.starts_with("--http-listen")) { 0 } else { free_port() };
+        let http_args = if http_port == 0 { vec![] } else { vec!["--http-listen".to_string(), format!("127.0.0.1:{http_port}")] };
         let mut log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -207,6 +222,7 @@ impl TestServer {
             .arg(self.data_dir.path())
             .arg("--workers")
             .arg(self.workers.to_string())
+            .args(&http_args)
             .args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
@@ -216,6 +232,7 @@ impl TestServer {
             .expect("spawn the ripple binary");
         self.child = Some(child);
         self.port = port;
+        self.http_port = http_port;
         self.wait_ready();
     }
 
