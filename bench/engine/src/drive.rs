@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
-use ripple::dataflow::{Command, DataflowClient, DataflowDesc, Export, PeekResult};
+use ripple::dataflow::{Command, DataflowClient, DataflowDesc, Export, ReadPart, ReadReply};
 use ripple::repr::{Diff, GlobalId, Row, Timestamp};
 use ripple_tpch::queries::Query;
 use ripple_tpch::verify::{self, Answer, Outcome};
@@ -191,7 +191,8 @@ fn schedule(relations: Vec<(usize, GlobalId, Vec<Row>)>, shape: Shape) -> Vec<(T
 /// Waits until the view is complete through `time` (a read of no keys).
 fn complete_through(client: &DataflowClient, time: Timestamp) -> Result<()> {
     let (tx, mut rx) = unbounded_channel();
-    client.broadcast(Command::Lookup { id: VIEW_ID, keys: Arc::new(vec![]), values: false, time, reply: tx });
+    let reply = ReadReply::new(usize::MAX, tx);
+    client.broadcast(Command::Lookup { id: VIEW_ID, keys: Arc::new(vec![]), values: false, time, reply });
     for _ in 0..client.workers() {
         answer(rx.blocking_recv(), client)?;
     }
@@ -201,7 +202,9 @@ fn complete_through(client: &DataflowClient, time: Timestamp) -> Result<()> {
 /// The view's rows at `time` (each repeated by its multiplicity) as text.
 fn read_view(client: &DataflowClient, time: Timestamp) -> Result<Vec<Vec<String>>> {
     let (tx, mut rx) = unbounded_channel();
-    client.broadcast(Command::Peek { id: VIEW_ID, time, reply: tx });
+    // (Whole: one part per worker.)
+    let reply = ReadReply::new(usize::MAX, tx);
+    client.broadcast(Command::Peek { id: VIEW_ID, time, reply });
     let mut out = Vec::new();
     for _ in 0..client.workers() {
         for (row, diff) in answer(rx.blocking_recv(), client)? {
@@ -215,9 +218,9 @@ fn read_view(client: &DataflowClient, time: Timestamp) -> Result<Vec<Vec<String>
     Ok(out)
 }
 
-fn answer(reply: Option<PeekResult>, client: &DataflowClient) -> Result<Vec<(Row, Diff)>> {
-    match reply {
-        Some(Ok(rows)) => Ok(rows),
+fn answer(reply: Option<ReadPart>, client: &DataflowClient) -> Result<Vec<(Row, Diff)>> {
+    match reply.map(|part| part.rows) {
+        Some(Ok(rows)) => Ok(rows.into_rows()),
         Some(Err(e)) => bail!("the view failed: {e}"),
         None if client.failed() => bail!("a worker failed"),
         None => bail!("a worker did not answer"),
