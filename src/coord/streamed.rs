@@ -154,6 +154,12 @@ impl ResultStream {
             let waited = tokio::select! {
                 part = self.rx.recv() => part,
                 e = &mut *stop => return Err(e),
+                // (As a whole read: every read waiting on the workers
+                // while the server is over its memory limit fails, before
+                // a view being stopped could answer it half built.)
+                _ = crate::memory::exceeded() => {
+                    return Err(Error::OutOfMemory { what: "this statement's query ran".into() });
+                }
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
                     if self.dataflow.failed() {
                         return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
