@@ -7,7 +7,14 @@
 //! NULL is checked), and hands the rows over in chunks
 //! (`Coordinator::copy_in_rows`).
 //!
-//! An autocommit COPY streams: each chunk is packed and written to the
+//! A small autocommit COPY (one chunk of at most `HELD_BYTES`) is held
+//! and commits as one ordinary write, through the write-ahead log and the
+//! group commit as an INSERT does: a bulk load's staging costs a memtable
+//! flush at its commit, which a stream of small COPYs (a writer batching
+//! 100 rows per COPY) turned into 100 flushes a second, RocksDB stopping
+//! writes behind them and seconds of latency.
+//!
+//! A larger autocommit COPY streams: each chunk is packed and written to the
 //! table's log as a staged chunk of a bulk load (`storage::staged`, on a
 //! blocking thread while the next chunk is parsed), so its memory does not
 //! grow with its input. At CopyDone (`copy_in_commit`) the load commits at
@@ -43,6 +50,11 @@ use std::sync::Arc;
 /// How many chunks of a load may wait in the workers' queues.
 const FEED_WINDOW: usize = 4;
 
+/// An autocommit COPY's rows are held in memory, to commit as one ordinary
+/// write, while they are one chunk of at most this many bytes; past that
+/// they are staged as a bulk load.
+const HELD_BYTES: usize = 4 << 20;
+
 /// A COPY FROM STDIN in progress.
 pub struct CopyTarget {
     table: GlobalId,
@@ -64,6 +76,9 @@ enum Sink {
     /// Inside a transaction block: the packed rows (a fraction of the
     /// memory of their datums), written with the block.
     Memory(Vec<Row>),
+    /// Autocommit, while the rows are few (`HELD_BYTES`): held, to commit
+    /// as one ordinary write.
+    Held { storage: Arc<Storage>, rows: Vec<Row>, bytes: usize },
     /// Autocommit: staged in storage as they arrive.
     Staged(Staging),
 }
@@ -125,7 +140,7 @@ impl Drop for Staging {
 impl std::fmt::Debug for CopyTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (streamed, rows) = match &self.sink {
-            Sink::Memory(rows) => (false, rows.len() as u64),
+            Sink::Memory(rows) | Sink::Held { rows, .. } => (false, rows.len() as u64),
             Sink::Staged(s) => (true, s.rows),
         };
         f.debug_struct("CopyTarget")
@@ -157,9 +172,7 @@ impl State {
         let sink = if session.in_transaction {
             Sink::Memory(Vec::new())
         } else {
-            let storage = Arc::clone(&self.storage);
-            let load = storage.begin_load();
-            Sink::Staged(Staging { storage, table, load, chunks: 0, rows: 0, bytes: 0, pending: None, committed: false })
+            Sink::Held { storage: Arc::clone(&self.storage), rows: Vec::new(), bytes: 0 }
         };
         let progress = self.catalog.copies.start(session.backend_pid, table, true);
         CopyTarget { table, table_name, desc, columns, options, defaults, sink, progress }
@@ -259,18 +272,46 @@ impl CopyTarget {
 impl Coordinator {
     /// Adds a chunk of packed table rows (checked: from
     /// `CopyTarget::table_row`, or packed as read) to a COPY
-    /// in progress: staged in storage (the previous chunk's write must be
-    /// done first, so at most one chunk is in flight) or, in a transaction
-    /// block, kept. Nothing is visible before `copy_in_commit`.
+    /// in progress: held while they are few, then staged in storage (the
+    /// previous chunk's write must be done first, so at most one chunk is
+    /// in flight) or, in a transaction block, kept. Nothing is visible
+    /// before `copy_in_commit`.
     pub async fn copy_in_rows(&self, target: &mut CopyTarget, rows: Vec<Row>) -> Result<(), Error> {
         target.progress.add_tuples(rows.len() as u64);
+        let table = target.table;
         let staging = match &mut target.sink {
             Sink::Memory(kept) => {
                 kept.extend(rows);
                 return Ok(());
             }
+            Sink::Held { storage, rows: held, bytes } => {
+                let added: usize = rows.iter().map(Row::byte_len).sum();
+                if held.is_empty() && *bytes + added <= HELD_BYTES {
+                    *bytes += added;
+                    held.extend(rows);
+                    return Ok(());
+                }
+                // Past one chunk or `HELD_BYTES`: a bulk load from here,
+                // the held rows its first chunk.
+                let storage = Arc::clone(storage);
+                let first = std::mem::take(held);
+                let load = storage.begin_load();
+                let mut staging =
+                    Staging { storage, table, load, chunks: 0, rows: 0, bytes: 0, pending: None, committed: false };
+                if !first.is_empty() {
+                    self.stage_chunk(&mut staging, first).await?;
+                }
+                self.stage_chunk(&mut staging, rows).await?;
+                target.sink = Sink::Staged(staging);
+                return Ok(());
+            }
             Sink::Staged(staging) => staging,
         };
+        self.stage_chunk(staging, rows).await
+    }
+
+    /// Stages one chunk of a bulk load, after the previous chunk's write.
+    async fn stage_chunk(&self, staging: &mut Staging, rows: Vec<Row>) -> Result<(), Error> {
         if staging.chunks == 0 {
             // Recovery removes uncommitted chunks: stage only after it.
             self.wait_ready().await?;
@@ -295,7 +336,7 @@ impl Coordinator {
         }
         let CopyTarget { table, table_name, sink, progress, .. } = target;
         let result = match sink {
-            Sink::Memory(rows) => self.copy_in_block(session, table, table_name, rows).await,
+            Sink::Memory(rows) | Sink::Held { rows, .. } => self.copy_in_block(session, table, table_name, rows).await,
             // An empty COPY writes nothing (it still needs its table).
             Sink::Staged(staging) if staging.rows == 0 => self.copy_in_block(session, table, table_name, Vec::new()).await,
             Sink::Staged(staging) => self.commit_load(session, table_name, staging).await,
@@ -304,7 +345,8 @@ impl Coordinator {
         result
     }
 
-    /// A COPY's rows in a transaction block, or an empty COPY.
+    /// A COPY's rows in a transaction block, a small COPY's, or an empty
+    /// COPY's.
     async fn copy_in_block(&self, session: &mut Session, table: GlobalId, table_name: String, rows: Vec<Row>) -> Result<u64, Error> {
         let own_token = match self.take_token(session, &|| "COPY".into(), super::Want::Blind).await {
             Ok(token) => token,
@@ -409,7 +451,8 @@ impl Coordinator {
             }
         });
         let workers = self.dataflow.workers().max(1);
-        let (ack_tx, mut acks) = tokio::sync::mpsc::unbounded_channel();
+        let mut acks = self.dataflow.router().load_acks();
+        let ack = Some(acks.request());
         let mut in_flight = 0usize;
         let mut result = Ok(());
         while let Some(chunk) = rx.recv().await {
@@ -420,7 +463,7 @@ impl Coordinator {
                     break;
                 }
             };
-            self.dataflow.broadcast(Command::Load { id: table, rows: Arc::new(rows), ack: Some(ack_tx.clone()) });
+            self.dataflow.broadcast(Command::Load { id: table, rows: Arc::new(rows), ack });
             in_flight += 1;
             while in_flight > FEED_WINDOW {
                 for _ in 0..workers {

@@ -217,8 +217,8 @@ impl Coordinator {
 
     /// Every worker's list of the arrangements it holds.
     pub(super) async fn list_arrangements(&self) -> Vec<crate::dataflow::ArrangementList> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::ListArrangements { reply: tx });
+        let mut rx = self.dataflow.router().arrangements();
+        self.dataflow.broadcast(Command::ListArrangements { request: rx.request() });
         let mut out = Vec::new();
         for _ in 0..self.dataflow.workers() {
             match rx.recv().await {

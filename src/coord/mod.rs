@@ -77,7 +77,7 @@ pub use copy::CopyTarget;
 pub use recovery::Readiness;
 use recovery::{CheckpointRead, Isolation, Recovery};
 
-use crate::dataflow::{Command, DataflowClient, PeekResult};
+use crate::dataflow::{Command, DataflowClient, PeekResult, Routed};
 use crate::expr::relation::compare_rows;
 use crate::expr::RelationExpr;
 use crate::repr::{ColumnType, Datum, Diff, Error, EvalError, GlobalId, RelationDesc, Row, ScalarType, Timestamp};
@@ -596,8 +596,8 @@ impl Coordinator {
     /// The upper frontier of every exported arrangement, the earliest over
     /// the workers (`Timestamp::MAX`: complete forever).
     async fn frontiers(&self) -> HashMap<GlobalId, Timestamp> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::Frontiers { reply: tx });
+        let mut rx = self.dataflow.router().frontiers();
+        self.dataflow.broadcast(Command::Frontiers { request: rx.request() });
         let mut out: HashMap<GlobalId, Timestamp> = HashMap::new();
         for _ in 0..self.dataflow.workers() {
             let Some(part) = rx.recv().await else { break };
@@ -645,9 +645,9 @@ impl Coordinator {
                 if st.recovery.pending.contains(&id) || st.recovery.loading.contains_key(&id) || st.stopped.contains(&id) {
                     continue;
                 }
-                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                let rx = self.dataflow.router().checkpoint();
                 let chunk_bytes = st.checkpoint_chunk_bytes;
-                self.dataflow.broadcast(Command::Checkpoint { id, time: t, chunk_bytes, reply: tx });
+                self.dataflow.broadcast(Command::Checkpoint { id, time: t, chunk_bytes, request: rx.request() });
                 let full = !st.incremental.contains(&id);
                 let old_frontier = st.checkpoints.lineage.get(&id).map(|l| l.frontier).unwrap_or(0);
                 let prev = if full { None } else { st.checkpoints.lineage.get(&id).cloned() };
@@ -730,8 +730,8 @@ impl Coordinator {
         self.checkpoint_writer.run(move || s.clear_checkpoint_after(id, old_frontier)).await.ok_or_else(stopped)??;
         let (mut chunk, mut rows, mut bytes) = (first, 0, 0);
         loop {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            self.dataflow.broadcast(Command::CheckpointMore { id, reply: tx });
+            let rx = self.dataflow.router().checkpoint();
+            self.dataflow.broadcast(Command::CheckpointMore { id, request: rx.request() });
             let next = self.collect_changes(rx).await?;
             if next.is_empty() {
                 return Ok(Some((chunk, rows, bytes)));
@@ -756,7 +756,7 @@ impl Coordinator {
     }
 
     /// Every worker's part of a checkpoint read, as changes.
-    async fn collect_changes(&self, mut rx: tokio::sync::mpsc::UnboundedReceiver<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
+    async fn collect_changes(&self, mut rx: Routed<PeekResult>) -> Result<Vec<(Row, Diff)>, Error> {
         let mut out = Vec::new();
         for _ in 0..self.dataflow.workers() {
             match rx.recv().await {

@@ -139,8 +139,8 @@ impl Coordinator {
     /// there is no such item or it has no dataflow.
     pub async fn dataflow_graph(&self, name: &str) -> Option<DataflowGraph> {
         let object = self.objects().await.into_iter().find(|o| o.name == name || format!("{}.{}", o.schema, o.name) == name)?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        self.dataflow.broadcast(Command::OperatorStats { only: Some(object.id), reply: tx });
+        let mut rx = self.dataflow.router().operator_stats();
+        self.dataflow.broadcast(Command::OperatorStats { only: Some(object.id), request: rx.request() });
         let mut parts = Vec::new();
         for _ in 0..self.dataflow.workers() {
             match rx.recv().await {

@@ -8,7 +8,7 @@
 //! decide timestamps (`session` picks them).
 
 use super::*;
-use crate::dataflow::{ReadPart, ReadReply};
+use crate::dataflow::{DataflowClient, ReadPart, ReadReply, Routed};
 
 impl Coordinator {
     /// Reads a query's rows at the latest write (a constant needs no
@@ -127,7 +127,7 @@ impl Coordinator {
 
     /// Every worker's part of a read, put together; the first error (by
     /// order) if any worker had one.
-    async fn gather(&self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<ReadPart>) -> Result<Vec<(Row, Diff)>, Error> {
+    async fn gather(&self, rx: &mut Routed<ReadPart>) -> Result<Vec<(Row, Diff)>, Error> {
         let mut rows = Vec::new();
         let mut first_err: Option<EvalError> = None;
         let mut open = self.dataflow.workers();
@@ -278,7 +278,7 @@ impl State {
             })
             .collect();
         self.catalog.stats.scanned(deps, indexed);
-        let (reply, rx) = read_reply(part_bytes);
+        let (reply, rx) = read_reply(&self.dataflow, part_bytes);
         let request = reply.request;
         match &query {
             RelationExpr::Get { id, .. } => self.dataflow.broadcast(Command::Peek { id: *id, time: ts, reply }),
@@ -314,7 +314,7 @@ impl State {
     /// one of `keys` (sorted; the rows stored under them with `values`),
     /// as they are (`Coordinator::collect_rows`).
     pub(super) fn seek(&mut self, id: GlobalId, keys: Vec<Row>, values: bool, ts: Timestamp) -> PendingRead {
-        let (reply, rx) = read_reply(usize::MAX);
+        let (reply, rx) = read_reply(&self.dataflow, usize::MAX);
         let request = reply.request;
         self.dataflow.broadcast(Command::Lookup { id, keys: Arc::new(keys), values, time: ts, reply });
         PendingRead { rx, request, then: None }
@@ -324,7 +324,7 @@ impl State {
     /// in the arrangement; the rest of `query` is evaluated over the rows
     /// they find when they are collected (`Coordinator::collect`).
     pub(super) fn lookup(&mut self, query: RelationExpr, lookup: crate::planner::fast_path::Lookup, ts: Timestamp) -> PendingRead {
-        let (reply, rx) = read_reply(usize::MAX);
+        let (reply, rx) = read_reply(&self.dataflow, usize::MAX);
         let request = reply.request;
         let values = lookup.index.is_some();
         let keys = Arc::new(lookup.keys);
@@ -343,15 +343,15 @@ pub(super) enum Answer {
 /// (`Coordinator::collect`): their parts, and for a fast-path lookup the
 /// plan to evaluate over the rows found, with the relation they stand for.
 pub(super) struct PendingRead {
-    rx: tokio::sync::mpsc::UnboundedReceiver<ReadPart>,
+    rx: Routed<ReadPart>,
     request: u64,
     then: Option<(RelationExpr, GlobalId)>,
 }
 
 /// A new read's reply (parts of about `part_bytes`) and its receiver.
-fn read_reply(part_bytes: usize) -> (ReadReply, tokio::sync::mpsc::UnboundedReceiver<ReadPart>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    (ReadReply::new(part_bytes, tx), rx)
+fn read_reply(dataflow: &DataflowClient, part_bytes: usize) -> (ReadReply, Routed<ReadPart>) {
+    let rx = dataflow.router().read();
+    (ReadReply::to(&rx, part_bytes), rx)
 }
 
 /// Rows with multiplicities as a list of rows (a result never holds a

@@ -15,10 +15,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::session;
-use crate::dataflow::{Command, DataflowClient, ReadPart};
+use crate::dataflow::{Command, DataflowClient, ReadPart, Routed};
 use crate::repr::{Datum, Diff, Error, EvalError, PackedRows, RowRef};
 use crate::sql::Finishing;
 
@@ -27,7 +26,7 @@ pub(super) const PART_BYTES: usize = 1 << 20;
 
 /// A read's rows as they come from the workers (`Coordinator::read_answer`).
 pub struct ResultStream {
-    rx: UnboundedReceiver<ReadPart>,
+    rx: Routed<ReadPart>,
     request: u64,
     dataflow: Arc<DataflowClient>,
     /// Per worker, whether parts are still to come from it.
@@ -51,7 +50,7 @@ pub struct ResultStream {
 impl ResultStream {
     /// A stream over read `request`'s parts (arriving on `rx`) with
     /// `finishing`'s OFFSET, LIMIT and columns (its order must be none).
-    pub(super) fn new(rx: UnboundedReceiver<ReadPart>, request: u64, dataflow: Arc<DataflowClient>, finishing: &Finishing) -> ResultStream {
+    pub(super) fn new(rx: Routed<ReadPart>, request: u64, dataflow: Arc<DataflowClient>, finishing: &Finishing) -> ResultStream {
         debug_assert!(finishing.order.is_empty());
         ResultStream {
             rx,

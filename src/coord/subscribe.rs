@@ -24,7 +24,8 @@
 //! cursor's) or render dataflows.
 
 use super::*;
-use crate::dataflow::subscribe::{change_bytes, Event, Sink};
+use crate::dataflow::subscribe::{change_bytes, Event};
+use crate::dataflow::Routed;
 use crate::sql::subscribe::{SubscribeOutput, SubscribePlan};
 use super::streamed::Stop;
 use std::collections::VecDeque;
@@ -45,7 +46,7 @@ const CHUNK_ROWS: usize = 10_000;
 
 /// A running subscription's rows, in timestamp order.
 pub struct SubscribeStream {
-    rx: tokio::sync::mpsc::UnboundedReceiver<(usize, Event)>,
+    rx: Routed<(usize, Event)>,
     pending_bytes: Arc<AtomicUsize>,
     /// Each worker's frontier (`None`: it will send nothing more).
     frontiers: Vec<Option<Timestamp>>,
@@ -110,10 +111,11 @@ impl Coordinator {
         state.check_not_stopped(&reads)?;
         state.check_shape(query.depends_on(), as_of)?;
         let names = reads.iter().map(|id| (*id, state.name_of(*id))).collect();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let pending_bytes = Arc::new(AtomicUsize::new(0));
-        let sink = Sink { tx, pending: pending_bytes.clone(), limit: settings::subscribe_buffer_limit(&session.vars) };
-        state.dataflow.broadcast(Command::Subscribe { plan: Arc::new(query), as_of, reads, sink });
+        let limit = settings::subscribe_buffer_limit(&session.vars);
+        let rx = state.dataflow.router().subscribe(pending_bytes.clone(), limit);
+        let request = rx.request();
+        state.dataflow.broadcast(Command::Subscribe { plan: Arc::new(query), as_of, reads, request });
         let stream = SubscribeStream {
             rx,
             pending_bytes,

@@ -4,10 +4,11 @@
 //!
 //! The coordinator talks to it only through `DataflowClient`, which
 //! broadcasts `Command`s to every worker in one order (timely requires every
-//! worker to build the same dataflows in the same order); replies come back
-//! on channels carried by the commands. A read's answer is plain data
-//! (`ReadPart`, serializable) under the read's request id, in parts of
-//! bounded size that the reader asks for one at a time (`reads.rs`).
+//! worker to build the same dataflows in the same order). A command that
+//! wants an answer names a request; the workers' answers are plain data
+//! (`protocol::Response`, serializable) that the client's router hands to
+//! the request's receiver (`protocol.rs`). A read's answer comes in parts
+//! of bounded size that the reader asks for one at a time (`reads.rs`).
 //!
 //! Must not: know SQL text, the catalog, or storage.
 
@@ -22,6 +23,7 @@ mod hierarchy;
 mod in_order;
 mod merging;
 pub mod operator_stats;
+pub mod protocol;
 mod recursive;
 mod reads;
 mod reduce;
@@ -40,35 +42,33 @@ mod worker;
 
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
+pub use protocol::{RequestId, Responder, Response, Routed, Router};
 use std::sync::Arc;
 use std::thread::Thread;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// Rows of a checkpoint read (with multiplicities) or the first error of
 /// the collection's error stream.
 pub type PeekResult = Result<Vec<(Row, Diff)>, EvalError>;
 
-/// Where a read's answer goes (`Command::Peek`, `Lookup`, `Query`): the
-/// reading session's channel, the read's request id (unique in the
-/// process; what `Command::ReadMore` and `CancelRead` name), and about how
-/// many bytes of rows each part may hold (`usize::MAX`: all in one).
-#[derive(Clone, Debug)]
+/// How a read's answer comes back (`Command::Peek`, `Lookup`, `Query`):
+/// under the read's request id (`Router::read`; what `Command::ReadMore`
+/// and `CancelRead` name), in parts of about `chunk_bytes` bytes of rows
+/// (`usize::MAX`: all in one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReadReply {
-    pub request: u64,
+    pub request: RequestId,
     pub chunk_bytes: usize,
-    pub tx: UnboundedSender<ReadPart>,
 }
 
 impl ReadReply {
-    /// A reply for a new read, with a fresh request id.
-    pub fn new(chunk_bytes: usize, tx: UnboundedSender<ReadPart>) -> ReadReply {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        ReadReply { request: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chunk_bytes, tx }
+    /// The reply of the read whose answers `routed` receives.
+    pub fn to(routed: &Routed<ReadPart>, chunk_bytes: usize) -> ReadReply {
+        ReadReply { request: routed.request(), chunk_bytes }
     }
 
     /// Sends worker `worker`'s next part; false if the reader is gone.
-    pub(crate) fn send(&self, worker: usize, rows: Result<PackedRows, EvalError>, more: bool) -> bool {
-        self.tx.send(ReadPart { request: self.request, worker, rows, more }).is_ok()
+    pub(crate) fn send(&self, responder: &Responder, worker: usize, rows: Result<PackedRows, EvalError>, more: bool) -> bool {
+        responder.read_part(self.request, worker, rows, more)
     }
 }
 
@@ -123,7 +123,7 @@ pub struct DataflowDesc {
 }
 
 /// One arrangement held by the engine.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct ArrangementInfo {
     /// The catalog item whose dataflow holds it.
     pub owner: GlobalId,
@@ -156,7 +156,7 @@ pub fn exported_description(name: &str, exported: Exported<'_>) -> String {
 }
 
 /// The arrangements of one item's dataflow on one worker (`sizes.rs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DataflowSize {
     pub owner: GlobalId,
     /// Whether the item is a table (its one arrangement holds its rows).
@@ -171,7 +171,7 @@ pub struct DataflowSize {
 }
 
 /// A worker's answer to `ListArrangements`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ArrangementList {
     pub arrangements: Vec<ArrangementInfo>,
     pub dataflows: Vec<DataflowSize>,
@@ -199,9 +199,10 @@ pub enum Command {
     /// `time + 1`) until `LoadEnd`, while the rows arrive in `Load` chunks.
     LoadBegin { id: GlobalId, time: Timestamp },
     /// A chunk of the load in progress into table `id` (each worker takes
-    /// its share); `ack` is told once the worker has taken it in, so the
-    /// sender can keep only a few chunks in flight.
-    Load { id: GlobalId, rows: Arc<Vec<(Row, Diff)>>, ack: Option<UnboundedSender<()>> },
+    /// its share); with `ack`, the worker answers `Response::LoadAck` once
+    /// it has taken it in, so the sender can keep only a few chunks in
+    /// flight.
+    Load { id: GlobalId, rows: Arc<Vec<(Row, Diff)>>, ack: Option<RequestId> },
     /// Ends the load into table `id`: its time is complete.
     LoadEnd { id: GlobalId },
     /// Builds a maintained dataflow.
@@ -222,12 +223,13 @@ pub enum Command {
     /// previous checkpoint's time (the worker keeps a trace handle at that
     /// time, so exactly those changes stay distinguishable).
     /// A whole read comes in chunks of about `chunk_bytes` of rows per
-    /// worker: the reply holds the first, `CheckpointMore` asks for the
-    /// next, and an empty chunk means the worker is done.
-    Checkpoint { id: GlobalId, time: Timestamp, chunk_bytes: usize, reply: UnboundedSender<PeekResult> },
+    /// worker (`Response::Checkpoint` under `request`): the answer holds
+    /// the first, `CheckpointMore` asks for the next, and an empty chunk
+    /// means the worker is done.
+    Checkpoint { id: GlobalId, time: Timestamp, chunk_bytes: usize, request: RequestId },
     /// The next chunk of a whole checkpoint read (`Checkpoint`); empty once
     /// the worker has sent every row (or has no such read).
-    CheckpointMore { id: GlobalId, reply: UnboundedSender<PeekResult> },
+    CheckpointMore { id: GlobalId, request: RequestId },
     /// Forgets a view's checkpoint handle: its next checkpoint is whole.
     CheckpointReset { id: GlobalId },
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
@@ -238,9 +240,10 @@ pub enum Command {
     /// Ends read `request` before its last part: its reader is gone.
     CancelRead { request: u64 },
     /// Builds a dataflow for `plan` that sends its changes from `as_of`
-    /// on to `sink` (`subscribe.rs`) until the session stops listening;
-    /// dropping any of `reads` (what the plan reads) ends it.
-    Subscribe { plan: Arc<RelationExpr>, as_of: Timestamp, reads: Vec<GlobalId>, sink: subscribe::Sink },
+    /// on as `Response::Subscribe` events under `request` (`subscribe.rs`)
+    /// until the session stops listening; dropping any of `reads` (what
+    /// the plan reads) ends it.
+    Subscribe { plan: Arc<RelationExpr>, as_of: Timestamp, reads: Vec<GlobalId>, request: RequestId },
     /// On restart, before the tables' contents are loaded: advances every
     /// input to `time` (earlier times complete, `time` still open), so that
     /// dataflows seeded from checkpoints can complete their earlier times.
@@ -253,18 +256,18 @@ pub enum Command {
     SeedCheckpoint { id: GlobalId, frontier: Timestamp, retract_at: Option<Timestamp>, rows: Arc<Vec<(Row, Diff)>> },
     /// Each exported arrangement's upper frontier (its first element;
     /// `None` if empty, i.e. complete forever).
-    Frontiers { reply: UnboundedSender<Vec<(GlobalId, Option<Timestamp>)>> },
+    Frontiers { request: RequestId },
     /// The arrangement `id` keeps `ms` milliseconds of history behind the
     /// compaction frontier (`RETAIN HISTORY`), readable `AS OF`.
     RetainHistory { id: GlobalId, ms: u64 },
     /// Allows every arrangement to compact history up to `time`.
     AllowCompaction { time: Timestamp },
     /// Lists the arrangements the worker holds.
-    ListArrangements { reply: UnboundedSender<ArrangementList> },
+    ListArrangements { request: RequestId },
     /// The operators and channels of each maintained dataflow (`only`
     /// one item's, if given), with their statistics on this worker
     /// (`operator_stats.rs`).
-    OperatorStats { only: Option<GlobalId>, reply: UnboundedSender<Vec<operator_stats::DataflowStats>> },
+    OperatorStats { only: Option<GlobalId>, request: RequestId },
     Shutdown,
 }
 
@@ -275,6 +278,8 @@ pub struct DataflowClient {
     /// of waiting for a reply that will never come.
     failed: Arc<std::sync::atomic::AtomicBool>,
     threads: Vec<Thread>,
+    /// Where the workers' responses go.
+    router: Arc<Router>,
     _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
 }
 
@@ -293,6 +298,8 @@ impl DataflowClient {
         let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
         let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let failed_flag = failed.clone();
+        let router = Arc::new(Router::default());
+        let responder = Responder::new(Arc::clone(&router));
         let mut config = timely::Config::process(workers);
         merging::configure(&mut config.worker);
         let guards = timely::execute::execute(config, move |w| {
@@ -300,7 +307,7 @@ impl DataflowClient {
             let index = w.index();
             let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");
             let _ = thread_tx.send((index, std::thread::current()));
-            worker::run(w, rx);
+            worker::run(w, rx, responder.clone());
         })?;
         let mut threads: Vec<(usize, Thread)> = Vec::new();
         for _ in 0..workers {
@@ -311,6 +318,7 @@ impl DataflowClient {
             senders,
             failed,
             threads: threads.into_iter().map(|(_, t)| t).collect(),
+            router,
             _guards: std::sync::Mutex::new(guards),
         })
     }
@@ -324,6 +332,11 @@ impl DataflowClient {
     /// to them): reads left waiting fail instead of waiting for ever.
     pub fn fail(&self) {
         self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Where to register a request before sending its command.
+    pub fn router(&self) -> &Arc<Router> {
+        &self.router
     }
 
     pub fn workers(&self) -> usize {

@@ -13,7 +13,7 @@
 
 use crate::dataflow::sizes::ArrangeLog;
 use crate::repr::GlobalId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -22,7 +22,7 @@ use timely::logging::{StartStop, TimelyEvent, TimelyEventBuilder};
 use timely::worker::Worker;
 
 /// One operator of a dataflow, summed over the workers.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorStats {
     /// Worker-unique identifier (the first worker's, after a merge).
     pub id: usize,
@@ -45,7 +45,7 @@ pub struct OperatorStats {
 
 /// A channel between two operators of one scope; a scope's own inputs and
 /// outputs are the scope's operator.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelStats {
     pub id: usize,
     pub from: usize,
@@ -57,7 +57,7 @@ pub struct ChannelStats {
 }
 
 /// The operators and channels of one catalog item's dataflow.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DataflowStats {
     pub owner: GlobalId,
     pub operators: Vec<OperatorStats>,

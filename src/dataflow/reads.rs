@@ -61,11 +61,11 @@ pub(super) fn cancel(worker: &mut Worker, state: &mut WorkerState, request: u64)
 
 /// Ends the reads whose readers went away between parts.
 pub(super) fn forget_abandoned(worker: &mut Worker, state: &mut WorkerState) {
-    if state.reads.values().all(|r| !r.reply.tx.is_closed()) {
+    if state.reads.values().all(|r| state.responder.is_open(r.reply.request)) {
         return;
     }
     let (gone, kept): (BTreeMap<_, _>, BTreeMap<_, _>) =
-        std::mem::take(&mut state.reads).into_iter().partition(|(_, r)| r.reply.tx.is_closed());
+        std::mem::take(&mut state.reads).into_iter().partition(|(_, r)| !state.responder.is_open(r.reply.request));
     state.reads = kept;
     for read in gone.into_values() {
         end(worker, read);
@@ -76,7 +76,7 @@ pub(super) fn forget_abandoned(worker: &mut Worker, state: &mut WorkerState) {
 /// read if rows are left, else ends it.
 fn send_from(worker: &mut Worker, state: &mut WorkerState, mut read: StreamedRead, from: Option<Row>) {
     let (rows, next) = read_packed_from(&mut read.handle, read.time, from.as_ref(), read.reply.chunk_bytes);
-    let sent = read.reply.send(state.index, Ok(rows), next.is_some());
+    let sent = read.reply.send(&state.responder, state.index, Ok(rows), next.is_some());
     match next {
         Some(next) if sent => {
             read.next = next;
@@ -115,12 +115,11 @@ mod tests {
         }
     }
 
-    /// Request ids are fresh per read.
+    /// So is what a read command carries for its answer.
     #[test]
-    fn requests_are_distinct() {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let a = ReadReply::new(1, tx.clone());
-        let b = ReadReply::new(1, tx);
-        assert_ne!(a.request, b.request);
+    fn replies_are_plain_data() {
+        let reply = ReadReply { request: 9, chunk_bytes: 1 << 20 };
+        let back: ReadReply = serde_json::from_slice(&serde_json::to_vec(&reply).expect("serialize")).expect("deserialize");
+        assert_eq!(back, reply);
     }
 }

@@ -11,10 +11,13 @@
 //! the workers' events: a time is complete once every worker's frontier
 //! has passed it.
 //!
-//! What the workers have sent and the session has not yet taken is
-//! counted in bytes (`Sink::pending`); past the sink's limit the
-//! subscription fails (`EvalError::SubscribeBufferFull`) instead of
-//! growing without bound under a client that stopped reading.
+//! Events go out as `Response::Subscribe` under the subscription's
+//! request. What the workers have sent and the session has not yet taken
+//! is counted in bytes by the request's route (`protocol.rs`); past the
+//! session's limit the subscription fails
+//! (`EvalError::SubscribeBufferFull`) instead of growing without bound
+//! under a client that stopped reading, and its route closes, which ends
+//! it here at its next event.
 //!
 //! An error in the plan's output at a completed time ends the
 //! subscription with that error, as reading the relation would fail.
@@ -26,6 +29,7 @@
 //! Owns: the sink operator, the events, and a worker's subscriptions. Must
 //! not: decide timestamps, or merge workers' events (the session does).
 
+use crate::dataflow::protocol::{RequestId, Responder, Response};
 use crate::dataflow::render::{self, Coll, ErrColl};
 use crate::dataflow::worker::WorkerState;
 use crate::expr::RelationExpr;
@@ -35,14 +39,11 @@ use differential_dataflow::consolidation::consolidate;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::Operator;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// What one worker tells a subscribing session.
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Event {
     /// The changes of one completed time (consolidated, none zero).
     Updates(Timestamp, Vec<(Row, Diff)>),
@@ -56,25 +57,24 @@ pub enum Event {
     Dropped(GlobalId),
 }
 
-/// Where a worker's events go: the session's channel, tagged with the
-/// worker's index, and the count of bytes sent and not yet taken.
+/// Where a worker's events go: the subscription's request, through the
+/// worker's responder.
 #[derive(Clone, Debug)]
 pub struct Sink {
-    pub tx: UnboundedSender<(usize, Event)>,
-    pub pending: Arc<AtomicUsize>,
-    /// At most this many bytes in flight (`pending`).
-    pub limit: usize,
+    pub request: RequestId,
+    pub responder: Responder,
 }
 
 impl Sink {
-    /// Sends `event` as worker `worker`'s; false if the session is gone.
+    /// Sends `event` as worker `worker`'s; false if the session is gone
+    /// (or stopped taking changes).
     pub fn send(&self, worker: usize, event: Event) -> bool {
-        self.tx.send((worker, event)).is_ok()
+        self.responder.send(Response::Subscribe { request: self.request, worker, event })
     }
 
     /// Whether the session stopped listening.
     pub fn closed(&self) -> bool {
-        self.tx.is_closed()
+        !self.responder.is_open(self.request)
     }
 }
 
@@ -92,7 +92,8 @@ pub struct Subscription {
 
 /// Builds the dataflow of a `SUBSCRIBE` (`subscribe.rs`): `plan`'s changes
 /// from `as_of` on, to `sink`.
-pub(super) fn start(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, as_of: Timestamp, reads: Vec<GlobalId>, sink: Sink) {
+pub(super) fn start(worker: &mut Worker, state: &mut WorkerState, plan: &RelationExpr, as_of: Timestamp, reads: Vec<GlobalId>, request: RequestId) {
+    let sink = Sink { request, responder: state.responder.clone() };
     let dataflow = worker.next_dataflow_index();
     let mut built = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
@@ -140,8 +141,8 @@ pub(super) fn end_reading(worker: &mut Worker, state: &mut WorkerState, id: Glob
     });
 }
 
-/// The bytes a change holds while in flight, as `Sink::pending` counts
-/// them.
+/// The bytes a change holds while in flight, as a subscription's route
+/// counts them (`protocol.rs`).
 pub fn change_bytes(row: &Row) -> usize {
     row.byte_len() + std::mem::size_of::<(Row, Diff)>()
 }
@@ -187,13 +188,12 @@ pub fn render_sink(ok: Coll<'_>, err: ErrColl<'_>, as_of: Timestamp, sink: Sink,
             if rows.is_empty() {
                 continue;
             }
-            let bytes: usize = rows.iter().map(|(r, _)| change_bytes(r)).sum();
-            if sink.pending.fetch_add(bytes, Ordering::SeqCst) + bytes > sink.limit {
-                sink.send(worker, Event::Error(EvalError::SubscribeBufferFull(sink.limit)));
+            if !sink.send(worker, Event::Updates(time, rows)) {
+                // The session is gone, or stopped taking changes (its
+                // route sent it the error).
                 done.set(true);
                 return;
             }
-            sink.send(worker, Event::Updates(time, rows));
         }
         if reported != Some(upper) {
             reported = Some(upper);

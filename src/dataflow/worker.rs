@@ -10,7 +10,7 @@ use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::arrangement_read::{complete_through, read_changes, read_errors, read_prefixes, read_rows, read_rows_from};
 use crate::dataflow::reads;
 use crate::dataflow::subscribe;
-use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, PeekResult, ReadReply};
+use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, ReadReply, RequestId, Responder, Response};
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
 use differential_dataflow::input::{Input, InputSession};
@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// How often the compaction frontier (`Command::AllowCompaction`, sent on
 /// every commit) is applied to the traces.
@@ -96,8 +95,11 @@ pub struct WorkerState {
     compacted: (Timestamp, Instant),
     /// Merging of arrangements while writes pause.
     merging: IdleMerging,
-    /// Acknowledgements of `Command::Load`s, sent after the next step.
-    load_acks: Vec<UnboundedSender<()>>,
+    /// Acknowledgements of `Command::Load`s (their requests), sent after
+    /// the next step.
+    load_acks: Vec<RequestId>,
+    /// Where responses go.
+    pub responder: Responder,
     /// Per checkpointed materialized view, a handle on its arrangement held
     /// at the last checkpoint's time (absent while a checkpoint read is
     /// pending: the pending read owns it).
@@ -185,29 +187,30 @@ impl WorkerState {
 enum PeekReply {
     /// A session's read (`reads.rs`).
     Read(ReadReply),
-    /// A checkpoint read of view `id`: `since` is the previous checkpoint's
-    /// time (`None`: whole, in chunks of `chunk_bytes`).
-    Checkpoint { tx: UnboundedSender<PeekResult>, id: GlobalId, since: Option<Timestamp>, chunk_bytes: usize },
+    /// A checkpoint read of view `id` (answered under `request`): `since`
+    /// is the previous checkpoint's time (`None`: whole, in chunks of
+    /// `chunk_bytes`).
+    Checkpoint { request: RequestId, id: GlobalId, since: Option<Timestamp>, chunk_bytes: usize },
 }
 
 impl PeekReply {
     /// Whether the reader went away (a checkpoint's never does: its read
     /// must end in the handle being put back).
-    fn abandoned(&self) -> bool {
+    fn abandoned(&self, responder: &Responder) -> bool {
         match self {
-            PeekReply::Read(r) => r.tx.is_closed(),
+            PeekReply::Read(r) => !responder.is_open(r.request),
             PeekReply::Checkpoint { .. } => false,
         }
     }
 
     /// Answers with `error` (worker `index`'s whole part).
-    fn fail(&self, index: usize, error: EvalError) {
+    fn fail(&self, responder: &Responder, index: usize, error: EvalError) {
         match self {
             PeekReply::Read(r) => {
-                r.send(index, Err(error), false);
+                r.send(responder, index, Err(error), false);
             }
-            PeekReply::Checkpoint { tx, .. } => {
-                let _ = tx.send(Err(error));
+            PeekReply::Checkpoint { request, .. } => {
+                responder.send(Response::Checkpoint { request: *request, rows: Err(error) });
             }
         }
     }
@@ -221,7 +224,7 @@ struct ChunkedRead {
     chunk_bytes: usize,
 }
 
-pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
+pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, responder: Responder) {
     let mut state = WorkerState {
         index: worker.index(),
         peers: worker.peers(),
@@ -246,6 +249,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
         compacted: (0, Instant::now()),
         merging: IdleMerging::new(),
         load_acks: Vec::new(),
+        responder,
         checkpoints: BTreeMap::new(),
         chunked: BTreeMap::new(),
         seeds: Vec::new(),
@@ -304,8 +308,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>) {
             park = park.min(ADVANCE_BATCH.saturating_sub(since.elapsed()));
         }
         worker.step_or_park(Some(park));
-        for ack in state.load_acks.drain(..) {
-            let _ = ack.send(());
+        for request in state.load_acks.drain(..) {
+            state.responder.send(Response::LoadAck { request });
         }
         // Views that ran out of memory: their output is incomplete; the
         // coordinator stops them (on every worker).
@@ -389,7 +393,7 @@ fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: ReadRe
             budget: None,
         }),
         None => {
-            reply.send(state.index, Err(EvalError::Internal(format!("no arrangement for item {id}"))), false);
+            reply.send(&state.responder, state.index, Err(EvalError::Internal(format!("no arrangement for item {id}"))), false);
         }
     }
 }
@@ -522,9 +526,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         }
         Command::Peek { id, time, reply } => read_at(state, id, time, reply, None),
         Command::Lookup { id, keys, values, time, reply } => read_at(state, id, time, reply, Some((keys, values))),
-        Command::Checkpoint { id, time, chunk_bytes, reply } => {
+        Command::Checkpoint { id, time, chunk_bytes, request } => {
             let Some(bundle) = state.traces.get(&id) else {
-                let _ = reply.send(Err(EvalError::Internal(format!("no arrangement for item {id}"))));
+                let rows = Err(EvalError::Internal(format!("no arrangement for item {id}")));
+                state.responder.send(Response::Checkpoint { request, rows });
                 return;
             };
             let (ok, since) = match state.checkpoints.remove(&id) {
@@ -536,17 +541,17 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 ok,
                 err: bundle.err.as_ref().map(reader),
                 time,
-                reply: PeekReply::Checkpoint { tx: reply, id, since, chunk_bytes },
+                reply: PeekReply::Checkpoint { request, id, since, chunk_bytes },
                 drop_dataflow: None,
                 lookup: None,
                 source: None,
                 budget: None,
             });
         }
-        Command::CheckpointMore { id, reply } => match state.chunked.remove(&id) {
+        Command::CheckpointMore { id, request } => match state.chunked.remove(&id) {
             Some(mut read) => {
                 let (rows, next) = read_rows_from(&mut read.handle, read.time, Some(&read.next), read.chunk_bytes);
-                let _ = reply.send(Ok(rows));
+                state.responder.send(Response::Checkpoint { request, rows: Ok(rows) });
                 match next {
                     Some(next) => {
                         state.chunked.insert(id, ChunkedRead { next, ..read });
@@ -555,7 +560,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 }
             }
             None => {
-                let _ = reply.send(Ok(Vec::new()));
+                state.responder.send(Response::Checkpoint { request, rows: Ok(Vec::new()) });
             }
         },
         Command::CheckpointReset { id } => {
@@ -565,13 +570,13 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::Query { plan, time, reply } => query(worker, state, &plan, time, reply),
         Command::ReadMore { request } => reads::more(worker, state, request),
         Command::CancelRead { request } => reads::cancel(worker, state, request),
-        Command::Subscribe { plan, as_of, reads, sink } => subscribe::start(worker, state, &plan, as_of, reads, sink),
+        Command::Subscribe { plan, as_of, reads, request } => subscribe::start(worker, state, &plan, as_of, reads, request),
         Command::HoldInputs { time } => {
             state.input_time = state.input_time.max(time);
             release_inputs(state);
         }
         Command::SeedCheckpoint { id, frontier, retract_at, rows } => seed_checkpoint(state, id, frontier, retract_at, rows),
-        Command::Frontiers { reply } => {
+        Command::Frontiers { request } => {
             release_inputs(state);
             let mut out = Vec::new();
             for (id, bundle) in state.traces.iter_mut() {
@@ -579,14 +584,14 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                 bundle.ok.read_upper(&mut upper);
                 out.push((*id, upper.elements().first().copied()));
             }
-            let _ = reply.send(out);
+            state.responder.send(Response::Frontiers { request, frontiers: out });
         }
         // Applied to the traces by the worker's loop (`compacted`).
         Command::AllowCompaction { time } => state.since = state.since.max(time),
         Command::RetainHistory { id, ms } => {
             state.retention.insert(id, ms);
         }
-        Command::ListArrangements { reply } => {
+        Command::ListArrangements { request } => {
             ArrangeLog::flush(worker);
             let mut out = ArrangementList::default();
             for (owner, descs) in &state.built {
@@ -618,11 +623,12 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                     exported_bytes: exported.bytes,
                 });
             }
-            let _ = reply.send(out);
+            state.responder.send(Response::Arrangements { request, list: out });
         }
-        Command::OperatorStats { only, reply } => {
+        Command::OperatorStats { only, request } => {
             ArrangeLog::flush(worker);
-            let _ = reply.send(state.operator_log.gather(&state.dataflows, only, &state.arrange_log));
+            let stats = state.operator_log.gather(&state.dataflows, only, &state.arrange_log);
+            state.responder.send(Response::OperatorStats { request, stats });
         }
         Command::Shutdown => {}
     }
@@ -817,7 +823,7 @@ fn query(
         }),
         None => {
             worker.drop_dataflow(df);
-            reply.send(state.index, Err(EvalError::Internal("query dataflow could not be built".into())), false);
+            reply.send(&state.responder, state.index, Err(EvalError::Internal("query dataflow could not be built".into())), false);
         }
     }
 }
@@ -861,7 +867,7 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         let peek = &mut state.peeks[i];
         // A query whose reader is gone (canceled, timed out, client
         // disconnected) stops computing.
-        if peek.reply.abandoned() {
+        if peek.reply.abandoned(&state.responder) {
             let peek = state.peeks.swap_remove(i);
             if let Some(df) = peek.drop_dataflow {
                 worker.drop_dataflow(df);
@@ -871,7 +877,7 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         // A query that ran out of memory (its output is incomplete).
         if peek.budget.as_ref().is_some_and(|b| b.stopped()) {
             let peek = state.peeks.swap_remove(i);
-            peek.reply.fail(state.index, EvalError::MemoryExhausted);
+            peek.reply.fail(&state.responder, state.index, EvalError::MemoryExhausted);
             if let Some(df) = peek.drop_dataflow {
                 worker.drop_dataflow(df);
             }
@@ -883,7 +889,7 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
             if let Some(rows) = read_ahead(state, i) {
                 let peek = state.peeks.swap_remove(i);
                 if let PeekReply::Read(reply) = &peek.reply {
-                    reply.send(state.index, Ok(PackedRows::from_rows(&rows)), false);
+                    reply.send(&state.responder, state.index, Ok(PackedRows::from_rows(&rows)), false);
                 }
                 continue;
             }
@@ -893,19 +899,19 @@ fn serve_peeks(worker: &mut Worker, state: &mut WorkerState) {
         let mut peek = state.peeks.swap_remove(i);
         let reply = match peek.reply {
             PeekReply::Read(reply) => reply,
-            PeekReply::Checkpoint { tx, id, since, chunk_bytes } => {
-                answer_checkpoint(state, peek.ok, peek.err, peek.time, tx, id, since, chunk_bytes);
+            PeekReply::Checkpoint { request, id, since, chunk_bytes } => {
+                answer_checkpoint(state, peek.ok, peek.err, peek.time, request, id, since, chunk_bytes);
                 continue;
             }
         };
         let checked = read_errors(peek.err.as_mut(), peek.time);
         match (checked, &peek.lookup) {
             (Err(e), _) => {
-                reply.send(state.index, Err(e), false);
+                reply.send(&state.responder, state.index, Err(e), false);
             }
             (Ok(()), Some((keys, values))) => {
                 let rows = read_prefixes(&mut peek.ok, peek.time, keys, *values);
-                reply.send(state.index, Ok(PackedRows::from_rows(&rows)), false);
+                reply.send(&state.responder, state.index, Ok(PackedRows::from_rows(&rows)), false);
             }
             (Ok(()), None) => {
                 // The rows in parts, the rest kept until asked for.
@@ -932,7 +938,7 @@ fn answer_checkpoint(
     mut ok: RowTrace,
     mut err: Option<ErrTrace>,
     time: Timestamp,
-    tx: UnboundedSender<PeekResult>,
+    request: RequestId,
     id: GlobalId,
     since: Option<Timestamp>,
     chunk_bytes: usize,
@@ -947,7 +953,7 @@ fn answer_checkpoint(
         }
     });
     let answered = result.is_ok();
-    let _ = tx.send(result);
+    state.responder.send(Response::Checkpoint { request, rows: result });
     if !state.traces.contains_key(&id) {
         return;
     }

@@ -30,7 +30,6 @@ use ripple::repr::{Diff, GlobalId, Row, Timestamp};
 use ripple_tpch::queries::Query;
 use ripple_tpch::verify::{self, Answer, Outcome};
 use serde::Serialize;
-use tokio::sync::mpsc::unbounded_channel;
 
 use crate::catalog::TpchCatalog;
 
@@ -190,8 +189,8 @@ fn schedule(relations: Vec<(usize, GlobalId, Vec<Row>)>, shape: Shape) -> Vec<(T
 
 /// Waits until the view is complete through `time` (a read of no keys).
 fn complete_through(client: &DataflowClient, time: Timestamp) -> Result<()> {
-    let (tx, mut rx) = unbounded_channel();
-    let reply = ReadReply::new(usize::MAX, tx);
+    let mut rx = client.router().read();
+    let reply = ReadReply::to(&rx, usize::MAX);
     client.broadcast(Command::Lookup { id: VIEW_ID, keys: Arc::new(vec![]), values: false, time, reply });
     for _ in 0..client.workers() {
         answer(rx.blocking_recv(), client)?;
@@ -201,9 +200,9 @@ fn complete_through(client: &DataflowClient, time: Timestamp) -> Result<()> {
 
 /// The view's rows at `time` (each repeated by its multiplicity) as text.
 fn read_view(client: &DataflowClient, time: Timestamp) -> Result<Vec<Vec<String>>> {
-    let (tx, mut rx) = unbounded_channel();
+    let mut rx = client.router().read();
     // (Whole: one part per worker.)
-    let reply = ReadReply::new(usize::MAX, tx);
+    let reply = ReadReply::to(&rx, usize::MAX);
     client.broadcast(Command::Peek { id: VIEW_ID, time, reply });
     let mut out = Vec::new();
     for _ in 0..client.workers() {

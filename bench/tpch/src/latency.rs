@@ -49,6 +49,10 @@ pub struct SubscribeRun {
     pub views: Vec<ViewLatency>,
     /// Over every view.
     pub latency: Option<Latency>,
+    /// The worst latency of the changes that arrived in each second of
+    /// the run (from the first transaction; `None`: none arrived), over
+    /// every view set: where the tail comes from, a stall or a backlog.
+    pub worst_by_second: Vec<Option<f64>>,
 }
 
 /// Sessions the writer spreads its transactions over.
@@ -70,7 +74,17 @@ impl Harness {
                 .map(|i| vec![i])
                 .collect(),
         };
-        let mut run = SubscribeRun { mode, batch, rate, secs, transactions: 0, late: 0, views: Vec::new(), latency: None };
+        let mut run = SubscribeRun {
+            mode,
+            batch,
+            rate,
+            secs,
+            transactions: 0,
+            late: 0,
+            views: Vec::new(),
+            latency: None,
+            worst_by_second: Vec::new(),
+        };
         let mut all = Vec::new();
         for set in sets {
             let tables: Vec<&'static str> =
@@ -79,12 +93,21 @@ impl Harness {
             for &i in &set {
                 self.create_view(&client, i).await?;
             }
-            tracing::info!(?mode, views = set.len(), "subscribe latency: views created");
+            // A view answers a read once it is hydrated (on the dimension
+            // tables, loaded whole): the clock starts after every view's
+            // first answer, so that hydration is not counted as latency.
+            let hydrating = Instant::now();
+            for &i in &set {
+                let sql = format!("SELECT count(*) FROM {}", self.queries[i].view());
+                client.simple_query(&sql).await.with_context(|| sql.clone())?;
+            }
+            tracing::info!(?mode, views = set.len(), hydrated_secs = hydrating.elapsed().as_secs_f64(), "subscribe latency: views created");
             // One subscriber per view, each recording (timestamp, arrival).
             let mut subscribers = Vec::new();
             for &i in &set {
                 let conn = self.server.connect().await?;
-                let arrivals: Arc<Mutex<Vec<f64>>> = Arc::default();
+                // (arrival, latency) in ms since the epoch and ms.
+                let arrivals: Arc<Mutex<Vec<(f64, f64)>>> = Arc::default();
                 let sql = format!("COPY (SUBSCRIBE {} WITH (SNAPSHOT = false)) TO STDOUT", self.queries[i].view());
                 let stream = conn.copy_out(&sql).await.with_context(|| sql.clone())?;
                 let sink = arrivals.clone();
@@ -99,7 +122,7 @@ impl Harness {
                             if let Some(ts) = ts.filter(|ts| *ts > last_ts) {
                                 last_ts = ts;
                                 if let Ok(mut s) = sink.lock() {
-                                    s.push(arrived - ts as f64);
+                                    s.push((arrived, arrived - ts as f64));
                                 }
                             }
                         }
@@ -132,6 +155,7 @@ impl Harness {
                 }));
             }
             let started = Instant::now();
+            let started_ms = now_ms();
             let mut sent = 0usize;
             for step in &steps {
                 if started.elapsed().as_secs_f64() >= secs {
@@ -158,10 +182,17 @@ impl Harness {
             tokio::time::sleep(Duration::from_secs(2)).await;
             for (i, arrivals, task) in subscribers {
                 task.abort();
-                let samples: Vec<Duration> = arrivals
-                    .lock()
-                    .map(|s| s.iter().map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)).collect())
-                    .unwrap_or_default();
+                let arrived: Vec<(f64, f64)> = arrivals.lock().map(|s| s.clone()).unwrap_or_default();
+                for &(at, ms) in &arrived {
+                    let second = ((at - started_ms).max(0.0) / 1000.0) as usize;
+                    if run.worst_by_second.len() <= second {
+                        run.worst_by_second.resize(second + 1, None);
+                    }
+                    let worst = &mut run.worst_by_second[second];
+                    *worst = Some(worst.map_or(ms, |w: f64| w.max(ms)));
+                }
+                let samples: Vec<Duration> =
+                    arrived.iter().map(|(_, ms)| Duration::from_secs_f64(ms.max(0.0) / 1000.0)).collect();
                 all.extend(samples.iter().copied());
                 run.views.push(ViewLatency { query: self.queries[i].number, changes: samples.len(), latency: Latency::of(&samples) });
             }
@@ -199,6 +230,9 @@ pub fn table(runs: &[SubscribeRun]) -> String {
                 }
             }
         }
+        let seconds: Vec<String> =
+            r.worst_by_second.iter().map(|w| w.map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}"))).collect();
+        let _ = writeln!(out, "  worst ms in each second: {}", seconds.join(" "));
     }
     out
 }
