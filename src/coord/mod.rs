@@ -43,6 +43,8 @@ mod ddl;
 mod keys;
 mod dml;
 pub mod fuzz_sql;
+#[cfg(test)]
+mod plan_serde;
 mod generic;
 mod introspect;
 mod locks;

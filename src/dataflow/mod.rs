@@ -86,7 +86,7 @@ pub struct ReadPart {
 }
 
 /// What a dataflow exports.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Export {
     /// A maintained collection, arranged by whole row; registered under the
     /// dataflow's id so reads and later dataflows can use it.
@@ -96,11 +96,13 @@ pub enum Export {
     Index { on: GlobalId, key: Vec<usize> },
 }
 
-/// A dataflow to build.
-#[derive(Clone, Debug)]
+/// A dataflow to build: plain data (serializable), as a worker in another
+/// process would receive it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DataflowDesc {
     pub id: GlobalId,
     pub name: String,
+    #[serde(with = "crate::repr::serde_util::arc")]
     pub plan: Arc<RelationExpr>,
     pub export: Export,
     /// On restart, for a materialized view whose inputs hold nothing before

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AggregateFunc {
     /// `count(expr)`: non-null values; `count(*)` counts a literal TRUE.
     Count,
@@ -71,7 +71,7 @@ pub enum AggregateFunc {
 }
 
 /// How a change to a group's inputs can be maintained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum AggregateKind {
     /// The value is a function of [`Totals`], which add and subtract.
     Accumulable,
@@ -477,7 +477,7 @@ fn to_decimal(mut m: I256, mut scale: u32) -> Result<Decimal, EvalError> {
 }
 
 /// One key of an `ORDER BY` inside an aggregate call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AggregateOrder {
     pub expr: ScalarExpr,
     pub desc: bool,
@@ -488,7 +488,7 @@ pub struct AggregateOrder {
 /// row, whether it is `DISTINCT`, and its `ORDER BY` (only kept for
 /// order-sensitive aggregates). A `FILTER (WHERE c)` is bound into the
 /// arguments (`CASE WHEN c THEN x END`): every aggregate ignores NULLs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AggregateExpr {
     pub func: AggregateFunc,
     /// The first argument (TRUE for `count(*)`).

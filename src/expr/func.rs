@@ -27,7 +27,7 @@ use std::fmt;
 pub use self::arrays::Comparison;
 pub use self::datetime::{parse_unit, Unit};
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum UnaryFunc {
     Not,
     IsNull,
@@ -90,7 +90,7 @@ pub enum UnaryFunc {
     ArrayNdims,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BinaryFunc {
     Add,
     Sub,
@@ -203,7 +203,7 @@ pub enum BinaryFunc {
 
 /// Functions whose value is the time of the statement: constant within a
 /// statement, so refused in maintained views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StatementTimeFunc {
     Now,
     CurrentTimestamp,
@@ -235,7 +235,7 @@ impl StatementTimeFunc {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum VariadicFunc {
     And,
     Or,

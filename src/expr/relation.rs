@@ -28,14 +28,15 @@ pub fn fresh_local_id() -> LocalId {
 }
 
 /// One column of an ordering.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnOrder {
     pub column: usize,
     pub desc: bool,
     pub nulls_last: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Plain data (serializable), as every plan a dataflow command carries.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum RelationExpr {
     /// Literal rows.
     Constant { rows: Vec<(Row, Diff)>, types: Vec<ColumnType> },
@@ -117,7 +118,7 @@ pub enum RelationExpr {
 /// How a join is evaluated: a chain of binary joins in `order`, each step
 /// looking up the next input by key in an arrangement, either one the step
 /// builds or an existing index that it imports.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JoinPlan {
     /// Input that starts the chain.
     pub start: usize,
@@ -132,7 +133,7 @@ pub struct JoinPlan {
     pub demand: Option<Vec<bool>>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JoinStep {
     /// The input joined at this step.
     pub input: usize,
@@ -146,7 +147,7 @@ pub struct JoinStep {
 }
 
 /// A reference to an index that a plan imports.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IndexRef {
     pub id: GlobalId,
     pub name: String,

@@ -5,7 +5,7 @@ use crate::repr::{Datum, EvalError, ScalarType};
 use std::fmt;
 
 /// A scalar expression. Columns refer to positions in the input row.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ScalarExpr {
     Column(usize),
     Literal(Datum, ScalarType),

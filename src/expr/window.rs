@@ -12,7 +12,7 @@ use crate::repr::{Datum, EvalError, ScalarType};
 use std::cmp::Ordering;
 
 /// One end of a window frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FrameBound {
     UnboundedPreceding,
     Preceding(u64),
@@ -24,7 +24,7 @@ pub enum FrameBound {
 /// A window frame: `ROWS` counts rows, `RANGE` counts peer groups (rows
 /// equal in the window's ORDER BY); only `UNBOUNDED` and `CURRENT ROW`
 /// bounds are allowed with `RANGE`, as in Postgres without an offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     pub rows: bool,
     pub start: FrameBound,
@@ -40,7 +40,7 @@ impl Frame {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum WindowFunc {
     RowNumber,
     Rank,

@@ -91,7 +91,7 @@ const NAMES: [(char, Privs, &str); 11] = [
 
 /// What kind of object an ACL belongs to: it decides which privileges
 /// apply and what the default ACL is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ObjectKind {
     Table,
     View,

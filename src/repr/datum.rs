@@ -16,15 +16,19 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One SQL value. `Null` is the SQL NULL of any type.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Serializable (plans carry literals): floats as their bits (NaN,
+/// infinities and -0.0 included), numerics as their text (scale kept),
+/// dates and times in chrono's ISO 8601 form.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Datum {
     Null,
     Bool(bool),
     Int16(i16),
     Int32(i32),
     Int64(i64),
-    Float32(f32),
-    Float64(f64),
+    Float32(#[serde(with = "crate::repr::serde_util::f32_bits")] f32),
+    Float64(#[serde(with = "crate::repr::serde_util::f64_bits")] f64),
     Numeric(Decimal),
     /// text, varchar and char values (char values are stored blank-padded).
     Text(String),

@@ -17,7 +17,8 @@ use std::str::FromStr;
 pub const MAX_DEPTH: usize = 500;
 
 /// A jsonb value. Objects hold their keys sorted as Postgres stores them.
-#[derive(Clone, Debug, PartialEq)]
+/// Serialized as this tree (numbers as their text, scale kept).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Jsonb {
     Null,
     Bool(bool),

@@ -14,6 +14,7 @@ pub mod error;
 pub mod interval;
 pub mod jsonb;
 pub mod row;
+pub mod serde_util;
 pub mod types;
 pub mod varint;
 

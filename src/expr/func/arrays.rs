@@ -23,7 +23,7 @@ use std::fmt;
 
 /// A comparison operator applied between a value and array elements
 /// (`ANY`/`ALL`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Comparison {
     Eq,
     NotEq,

@@ -17,14 +17,16 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A relation (table, view, index...) as the catalog functions see it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SnapRelation {
     pub name: String,
     pub schema: String,
 }
 
-/// The catalog at the moment a statement was bound.
-#[derive(Clone, Debug, Default)]
+/// The catalog at the moment a statement was bound. Plain data: a plan
+/// that calls a catalog function carries it (serialized whole, measured
+/// sizes included).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CatalogSnapshot {
     /// Relations by OID.
     pub relations: BTreeMap<i64, SnapRelation>,
@@ -44,19 +46,21 @@ pub struct CatalogSnapshot {
     /// `pg_get_viewdef` of each view and materialized view.
     pub view_defs: BTreeMap<i64, String>,
     /// Comments: (object OID, catalog OID, sub-object) → text.
+    #[serde(with = "crate::repr::serde_util::map_as_pairs")]
     pub descriptions: BTreeMap<(i64, i64, i32), String>,
     /// Types by OID (every type ripple has, with its array type).
     pub types: BTreeMap<i64, ScalarType>,
     /// Bytes each relation's arrangements hold, by OID: its own and its
     /// indexes'. Measured by the coordinator before the statement runs,
     /// only for a statement that calls a size function.
+    #[serde(with = "crate::repr::serde_util::once_lock")]
     pub sizes: std::sync::OnceLock<BTreeMap<i64, RelationSize>>,
     /// Owners and ACLs, for the privilege functions.
     pub privileges: SnapPrivileges,
 }
 
 /// What the privilege functions (`has_table_privilege`...) read.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SnapPrivileges {
     /// Every relation by OID: its kind, owner and ACL as it applies.
     pub relations: BTreeMap<i64, (ObjectKind, i64, Acl)>,
@@ -74,7 +78,7 @@ pub struct SnapPrivileges {
 }
 
 /// The objects the privilege functions ask about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PrivilegeObject {
     /// `has_table_privilege`, and the column functions (ripple keeps
     /// privileges per table).
@@ -148,7 +152,7 @@ impl CatalogSnapshot {
 
 /// The bytes a relation holds in memory (`pg_relation_size` and friends):
 /// its arrangement's and its indexes' arrangements', summed over workers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RelationSize {
     pub own: i64,
     pub indexes: i64,
@@ -262,7 +266,7 @@ impl CatalogSnapshot {
 }
 
 /// A catalog function, evaluated against the statement's snapshot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CatalogFunc {
     /// `regX` → text.
     RegOut(RegKind),
@@ -301,7 +305,7 @@ pub enum CatalogFunc {
 }
 
 /// Which bytes a size function counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum SizeKind {
     /// `pg_relation_size` / `pg_table_size`: the relation's own.
     Relation,
@@ -314,13 +318,18 @@ pub enum SizeKind {
 /// The OID of `pg_class` (the catalog a relation's comment is filed under).
 pub const PG_CLASS_OID: i64 = 1259;
 
-/// A snapshot shared by the calls of one statement; compared by identity.
-#[derive(Clone)]
-pub struct SnapshotRef(pub Arc<CatalogSnapshot>);
+/// A snapshot shared by the calls of one statement. Serialized as the
+/// snapshot's contents: each call's copy comes back as a snapshot of its
+/// own, equal to the others.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotRef(#[serde(with = "crate::repr::serde_util::arc")] pub Arc<CatalogSnapshot>);
 
+/// The same snapshot, or one with the same contents (as a deserialized
+/// copy has): the calls then evaluate alike. The calls of one statement
+/// share one `Arc`, so comparing them does not read the contents.
 impl PartialEq for SnapshotRef {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
     }
 }
 

@@ -15,7 +15,7 @@ use rust_decimal::Decimal;
 pub const MAX_ROWS_PER_CALL: usize = 10_000_000;
 
 /// A set-returning function.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TableFunc {
     /// `unnest(anyarray)`: the elements, in order.
     Unnest { elem: ScalarType },
