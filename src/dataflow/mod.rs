@@ -179,8 +179,10 @@ pub struct ArrangementList {
     pub dataflows: Vec<DataflowSize>,
 }
 
-/// Commands from the coordinator to every worker.
-#[derive(Clone, Debug)]
+/// Commands from the coordinator to every worker: plain data
+/// (serializable), as a worker in another process would receive them.
+/// Answers come back as `Response`s under the request a command names.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Command {
     /// Creates the input of a table and arranges it (by whole row).
     CreateTable { id: GlobalId, name: String },
@@ -194,7 +196,11 @@ pub enum Command {
     CreateStreamedTable { id: GlobalId },
     /// Applies updates at `time` (all inputs are at or before it), then
     /// advances every input to `time + 1`, so that `time` is complete.
-    Advance { time: Timestamp, updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>> },
+    Advance {
+        time: Timestamp,
+        #[serde(with = "crate::repr::serde_util::arc")]
+        updates: Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>,
+    },
     /// Starts a bulk load (COPY) into table `id` at `time`: sent before
     /// the `Advance` of `time`, it keeps the table's load input at `time`
     /// (and so the table's arrangement and everything downstream before
@@ -204,11 +210,16 @@ pub enum Command {
     /// its share); with `ack`, the worker answers `Response::LoadAck` once
     /// it has taken it in, so the sender can keep only a few chunks in
     /// flight.
-    Load { id: GlobalId, rows: Arc<Vec<(Row, Diff)>>, ack: Option<RequestId> },
+    Load {
+        id: GlobalId,
+        #[serde(with = "crate::repr::serde_util::arc")]
+        rows: Arc<Vec<(Row, Diff)>>,
+        ack: Option<RequestId>,
+    },
     /// Ends the load into table `id`: its time is complete.
     LoadEnd { id: GlobalId },
     /// Builds a maintained dataflow.
-    CreateDataflow(Arc<DataflowDesc>),
+    CreateDataflow(#[serde(with = "crate::repr::serde_util::arc")] Arc<DataflowDesc>),
     /// Drops a table, materialized view or index and its arrangements.
     Drop { id: GlobalId },
     /// Reads the contents of a registered collection at `time`, once every
@@ -219,7 +230,14 @@ pub enum Command {
     /// `id` at `time` under the keys that start with one of `keys`
     /// (sorted): the keys themselves (a relation's own arrangement) or,
     /// with `values`, the rows stored under them (an index).
-    Lookup { id: GlobalId, keys: Arc<Vec<Row>>, values: bool, time: Timestamp, reply: ReadReply },
+    Lookup {
+        id: GlobalId,
+        #[serde(with = "crate::repr::serde_util::arc")]
+        keys: Arc<Vec<Row>>,
+        values: bool,
+        time: Timestamp,
+        reply: ReadReply,
+    },
     /// Reads what a materialized view's checkpoint needs at `time`: its
     /// whole contents the first time, afterwards the changes since the
     /// previous checkpoint's time (the worker keeps a trace handle at that
@@ -236,7 +254,12 @@ pub enum Command {
     CheckpointReset { id: GlobalId },
     /// Builds a short-lived dataflow for `plan`, reads its output at `time`
     /// (in parts, as `Peek`) and drops it once read.
-    Query { plan: Arc<RelationExpr>, time: Timestamp, reply: ReadReply },
+    Query {
+        #[serde(with = "crate::repr::serde_util::arc")]
+        plan: Arc<RelationExpr>,
+        time: Timestamp,
+        reply: ReadReply,
+    },
     /// Sends read `request`'s next part (the last part sent had `more`).
     ReadMore { request: u64 },
     /// Ends read `request` before its last part: its reader is gone.
@@ -245,7 +268,13 @@ pub enum Command {
     /// on as `Response::Subscribe` events under `request` (`subscribe.rs`)
     /// until the session stops listening; dropping any of `reads` (what
     /// the plan reads) ends it.
-    Subscribe { plan: Arc<RelationExpr>, as_of: Timestamp, reads: Vec<GlobalId>, request: RequestId },
+    Subscribe {
+        #[serde(with = "crate::repr::serde_util::arc")]
+        plan: Arc<RelationExpr>,
+        as_of: Timestamp,
+        reads: Vec<GlobalId>,
+        request: RequestId,
+    },
     /// On restart, before the tables' contents are loaded: advances every
     /// input to `time` (earlier times complete, `time` still open), so that
     /// dataflows seeded from checkpoints can complete their earlier times.
@@ -255,7 +284,13 @@ pub enum Command {
     /// `retract_at` (the load timestamp) when updates at that time arrive;
     /// or a resumed view's (`DataflowDesc::resume`), never retracted
     /// (`retract_at` is `None`).
-    SeedCheckpoint { id: GlobalId, frontier: Timestamp, retract_at: Option<Timestamp>, rows: Arc<Vec<(Row, Diff)>> },
+    SeedCheckpoint {
+        id: GlobalId,
+        frontier: Timestamp,
+        retract_at: Option<Timestamp>,
+        #[serde(with = "crate::repr::serde_util::arc")]
+        rows: Arc<Vec<(Row, Diff)>>,
+    },
     /// Each exported arrangement's upper frontier (its first element;
     /// `None` if empty, i.e. complete forever).
     Frontiers { request: RequestId },

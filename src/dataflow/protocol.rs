@@ -290,6 +290,57 @@ mod tests {
         assert!(!responder.is_open(sub.request()));
     }
 
+    /// Every command goes through a serializer and back as it was (what a
+    /// worker in another process would receive).
+    #[test]
+    fn commands_are_plain_data() {
+        use crate::dataflow::{Command, DataflowDesc, Export, ReadReply};
+        use crate::expr::{RelationExpr, ScalarExpr};
+        use crate::repr::{ColumnType, ScalarType};
+        let row = Row::pack([Datum::Int64(1), Datum::Text("a".into())].iter());
+        let types = vec![ColumnType::new(ScalarType::Int64, false), ColumnType::new(ScalarType::Text, true)];
+        let get = RelationExpr::Get { id: 5, name: "t".into(), types };
+        let plan = Arc::new(RelationExpr::Filter {
+            input: Box::new(get.clone()),
+            predicates: vec![ScalarExpr::Column(0).call_binary(ScalarExpr::Literal(Datum::Int64(3), ScalarType::Int64), crate::expr::BinaryFunc::Gt)],
+        });
+        let reply = ReadReply { request: 4, chunk_bytes: 1 << 20 };
+        let desc = DataflowDesc { id: 6, name: "v".into(), plan: Arc::clone(&plan), export: Export::Index { on: 5, key: vec![0] }, seed: true, resume: Some(8) };
+        let commands = vec![
+            Command::CreateTable { id: 5, name: "t".into() },
+            Command::CreateStreamedTable { id: 7 },
+            Command::Advance { time: 9, updates: Arc::new(vec![(5, vec![(row.clone(), -1)])]) },
+            Command::LoadBegin { id: 5, time: 10 },
+            Command::Load { id: 5, rows: Arc::new(vec![(row.clone(), 1)]), ack: Some(11) },
+            Command::LoadEnd { id: 5 },
+            Command::CreateDataflow(Arc::new(desc)),
+            Command::Drop { id: 6 },
+            Command::Peek { id: 5, time: 9, reply },
+            Command::Lookup { id: 5, keys: Arc::new(vec![row.clone()]), values: true, time: 9, reply },
+            Command::Checkpoint { id: 6, time: 9, chunk_bytes: 100, request: 12 },
+            Command::CheckpointMore { id: 6, request: 13 },
+            Command::CheckpointReset { id: 6 },
+            Command::Query { plan: Arc::clone(&plan), time: 9, reply },
+            Command::ReadMore { request: 4 },
+            Command::CancelRead { request: 4 },
+            Command::Subscribe { plan, as_of: 9, reads: vec![5], request: 14 },
+            Command::HoldInputs { time: 9 },
+            Command::SeedCheckpoint { id: 6, frontier: 9, retract_at: Some(10), rows: Arc::new(vec![(row, 2)]) },
+            Command::Frontiers { request: 15 },
+            Command::RetainHistory { id: 6, ms: 3_600_000 },
+            Command::AllowCompaction { time: 9 },
+            Command::ListArrangements { request: 16 },
+            Command::OperatorStats { only: Some(6), request: 17 },
+            Command::Shutdown,
+        ];
+        for command in commands {
+            let bytes = serde_json::to_vec(&command).expect("serialize");
+            let back: Command = serde_json::from_slice(&bytes).expect("deserialize");
+            assert_eq!(serde_json::to_vec(&back).expect("serialize"), bytes);
+            assert_eq!(format!("{back:?}"), format!("{command:?}"));
+        }
+    }
+
     #[test]
     fn responses_are_plain_data() {
         let response = Response::Subscribe { request: 3, worker: 1, event: Event::Progress(Some(9)) };
