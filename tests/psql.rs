@@ -106,7 +106,7 @@ fn psql_meta_commands() {
     // ripple's introspection schema, and its relations as \dS lists pg_catalog's.
     assert!(has_row(&schemas, &["ripple_catalog"]), "\\dn:\n{schemas}");
     let introspection = psql(&server, "\\dvS ripple_catalog.*");
-    for name in ["arrangement_sizes", "frontiers", "hydration", "sessions"] {
+    for name in ["arrangement_sizes", "frontiers", "hydration", "operators", "sessions"] {
         assert!(has_row(&introspection, &["ripple_catalog", name, "view"]), "\\dvS ripple_catalog.*:\n{introspection}");
     }
     let sessions = psql(&server, "\\dS ripple_catalog.sessions");

@@ -75,9 +75,9 @@ pub(super) fn arrangements_read(query: &RelationExpr, catalog: &catalog::Catalog
 /// The arrangements of every worker, summed.
 #[derive(Default)]
 struct Measured {
-    /// By owner and description: records, and bytes where measured
-    /// (the exported arrangement's).
-    arrangements: BTreeMap<(GlobalId, String), (i64, Option<i64>)>,
+    /// By owner and description: records, and bytes and batches where
+    /// measured (the exported arrangement's).
+    arrangements: BTreeMap<(GlobalId, String), (i64, Option<i64>, Option<i64>)>,
     /// By owner: is a table, arrangements, records, exported records,
     /// exported bytes.
     dataflows: BTreeMap<GlobalId, (bool, i64, i64, i64, i64)>,
@@ -122,10 +122,39 @@ impl Coordinator {
                 Introspected::Frontiers => self.frontier_rows().await,
                 Introspected::Hydration => self.hydration_rows().await,
                 Introspected::Sessions => self.session_rows(),
+                Introspected::Operators => self.operator_rows().await,
             };
             out.insert(*which, rows);
         }
         out
+    }
+
+    /// `ripple_catalog.operators`: every operator of the dataflows of
+    /// catalog items, summed over the workers.
+    async fn operator_rows(&self) -> Vec<Vec<Datum>> {
+        let stats = self.operator_stats(None).await;
+        let owners = arrangement_owners(&self.state.lock().await.catalog);
+        let count = |n: i64| Datum::Int64(n);
+        let mut rows = Vec::new();
+        for dataflow in stats {
+            let Some(owner) = owners.get(&dataflow.owner) else { continue };
+            for op in dataflow.operators {
+                rows.push(vec![
+                    Datum::Text(owner.name.clone()),
+                    opt(owner.oid),
+                    Datum::Text(owner.kind.into()),
+                    count(op.id as i64),
+                    op.parent.map_or(Datum::Null, |p| count(p as i64)),
+                    Datum::Text(op.name),
+                    Datum::Float64(op.elapsed_ns as f64 / 1e6),
+                    count(op.activations.min(i64::MAX as u64) as i64),
+                    count(op.records_in),
+                    count(op.records_out),
+                    op.arranged_records.map_or(Datum::Null, count),
+                ]);
+            }
+        }
+        rows
     }
 
     /// `ripple_catalog.sessions`.
@@ -263,6 +292,9 @@ impl Coordinator {
                 if let Some(b) = a.bytes {
                     entry.1 = Some(entry.1.unwrap_or(0) + b as i64);
                 }
+                if let Some(b) = a.batches {
+                    entry.2 = Some(entry.2.unwrap_or(0) + b as i64);
+                }
             }
             for d in list.dataflows {
                 let e = out.dataflows.entry(d.owner).or_default();
@@ -285,7 +317,7 @@ impl Coordinator {
         measured
             .arrangements
             .into_iter()
-            .filter_map(|((id, operator), (records, bytes))| {
+            .filter_map(|((id, operator), (records, bytes, batches))| {
                 let owner = owners.get(&id)?;
                 Some(vec![
                     Datum::Text(owner.name.clone()),
@@ -295,6 +327,7 @@ impl Coordinator {
                     Datum::Bool(bytes.is_some()),
                     Datum::Int64(records),
                     opt(bytes),
+                    opt(batches),
                 ])
             })
             .collect()
@@ -315,7 +348,7 @@ impl Coordinator {
         if !sizes {
             return merged
                 .into_iter()
-                .map(|((owner, d), (n, bytes))| vec![name(&owner), Datum::Text(d), Datum::Int64(n), opt(bytes)])
+                .map(|((owner, d), (n, bytes, _))| vec![name(&owner), Datum::Text(d), Datum::Int64(n), opt(bytes)])
                 .collect();
         }
         let (table_records, table_bytes) =

@@ -139,8 +139,15 @@ impl Coordinator {
     /// there is no such item or it has no dataflow.
     pub async fn dataflow_graph(&self, name: &str) -> Option<DataflowGraph> {
         let object = self.objects().await.into_iter().find(|o| o.name == name || format!("{}.{}", o.schema, o.name) == name)?;
+        let stats = self.operator_stats(Some(object.id)).await.into_iter().find(|d| d.owner == object.id)?;
+        Some(DataflowGraph { object, stats })
+    }
+
+    /// The operator statistics of every maintained dataflow (`only` one
+    /// item's, if given), summed over the workers.
+    pub(super) async fn operator_stats(&self, only: Option<GlobalId>) -> Vec<operator_stats::DataflowStats> {
         let mut rx = self.dataflow.router().operator_stats();
-        self.dataflow.broadcast(Command::OperatorStats { only: Some(object.id), request: rx.request() });
+        self.dataflow.broadcast(Command::OperatorStats { only, request: rx.request() });
         let mut parts = Vec::new();
         for _ in 0..self.dataflow.workers() {
             match rx.recv().await {
@@ -148,7 +155,6 @@ impl Coordinator {
                 None => break,
             }
         }
-        let stats = operator_stats::merge(parts).into_iter().find(|d| d.owner == object.id)?;
-        Some(DataflowGraph { object, stats })
+        operator_stats::merge(parts)
     }
 }

@@ -136,6 +136,8 @@ pub struct ArrangementInfo {
     /// Heap bytes of the arrangement on this worker, where they are measured
     /// exactly (exported arrangements; `None` for internal ones).
     pub bytes: Option<usize>,
+    /// Batches holding updates, where measured (as `bytes`).
+    pub batches: Option<usize>,
 }
 
 /// What an item's dataflow exports (the arrangement reads and other

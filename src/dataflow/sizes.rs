@@ -93,12 +93,16 @@ impl ArrangeLog {
 pub struct TraceSize {
     pub records: usize,
     pub bytes: usize,
+    /// Batches holding updates (the spine's merge state: many small ones
+    /// are merges still to come).
+    pub batches: usize,
 }
 
 impl std::ops::AddAssign for TraceSize {
     fn add_assign(&mut self, other: TraceSize) {
         self.records += other.records;
         self.bytes += other.bytes;
+        self.batches += other.batches;
     }
 }
 
@@ -123,6 +127,7 @@ pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
         }
         let s = &batch.storage;
         size.records += batch.len();
+        size.batches += 1;
         size.bytes += s.keys.heap_bytes()
             + offsets_bytes(&s.vals.offs)
             + s.vals.vals.heap_bytes()
@@ -143,6 +148,7 @@ pub fn err_trace_size(trace: &ErrTrace) -> TraceSize {
         }
         let s = &batch.storage;
         size.records += batch.len();
+        size.batches += 1;
         size.bytes +=
             vec_bytes(&s.keys) + offsets_bytes(&s.upds.offs) + vec_bytes(&s.upds.times) + vec_bytes(&s.upds.diffs);
     });

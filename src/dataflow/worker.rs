@@ -610,6 +610,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
                         description: d.clone(),
                         records: if last { exported.records } else { 0 },
                         bytes: last.then_some(exported.bytes),
+                        batches: last.then_some(exported.batches),
                     });
                 }
                 let (arrangements, records) =

@@ -12,8 +12,16 @@
 //!   (what it arranges and by which key); `exported`: it is the arrangement
 //!   the object exports, which reads and other dataflows import (`EXPLAIN`
 //!   names these rows); `records` and `bytes` are measured exactly for the
-//!   exported arrangement (internal ones are counted per dataflow by `SHOW
-//!   ARRANGEMENT_SIZES`: records 0 here, bytes NULL).
+//!   exported arrangement, as is `batches`, the batches holding updates in
+//!   its spine (internal ones are counted per dataflow by `SHOW
+//!   ARRANGEMENT_SIZES`: records 0 here, bytes and batches NULL).
+//! - `operators`: one row per operator of every table's, materialized
+//!   view's and index's dataflow, summed over the workers (timely's log,
+//!   `dataflow/operator_stats.rs`): `object`, `object_id`, `object_kind`
+//!   as above, `operator_id` and `parent_id` (the scope holding it; NULL
+//!   for the dataflow itself), `operator` (its name), `elapsed_ms` (time
+//!   scheduled, nested operators' included for a scope), `activations`,
+//!   `records_in`, `records_out` and, for an arrangement, `arranged_records`.
 //! - `frontiers`: one row per object with an arrangement (`object`,
 //!   `object_id`, `object_kind` as above): `since`, the earliest timestamp
 //!   it can be read at (`AS OF`: the compaction frontier, earlier by the
@@ -64,11 +72,17 @@ pub enum Introspected {
     Frontiers,
     Hydration,
     Sessions,
+    Operators,
 }
 
 impl Introspected {
-    const ALL: [Introspected; 4] =
-        [Introspected::ArrangementSizes, Introspected::Frontiers, Introspected::Hydration, Introspected::Sessions];
+    const ALL: [Introspected; 5] = [
+        Introspected::ArrangementSizes,
+        Introspected::Frontiers,
+        Introspected::Hydration,
+        Introspected::Sessions,
+        Introspected::Operators,
+    ];
 
     /// The relation that shows these facts.
     pub fn relation(self) -> &'static str {
@@ -77,6 +91,7 @@ impl Introspected {
             Introspected::Frontiers => "frontiers",
             Introspected::Hydration => "hydration",
             Introspected::Sessions => "sessions",
+            Introspected::Operators => "operators",
         }
     }
 
@@ -114,7 +129,8 @@ pub static RELATIONS: &[SystemRelation] = &[
     rel(
         "arrangement_sizes",
         14001,
-        "object text, object_id oid, object_kind text, operator text, exported bool, records int8, bytes int8",
+        "object text, object_id oid, object_kind text, operator text, exported bool, records int8, bytes int8, \
+         batches int8",
         |ctx| gathered(ctx, Introspected::ArrangementSizes),
     ),
     rel(
@@ -137,6 +153,13 @@ pub static RELATIONS: &[SystemRelation] = &[
         "pid int4, user_name text, application_name text, state text, query text, query_start timestamptz, \
          xact_start timestamptz, backend_start timestamptz",
         |ctx| gathered(ctx, Introspected::Sessions),
+    ),
+    rel(
+        "operators",
+        14005,
+        "object text, object_id oid, object_kind text, operator_id int8, parent_id int8, operator text, \
+         elapsed_ms float8, activations int8, records_in int8, records_out int8, arranged_records int8",
+        |ctx| gathered(ctx, Introspected::Operators),
     ),
 ];
 
