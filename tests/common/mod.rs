@@ -198,9 +198,26 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
-        let port = free_port();
+        // A port found free can be taken by another test's server before
+        // this one binds it: start again on fresh ports then.
+        for _ in 0..3 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(tail) if tail.contains("Address already in use") => continue,
+                Err(tail) => panic!("ripple exited during start-up\n{tail}"),
+            }
+        }
+        panic!("ripple could not find free ports in three attempts\n{}", self.stderr_tail());
+    }
+
+    /// Starts the server; `Err` with its stderr's tail if it exited during
+    /// start-up.
+    fn try_spawn(&mut self) -> Result<(), String> {
+        // Both ports at once: two ports asked for one after the other can
+        // be the same one, released in between.
+        let [port, http] = free_ports();
         // Every server gets its own HTTP port: tests run side by side.
-        let http_port = if self.args.iter().any(|a| a.starts_with("--http-listen")) { 0 } else { free_port() };
+        let http_port = if self.args.iter().any(|a| a.starts_with("--http-listen")) { 0 } else { http };
         let http_args = if http_port == 0 { vec![] } else { vec!["--http-listen".to_string(), format!("127.0.0.1:{http_port}")] };
         let mut log = OpenOptions::new()
             .create(true)
@@ -233,23 +250,21 @@ impl TestServer {
         self.child = Some(child);
         self.port = port;
         self.http_port = http_port;
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    /// Waits until the server completes a pgwire startup handshake.
-    fn wait_ready(&mut self) {
+    /// Waits until the server completes a pgwire startup handshake; `Err`
+    /// with its stderr's tail if it exited first.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         loop {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 self.child = None;
-                panic!(
-                    "ripple exited during start-up with {status}\n{}",
-                    self.stderr_tail()
-                );
+                return Err(format!("exit {status}\n{}", self.stderr_tail()));
             }
             if pgwire_handshake(addr) {
-                return;
+                return Ok(());
             }
             if Instant::now() > deadline {
                 self.kill();
@@ -275,6 +290,13 @@ impl Drop for TestServer {
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()
+}
+
+/// Two distinct ports that were free a moment ago (both bound at once).
+fn free_ports() -> [u16; 2] {
+    let a = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind an ephemeral port");
+    let b = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind an ephemeral port");
+    [a.local_addr().expect("local addr").port(), b.local_addr().expect("local addr").port()]
 }
 
 /// Sends a pgwire StartupMessage and reports whether the server answered
