@@ -12,8 +12,8 @@
 //! A response whose request has no route any more (its reader went away)
 //! is dropped, and the worker is told so (`Responder::send` returns false),
 //! so it can stop the read or subscription. A worker in another process
-//! would learn it from the reader's cancel command (`Command::CancelRead`,
-//! which a dropped read already sends) instead.
+//! would learn it from a cancel command instead: a dropped read already
+//! sends `Command::CancelRead`; a subscription would need the same.
 //!
 //! A subscription's route counts the bytes of changes delivered and not
 //! yet taken by its session; past the subscription's limit the router
