@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use ripple::coord::{CoordConfig, Coordinator};
+use ripple::dataflow::cluster::Compute;
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc for small blocks, glibc for large ones (see `ripple::heap`).
@@ -30,10 +31,27 @@ struct Args {
     #[arg(long, value_name = "DIR", default_value = "./ripple-data")]
     data_dir: PathBuf,
 
-    /// Number of dataflow worker threads.
+    /// Number of dataflow worker threads (in each compute process, with
+    /// --cluster-processes).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
+
+    /// Run the dataflow workers in N `ripple compute` processes that the
+    /// server starts on loopback and watches, connected to each other by
+    /// timely's networking, instead of in the server's own process.
+    #[arg(long, value_name = "N", conflicts_with = "compute_hosts",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    cluster_processes: Option<u32>,
+
+    /// Drive `ripple compute` processes that something else runs: FILE
+    /// lists the address each listens on for the coordinator (its
+    /// --listen), one per line, process 0 first.
+    #[arg(long, value_name = "FILE")]
+    compute_hosts: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Subcommand>,
 
     /// Do not checkpoint materialized views (restart then rebuilds every
     /// view from the tables; for measuring what checkpointing costs).
@@ -104,6 +122,13 @@ struct Args {
     http_listen: Option<String>,
 }
 
+#[derive(clap::Subcommand, Debug)]
+enum Subcommand {
+    /// Run one process of a compute cluster: timely workers that a ripple
+    /// server drives over the network (see docs/cluster.md).
+    Compute(ripple::dataflow::cluster::compute::ComputeArgs),
+}
+
 /// Refuses to serve every client unauthenticated beyond this machine:
 /// `--auth trust` only on loopback addresses.
 fn check_trust_is_local(listen: &std::net::SocketAddr, auth: ripple::server::auth::AuthMethod) -> Result<(), String> {
@@ -135,7 +160,7 @@ fn parse_message_size(text: &str) -> Result<usize, String> {
 
 fn main() -> ExitCode {
     ripple::heap::configure();
-    let args = Args::parse();
+    let mut args = Args::parse();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -143,6 +168,20 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
+    if let Some(Subcommand::Compute(compute)) = args.command.take() {
+        // Commands are decoded on this thread: as deep as a plan nests.
+        let served = std::thread::Builder::new()
+            .name("compute".into())
+            .stack_size(64 << 20)
+            .spawn(move || ripple::dataflow::cluster::compute::serve(compute))
+            .map_err(|e| e.to_string())
+            .and_then(|t| t.join().unwrap_or_else(|_| Err("the compute process panicked".into())));
+        if let Err(message) = served {
+            eprintln!("ripple compute: {message}");
+            std::process::exit(1);
+        }
+        std::process::exit(0);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Parsing, binding and planning recurse over the statement's
@@ -157,7 +196,8 @@ fn main() -> ExitCode {
         }
     };
     let code = match runtime.block_on(run(args)) {
-        Ok(()) => 0,
+        Ok(Ended::Stopped) => 0,
+        Ok(Ended::ComputeLost(why)) => restart(&why),
         Err(message) => {
             eprintln!("ripple: {message}");
             1
@@ -167,7 +207,49 @@ fn main() -> ExitCode {
     std::process::exit(code);
 }
 
-async fn run(args: Args) -> Result<(), String> {
+/// How the server stopped serving.
+enum Ended {
+    /// Asked to (a signal).
+    Stopped,
+    /// A compute process was lost: the server restarts.
+    ComputeLost(String),
+}
+
+/// Environment variable: when this process last restarted itself (Unix
+/// milliseconds), to slow down a cluster that keeps failing.
+const RESTARTED_AT: &str = "RIPPLE_RESTARTED_AT_MS";
+
+/// After a lost compute process: the server runs itself again, as after a
+/// crash (PostgreSQL restarts after a crashed backend the same way). It
+/// keeps its process id, arguments and environment; sessions are
+/// disconnected; acknowledged writes are durable, and the new server
+/// starts a new cluster and rebuilds every view from the tables and the
+/// views' checkpoints. Returns an exit code only if that fails.
+fn restart(why: &str) -> i32 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let last = std::env::var(RESTARTED_AT).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    if now.saturating_sub(last) < 10_000 {
+        // The last restart was moments ago: wait, so a cluster that cannot
+        // start does not spin.
+        eprintln!("ripple: the compute cluster failed again soon after a restart; waiting 5 s");
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    }
+    eprintln!("ripple: restarting after the loss of the compute cluster ({why}); sessions are disconnected");
+    ripple::dataflow::cluster::supervise::end_all();
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("ripple: cannot restart: {e}");
+            return 1;
+        }
+    };
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env(RESTARTED_AT, now.to_string()).exec();
+    eprintln!("ripple: cannot restart: {error}");
+    1
+}
+
+async fn run(args: Args) -> Result<Ended, String> {
     let workers = args.workers as usize;
     let ssl = if args.tls_cert.is_some() { "on" } else { "off" };
     ripple::memory::set_limit(args.memory_limit.0);
@@ -178,9 +260,25 @@ async fn run(args: Args) -> Result<(), String> {
         ("memory_limit", memory_limit.replace(' ', "")),
         ("max_message_size", ripple::memory::show_size(args.max_message_size).replace(' ', "")),
     ]);
+    let compute = match (args.cluster_processes, &args.compute_hosts) {
+        (Some(processes), _) => Compute::Spawn { processes: processes as usize, workers },
+        (None, Some(file)) => {
+            let addresses = ripple::dataflow::cluster::compute::read_hosts(file)?;
+            if addresses.is_empty() {
+                return Err(format!("{} lists no compute process", file.display()));
+            }
+            Compute::Connect { addresses }
+        }
+        (None, None) => Compute::Threads(workers),
+    };
+    let where_ = match &compute {
+        Compute::Threads(_) => String::new(),
+        Compute::Spawn { processes, .. } => format!(" in each of {processes} compute processes"),
+        Compute::Connect { addresses } => format!(" in each of {} compute processes", addresses.len()),
+    };
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
-        workers,
+        compute,
         checkpoints: !args.no_checkpoints,
         seed_from_checkpoints: args.seed_from_checkpoints,
         resume_from_checkpoints: args.resume_from_checkpoints,
@@ -228,7 +326,7 @@ async fn run(args: Args) -> Result<(), String> {
         _ => None,
     };
     eprintln!(
-        "ripple listening on {local} (data dir {}, {workers} worker{}, memory limit {}, auth {}{})",
+        "ripple listening on {local} (data dir {}, {workers} worker{}{where_}, memory limit {}, auth {}{})",
         args.data_dir.display(),
         if workers == 1 { "" } else { "s" },
         args.memory_limit.0.map_or_else(|| "none".to_string(), ripple::memory::show_size),
@@ -256,13 +354,18 @@ async fn run(args: Args) -> Result<(), String> {
             }
         });
     }
+    let mut lost = coord.compute_lost();
     tokio::select! {
         result = ripple::server::serve_listener(listener, coord, config) => {
-            result.map_err(|e| format!("server failed: {e}"))
+            result.map(|()| Ended::Stopped).map_err(|e| format!("server failed: {e}"))
         }
         signal = shutdown_signal() => {
             tracing::info!("received {signal}, shutting down");
-            Ok(())
+            Ok(Ended::Stopped)
+        }
+        why = lost.wait_for(|lost| lost.is_some()) => {
+            let why = why.ok().and_then(|w| w.clone()).unwrap_or_else(|| "unknown".into());
+            Ok(Ended::ComputeLost(why))
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The sqllogictest runner: every `test/sqllogic/*.slt` file runs on a
 //! fresh `ripple` server (fresh data directory, free port), once with
-//! `--workers 1` and once with `--workers 2`, over pgwire with tokio-postgres
-//! and the simple query protocol.
+//! `--workers 1`, once with `--workers 2` and once with
+//! `--cluster-processes 2` (the workers in two compute processes), over
+//! pgwire with tokio-postgres and the simple query protocol.
 //!
 //! - `RIPPLE_SLT_FILTER=<substring>` runs only the files whose name contains
 //!   the substring.
@@ -269,6 +270,20 @@ async fn sqllogic_workers_1() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqllogic_workers_2() {
     run_on_ripple(2).await;
+}
+
+/// Every file again with the workers in two `ripple compute` processes
+/// that the server starts on loopback (one worker each), connected by
+/// timely's networking: the same answers as one process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqllogic_cluster_2_processes() {
+    run_all("--cluster-processes 2", "ripple", |_name| async move {
+        let server = tokio::task::spawn_blocking(|| TestServer::start_with(1, &["--cluster-processes", "2"]))
+            .await
+            .expect("start server");
+        (server.conn_str(), server)
+    })
+    .await;
 }
 
 /// A fresh database on a real PostgreSQL, dropped when the guard goes.

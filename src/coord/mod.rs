@@ -103,7 +103,9 @@ use introspect::{show_desc, text_desc};
 #[derive(Clone, Debug)]
 pub struct CoordConfig {
     pub data_dir: PathBuf,
-    pub workers: usize,
+    /// Where the dataflow workers run: threads of this process, or a
+    /// cluster of `ripple compute` processes.
+    pub compute: crate::dataflow::cluster::Compute,
     /// Whether the background checkpointer runs (`--no-checkpoints` turns
     /// it off, e.g. to measure what it costs commits).
     pub checkpoints: bool,
@@ -299,7 +301,7 @@ impl Coordinator {
         let started = std::time::Instant::now();
         let storage = Arc::new(Storage::open(&config.data_dir)?);
         let recovered = storage.recover_catalog()?;
-        let dataflow = Arc::new(DataflowClient::start(config.workers).map_err(Error::Internal)?);
+        let dataflow = Arc::new(DataflowClient::open(&config.compute).map_err(Error::Internal)?);
         let write_ts = recovered.max_timestamp.max(now_ms());
         let commits = GroupCommit::start(storage.clone(), write_ts)?;
         let mut state = State {
@@ -469,6 +471,12 @@ impl Coordinator {
             }
         });
         Ok(coord)
+    }
+
+    /// Changes to `Some(why)` if the compute cluster is lost: the server
+    /// then restarts (main.rs), to recover as from a crash.
+    pub fn compute_lost(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.dataflow.lost()
     }
 
     /// Whether (and once) the tables' contents are loaded after a restart.
@@ -764,7 +772,7 @@ impl Coordinator {
             match rx.recv().await {
                 Some(Ok(part)) => out.extend(part),
                 Some(Err(e)) => return Err(e.into()),
-                None => return Err(Error::Internal("dataflow workers stopped".into())),
+                None => return Err(Error::Internal(self.dataflow.failure())),
             }
         }
         Ok(out)

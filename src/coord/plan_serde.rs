@@ -1,7 +1,8 @@
 //! Tests: the plans of real SQL, and the dataflow descriptions built from
 //! them, are plain data. Each is bound against a catalog made from DDL
 //! text, optimized as a session would, written with `serde_json` and read
-//! back, and must come back equal (and write the same bytes again).
+//! back, and must come back equal (and write the same bytes again); and
+//! the same through the compute protocol's bincode frames.
 
 use super::catalog::{BindCatalog, Catalog, Item};
 use super::fuzz_sql::STACK_BYTES;
@@ -80,11 +81,16 @@ fn plan(catalog: &Catalog, sql: &str) -> RelationExpr {
 }
 
 /// Writes `value` as JSON and reads it back: equal, and writing it again
-/// gives the same bytes. Returns the JSON text.
+/// gives the same bytes; the same in the compute protocol's binary frames
+/// (`dataflow::cluster::wire`, bincode: no self-describing reads).
+/// Returns the JSON text.
 fn round_trip<T>(what: &str, value: &T) -> String
 where
     T: serde::Serialize + serde::de::DeserializeOwned + PartialEq,
 {
+    let frame = crate::dataflow::cluster::wire::frame(value).unwrap_or_else(|e| panic!("{what}: framing: {e}"));
+    let back: Option<T> = crate::dataflow::cluster::wire::read(&mut &frame[..]).unwrap_or_else(|e| panic!("{what}: reading the frame: {e}"));
+    assert!(back.as_ref() == Some(value), "{what}: read back from a frame different");
     let bytes = serde_json::to_vec(value).unwrap_or_else(|e| panic!("{what}: serializing: {e}"));
     let back: T = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{what}: deserializing: {e}"));
     assert!(back == *value, "{what}: read back different");
@@ -308,6 +314,9 @@ fn datums_round_trip_exactly() {
     for d in datums {
         let json = serde_json::to_vec(&d).unwrap_or_else(|e| panic!("{d:?}: serializing: {e}"));
         let back: Datum = serde_json::from_slice(&json).unwrap_or_else(|e| panic!("{d:?}: deserializing: {e}"));
+        let frame = crate::dataflow::cluster::wire::frame(&d).unwrap_or_else(|e| panic!("{d:?}: framing: {e}"));
+        let framed: Option<Datum> = crate::dataflow::cluster::wire::read(&mut &frame[..]).unwrap_or_else(|e| panic!("{d:?}: reading the frame: {e}"));
+        assert_eq!(format!("{framed:?}"), format!("{:?}", Some(&d)), "through a frame");
         // Debug shows a float's sign and NaN, a numeric's scale.
         assert_eq!(format!("{back:?}"), format!("{d:?}"));
         match (&d, &back) {

@@ -144,13 +144,13 @@ impl Coordinator {
                 match waited {
                     Ok(reply) => break reply,
                     Err(_) if self.dataflow.failed() => {
-                        return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
+                        return Err(Error::Internal(self.dataflow.failure()));
                     }
                     Err(_) => continue,
                 }
             };
             let Some(part) = reply else {
-                return Err(Error::Internal("dataflow workers stopped".into()));
+                return Err(Error::Internal(self.dataflow.failure()));
             };
             if part.more {
                 self.dataflow.send_to(part.worker, Command::ReadMore { request: part.request });

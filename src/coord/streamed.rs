@@ -161,7 +161,7 @@ impl ResultStream {
                 }
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
                     if self.dataflow.failed() {
-                        return Err(Error::Internal("a dataflow worker failed; see the server log and restart the server".into()));
+                        return Err(Error::Internal(self.dataflow.failure()));
                     }
                     continue;
                 }
@@ -169,7 +169,7 @@ impl ResultStream {
             return match waited {
                 Some(part) if part.request == self.request => Ok(part),
                 Some(_) => continue,
-                None => Err(Error::Internal("dataflow workers stopped".into())),
+                None => Err(Error::Internal(self.dataflow.failure())),
             };
         }
     }

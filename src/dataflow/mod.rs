@@ -14,6 +14,7 @@
 
 mod accum;
 mod arrangement_read;
+pub mod cluster;
 mod accum_ordered;
 mod combine;
 mod extreme_ordered;
@@ -312,59 +313,103 @@ pub enum Command {
 
 /// The coordinator's handle on the workers.
 pub struct DataflowClient {
-    senders: Vec<crossbeam_channel::Sender<Command>>,
-    /// Set when a worker thread panicked (a bug); reads then fail instead
-    /// of waiting for a reply that will never come.
+    backend: Backend,
+    /// Set when a worker thread panicked (a bug) or a compute process was
+    /// lost; reads then fail instead of waiting for a reply that will
+    /// never come.
     failed: Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<Thread>,
+    /// Why, when it was a compute process (watched by the server, which
+    /// restarts to recover).
+    lost: tokio::sync::watch::Sender<Option<String>>,
     /// Where the workers' responses go.
     router: Arc<Router>,
-    _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
+}
+
+/// Where the workers run.
+enum Backend {
+    /// Threads of this process, each fed by its own channel.
+    Threads {
+        senders: Vec<crossbeam_channel::Sender<Command>>,
+        threads: Vec<Thread>,
+        _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
+    },
+    /// `ripple compute` processes, over their connections; the server's
+    /// own processes are watched by `supervisor`.
+    Cluster { remote: cluster::controller::Remote, _supervisor: Option<cluster::supervise::Supervisor> },
 }
 
 impl DataflowClient {
+    /// Starts the workers where `compute` says.
+    pub fn open(compute: &cluster::Compute) -> Result<DataflowClient, String> {
+        match compute {
+            cluster::Compute::Threads(workers) => DataflowClient::start(*workers),
+            cluster::Compute::Spawn { processes, workers } => DataflowClient::cluster(Some((*processes, *workers)), &[]),
+            cluster::Compute::Connect { addresses } => DataflowClient::cluster(None, addresses),
+        }
+    }
+
     /// Starts `workers` timely worker threads in this process.
     pub fn start(workers: usize) -> Result<DataflowClient, String> {
         let workers = workers.max(1);
-        let mut senders = Vec::new();
-        let mut receivers = Vec::new();
-        for _ in 0..workers {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            senders.push(tx);
-            receivers.push(Some(rx));
-        }
-        let receivers = Arc::new(parking_lot::Mutex::new(receivers));
-        let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
         let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let failed_flag = failed.clone();
         let router = Arc::new(Router::default());
-        let responder = Responder::new(Arc::clone(&router));
-        let mut config = timely::Config::process(workers);
-        merging::configure(&mut config.worker);
-        let guards = timely::execute::execute(config, move |w| {
-            let _guard = PanicFlag(failed_flag.clone());
-            let index = w.index();
-            let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");
-            let _ = thread_tx.send((index, std::thread::current()));
-            worker::run(w, rx, responder.clone());
-        })?;
-        let mut threads: Vec<(usize, Thread)> = Vec::new();
-        for _ in 0..workers {
-            threads.push(thread_rx.recv().map_err(|e| format!("worker failed to start: {e}"))?);
-        }
-        threads.sort_by_key(|(i, _)| *i);
+        let started = start_workers(timely::Config::process(workers), workers, 0, Responder::new(Arc::clone(&router)), Arc::clone(&failed))?;
         Ok(DataflowClient {
-            senders,
+            backend: Backend::Threads {
+                senders: started.senders,
+                threads: started.threads,
+                _guards: std::sync::Mutex::new(started.guards),
+            },
             failed,
-            threads: threads.into_iter().map(|(_, t)| t).collect(),
+            lost: tokio::sync::watch::channel(None).0,
             router,
-            _guards: std::sync::Mutex::new(guards),
         })
+    }
+
+    /// Starts `spawn` = (processes, workers each) compute processes on
+    /// loopback, or connects to the processes at `addresses`.
+    fn cluster(spawn: Option<(usize, usize)>, addresses: &[String]) -> Result<DataflowClient, String> {
+        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lost = tokio::sync::watch::channel(None::<String>).0;
+        let router = Arc::new(Router::default());
+        let on_lost: cluster::controller::OnLost = {
+            let (failed, lost, router) = (Arc::clone(&failed), lost.clone(), Arc::clone(&router));
+            Arc::new(move |what: String| {
+                tracing::error!("the compute cluster is lost: {what}");
+                failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                router.fail_all();
+                lost.send_if_modified(|lost| lost.is_none() && lost.replace(what).is_none());
+            })
+        };
+        let (supervisor, addresses) = match spawn {
+            Some((processes, workers)) => {
+                let supervisor = cluster::supervise::Supervisor::start(processes.max(1), workers.max(1), Arc::clone(&on_lost))?;
+                let addresses = supervisor.addresses.clone();
+                (Some(supervisor), addresses)
+            }
+            None => (None, addresses.to_vec()),
+        };
+        let remote = cluster::controller::Remote::connect(&addresses, Arc::clone(&router), on_lost, std::time::Duration::from_secs(120))?;
+        tracing::info!(processes = addresses.len(), workers = remote.workers(), "connected to the compute cluster");
+        Ok(DataflowClient { backend: Backend::Cluster { remote, _supervisor: supervisor }, failed, lost, router })
     }
 
     /// Whether a worker has failed; its replies will never arrive.
     pub fn failed(&self) -> bool {
         self.failed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why the workers failed, as a message for a client.
+    pub fn failure(&self) -> String {
+        match &*self.lost.borrow() {
+            Some(what) => format!("the compute cluster was lost ({what}); the server restarts to recover"),
+            None => "a dataflow worker failed; see the server log and restart the server".into(),
+        }
+    }
+
+    /// Changes to `Some(why)` when a compute process is lost.
+    pub fn lost(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.lost.subscribe()
     }
 
     /// Marks the dataflows failed (a committed write could not be handed
@@ -379,25 +424,81 @@ impl DataflowClient {
     }
 
     pub fn workers(&self) -> usize {
-        self.senders.len()
+        match &self.backend {
+            Backend::Threads { senders, .. } => senders.len(),
+            Backend::Cluster { remote, .. } => remote.workers(),
+        }
     }
 
     /// Sends a command to worker `index` and wakes it.
     pub fn send_to(&self, index: usize, cmd: Command) {
-        if let (Some(tx), Some(thread)) = (self.senders.get(index), self.threads.get(index)) {
-            let _ = tx.send(cmd);
-            thread.unpark();
+        match &self.backend {
+            Backend::Threads { senders, threads, .. } => {
+                if let (Some(tx), Some(thread)) = (senders.get(index), threads.get(index)) {
+                    let _ = tx.send(cmd);
+                    thread.unpark();
+                }
+            }
+            Backend::Cluster { remote, .. } => remote.send(Some(index), &cmd),
         }
     }
 
     /// Sends a command to every worker and wakes them.
     pub fn broadcast(&self, cmd: Command) {
-        for (tx, thread) in self.senders.iter().zip(&self.threads) {
-            // A worker only goes away at shutdown; nothing to do then.
-            let _ = tx.send(cmd.clone());
-            thread.unpark();
+        match &self.backend {
+            Backend::Threads { senders, threads, .. } => {
+                for (tx, thread) in senders.iter().zip(threads) {
+                    // A worker only goes away at shutdown; nothing to do then.
+                    let _ = tx.send(cmd.clone());
+                    thread.unpark();
+                }
+            }
+            Backend::Cluster { remote, .. } => remote.send(None, &cmd),
         }
     }
+}
+
+/// Timely workers started in this process: the channel that feeds each
+/// its commands and its thread (to wake it), by local index.
+pub(crate) struct Workers {
+    pub senders: Vec<crossbeam_channel::Sender<Command>>,
+    pub threads: Vec<Thread>,
+    pub guards: timely::communication::WorkerGuards<()>,
+}
+
+/// Starts the `local` workers of `config` in this process (`first`: the
+/// global index of the first), each running `worker::run` on its commands
+/// and answering through `responder`; `failed` is set if one panics.
+pub(crate) fn start_workers(
+    mut config: timely::Config,
+    local: usize,
+    first: usize,
+    responder: Responder,
+    failed: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<Workers, String> {
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for _ in 0..local {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        senders.push(tx);
+        receivers.push(Some(rx));
+    }
+    let receivers = Arc::new(parking_lot::Mutex::new(receivers));
+    let (thread_tx, thread_rx) = crossbeam_channel::unbounded();
+    merging::configure(&mut config.worker);
+    let guards = timely::execute::execute(config, move |w| {
+        let _guard = PanicFlag(failed.clone());
+        let index = w.index() - first;
+        let rx = receivers.lock()[index].take().expect("each worker takes its receiver once");
+        let _ = thread_tx.send((index, std::thread::current()));
+        worker::run(w, rx, responder.clone());
+    })?;
+    let mut threads: Vec<(usize, Thread)> = Vec::new();
+    for _ in 0..local {
+        threads.push(thread_rx.recv().map_err(|e| format!("worker failed to start: {e}"))?);
+    }
+    threads.sort_by_key(|(i, _)| *i);
+    Ok(Workers { senders, threads: threads.into_iter().map(|(_, t)| t).collect(), guards })
 }
 
 /// Marks the client failed if the worker thread unwinds.

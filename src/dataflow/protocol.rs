@@ -12,14 +12,16 @@
 //! A response whose request has no route any more (its reader went away)
 //! is dropped, and the worker is told so (`Responder::send` returns false),
 //! so it can stop the read or subscription. A worker in another process
-//! would learn it from a cancel command instead: a dropped read already
-//! sends `Command::CancelRead`; a subscription would need the same.
+//! learns it from the coordinator: a dropped read sends
+//! `Command::CancelRead`, and a response that reaches no route is answered
+//! with `cluster::wire::ToCompute::Closed`, after which the process
+//! refuses that request's responses as the router would.
 //!
 //! A subscription's route counts the bytes of changes delivered and not
 //! yet taken by its session; past the subscription's limit the router
 //! delivers the error `SubscribeBufferFull` instead, and closes the route.
 //!
-//! Owns: `Response`, request ids, the router and the in-process responder.
+//! Owns: `Response`, request ids, the router and the responder.
 //! Must not: hold dataflow state or know what a read means.
 
 use super::operator_stats::DataflowStats;
@@ -212,6 +214,12 @@ impl Router {
         sent
     }
 
+    /// Closes every route (the workers are gone): every waiter sees its
+    /// receiver end.
+    pub fn fail_all(&self) {
+        self.routes.lock().clear();
+    }
+
     /// Whether `request` still has a waiter.
     pub fn is_open(&self, request: RequestId) -> bool {
         self.routes.lock().contains_key(&request)
@@ -219,25 +227,34 @@ impl Router {
 }
 
 /// A worker's end: where its responses go. In this process, straight to
-/// the coordinator's router.
+/// the coordinator's router; in a `ripple compute` process, onto the
+/// connection to the coordinator (`cluster::Outbox`).
 #[derive(Clone, Debug)]
-pub struct Responder {
-    router: Arc<Router>,
+pub enum Responder {
+    Local(Arc<Router>),
+    Remote(Arc<super::cluster::Outbox>),
 }
 
 impl Responder {
     pub fn new(router: Arc<Router>) -> Responder {
-        Responder { router }
+        Responder::Local(router)
     }
 
-    /// Sends `response`; false if its request's reader went away.
+    /// Sends `response`; false if its request's reader went away (in
+    /// another process: as far as the coordinator has said).
     pub fn send(&self, response: Response) -> bool {
-        self.router.deliver(response)
+        match self {
+            Responder::Local(router) => router.deliver(response),
+            Responder::Remote(outbox) => outbox.send(response),
+        }
     }
 
     /// Whether `request`'s reader is still there.
     pub fn is_open(&self, request: RequestId) -> bool {
-        self.router.is_open(request)
+        match self {
+            Responder::Local(router) => router.is_open(request),
+            Responder::Remote(outbox) => outbox.is_open(request),
+        }
     }
 
     /// Sends worker `worker`'s part of read `request`.
@@ -302,7 +319,11 @@ mod tests {
         let get = RelationExpr::Get { id: 5, name: "t".into(), types };
         let plan = Arc::new(RelationExpr::Filter {
             input: Box::new(get.clone()),
-            predicates: vec![ScalarExpr::Column(0).call_binary(ScalarExpr::Literal(Datum::Int64(3), ScalarType::Int64), crate::expr::BinaryFunc::Gt)],
+            predicates: vec![
+                ScalarExpr::Column(0).call_binary(ScalarExpr::Literal(Datum::Int64(3), ScalarType::Int64), crate::expr::BinaryFunc::Gt),
+                // (Values that serde formats must not be asked to describe.)
+                ScalarExpr::Literal(Datum::Numeric(rust_decimal::Decimal::new(-150, 2)), ScalarType::Numeric { precision: None, scale: None }),
+            ],
         });
         let reply = ReadReply { request: 4, chunk_bytes: 1 << 20 };
         let desc = DataflowDesc { id: 6, name: "v".into(), plan: Arc::clone(&plan), export: Export::Index { on: 5, key: vec![0] }, seed: true, resume: Some(8) };
@@ -334,6 +355,9 @@ mod tests {
             Command::Shutdown,
         ];
         for command in commands {
+            let frame = crate::dataflow::cluster::wire::frame(&command).expect("frame");
+            let framed: Command = crate::dataflow::cluster::wire::read(&mut &frame[..]).expect("read the frame").expect("a frame");
+            assert_eq!(format!("{framed:?}"), format!("{command:?}"), "through a frame");
             let bytes = serde_json::to_vec(&command).expect("serialize");
             let back: Command = serde_json::from_slice(&bytes).expect("deserialize");
             assert_eq!(serde_json::to_vec(&back).expect("serialize"), bytes);

@@ -146,7 +146,9 @@ pub struct AclItem {
     pub grantee: i64,
     pub grantor: i64,
     pub privs: Privs,
-    #[serde(default, skip_serializing_if = "no_privileges")]
+    /// (Always written: plans carry ACLs to the workers in a binary format
+    /// that cannot skip a field; records stored without it read as none.)
+    #[serde(default)]
     pub options: Privs,
 }
 
@@ -169,10 +171,6 @@ impl AclItem {
         out.push_str(&role(self.grantor));
         out
     }
-}
-
-fn no_privileges(p: &Privs) -> bool {
-    p.is_empty()
 }
 
 /// A role name as `aclitem` prints it: double-quoted when it holds

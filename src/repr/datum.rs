@@ -29,7 +29,9 @@ pub enum Datum {
     Int64(i64),
     Float32(#[serde(with = "crate::repr::serde_util::f32_bits")] f32),
     Float64(#[serde(with = "crate::repr::serde_util::f64_bits")] f64),
-    Numeric(Decimal),
+    // As text (the scale kept); rust_decimal's own reader asks the format
+    // what it holds, which a binary format such as bincode cannot say.
+    Numeric(#[serde(with = "rust_decimal::serde::str")] Decimal),
     /// text, varchar and char values (char values are stored blank-padded).
     Text(String),
     Date(NaiveDate),

@@ -22,7 +22,7 @@ pub const MAX_DEPTH: usize = 500;
 pub enum Jsonb {
     Null,
     Bool(bool),
-    Number(Decimal),
+    Number(#[serde(with = "rust_decimal::serde::str")] Decimal),
     String(String),
     Array(Vec<Jsonb>),
     Object(Vec<(String, Jsonb)>),

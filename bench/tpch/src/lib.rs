@@ -45,8 +45,11 @@ pub struct Config {
     pub url: Option<String>,
     /// The `ripple` binary to spawn (default: next to this executable).
     pub ripple_bin: Option<PathBuf>,
-    /// Worker threads of a spawned server.
+    /// Worker threads of a spawned server (per compute process).
     pub workers: usize,
+    /// Compute processes of a spawned server (`--cluster-processes`);
+    /// `None`: its workers are threads of its own process.
+    pub cluster_processes: Option<usize>,
     /// Directory with `schema.sql`, `queries/` and `answers/`.
     pub tpch_dir: PathBuf,
     pub load: LoadMethod,
@@ -88,6 +91,7 @@ impl Config {
             url: None,
             ripple_bin: None,
             workers: 1,
+            cluster_processes: None,
             tpch_dir: Config::default_tpch_dir(),
             load: LoadMethod::Copy,
             load_batch: 1000,
@@ -142,7 +146,7 @@ pub async fn run(config: &Config) -> Result<Report> {
 
     let server = match &config.url {
         Some(url) => Server::external(url),
-        None => Server::spawn(&server::find_ripple_binary(config.ripple_bin.as_deref())?, config.workers).await?,
+        None => Server::spawn(&server::find_ripple_binary(config.ripple_bin.as_deref())?, config.workers, config.cluster_processes).await?,
     };
     let mut h = Harness {
         config: config.clone(),

@@ -36,9 +36,15 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     ripple_bin: Option<PathBuf>,
 
-    /// Worker threads of the spawned server.
+    /// Worker threads of the spawned server (in each compute process,
+    /// with --cluster-processes).
     #[arg(long, default_value_t = 1)]
     workers: usize,
+
+    /// Run the spawned server's workers in this many `ripple compute`
+    /// processes (its --cluster-processes).
+    #[arg(long, value_name = "N")]
+    cluster_processes: Option<usize>,
 
     /// Directory with schema.sql, queries/ and answers/ (default:
     /// ../shared/tpch next to the repository).
@@ -150,6 +156,7 @@ fn main() -> ExitCode {
         }
     }
     config.workers = args.workers.max(1);
+    config.cluster_processes = args.cluster_processes;
     if let Some(dir) = args.tpch_dir {
         config.tpch_dir = dir;
     }

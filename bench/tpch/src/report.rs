@@ -72,7 +72,10 @@ impl Report {
     ) -> Report {
         Report {
             scale_factor: h.sf_label.clone(),
-            server: h.config.url.clone().unwrap_or_else(|| "spawned".into()),
+            server: h.config.url.clone().unwrap_or_else(|| match h.config.cluster_processes {
+                Some(n) => format!("spawned, workers in {n} compute processes"),
+                None => "spawned".into(),
+            }),
             workers: h.config.url.is_none().then_some(h.config.workers),
             generate_secs,
             table_rows: h.data.tables.iter().map(|t| (t.name.to_string(), t.rows.len())).collect(),

@@ -31,13 +31,18 @@ impl Server {
         Server { url: url.to_string(), child: None, dir: None }
     }
 
-    /// Spawns `binary` with `workers` worker threads on a fresh data
-    /// directory and waits until it accepts connections.
-    pub async fn spawn(binary: &Path, workers: usize) -> Result<Server> {
+    /// Spawns `binary` with `workers` worker threads (in each of
+    /// `processes` compute processes, if given) on a fresh data directory
+    /// and waits until it accepts connections.
+    pub async fn spawn(binary: &Path, workers: usize, processes: Option<usize>) -> Result<Server> {
         let dir = tempfile::Builder::new().prefix("ripple-tpch-").tempdir().context("create a temporary data directory")?;
         let port = free_port()?;
         let log = File::create(dir.path().join("server.log")).context("create the server log")?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(processes) = processes {
+            command.arg("--cluster-processes").arg(processes.to_string());
+        }
+        let child = command
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
@@ -107,13 +112,12 @@ impl Server {
         format!("--- ripple log (last {} lines) ---\n{}", lines.len() - start, lines[start..].join("\n"))
     }
 
-    /// Resident set size of a spawned server, in bytes (Linux only).
+    /// Resident set size of a spawned server, in bytes, with its compute
+    /// processes' (`--cluster-processes`) added (Linux only).
     pub fn rss_bytes(&self) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb * 1024)
+        let own = rss_of(pid)?;
+        Some(own + children_of(pid).into_iter().filter_map(rss_of).sum::<u64>())
     }
 
     /// Whether a spawned server is still running.
@@ -167,4 +171,27 @@ pub fn find_ripple_binary(explicit: Option<&Path>) -> Result<PathBuf> {
         "cannot find the ripple binary next to {} (build it with `cargo build --release`, or pass --ripple-bin or --url)",
         exe.display()
     )
+}
+
+/// A process's resident set size in bytes.
+fn rss_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat")).ok().is_some_and(|stat| {
+                // pid (comm) state ppid ...: comm may hold spaces.
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok()) == Some(pid)
+            })
+        })
+        .collect()
 }

@@ -4,7 +4,8 @@
 //! reference answer; then stream `orders` and `lineitem` from empty in
 //! transactions of 1,000 rows with all 22 views maintained, retract the
 //! first 10% of the orders with their line items, insert them again, and
-//! compare every view with the answer once more.
+//! compare every view with the answer once more. Once with the workers
+//! in the server's process, once in a two-process compute cluster.
 //!
 //! Uses the `ripple` binary of the same target directory (built by the
 //! workspace's test run; `RIPPLE_BIN` overrides) and `../shared/tpch`
@@ -15,7 +16,19 @@ use ripple_tpch::{Config, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_sf001_views_equal_the_answers_after_load_and_after_streaming() {
+    check(None).await;
+}
+
+/// The same with the server's workers in two `ripple compute` processes
+/// on loopback (one worker each): the answers are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_sf001_on_a_two_process_cluster() {
+    check(Some(2)).await;
+}
+
+async fn check(cluster_processes: Option<usize>) {
     let mut config = Config::new("0.01");
+    config.cluster_processes = cluster_processes;
     if let Some(dir) = std::env::var_os("RIPPLE_TPCH_DIR") {
         config.tpch_dir = dir.into();
     }

@@ -1,0 +1,157 @@
+//! The workers in a compute cluster (`--cluster-processes 2`: two `ripple
+//! compute` processes the server starts on loopback, connected by timely's
+//! networking).
+//!
+//! - Reads, writes and views work across the processes, and each process
+//!   holds only its share of an arrangement.
+//! - A compute process killed with SIGKILL while a writer commits: the
+//!   server notices, restarts itself (same process id and port, new
+//!   compute processes) and every view is readable and fresh again
+//!   without anyone acting; every acknowledged row is there.
+//! - A compute process is a process of this server: killing the server
+//!   ends its compute processes too.
+
+mod common;
+
+use common::{query_sorted, TestServer};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return out };
+    for entry in entries.flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        // pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.insert(child);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+}
+
+/// The compute processes of `server`, waiting until there are `n`.
+fn compute_processes(server: &TestServer, n: usize) -> BTreeSet<u32> {
+    let pid = server.pid().expect("server running");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let children: BTreeSet<u32> = children_of(pid).into_iter().filter(|c| alive(*c)).collect();
+        if children.len() == n {
+            return children;
+        }
+        assert!(Instant::now() < deadline, "{} compute processes, not {n}\n{}", children.len(), server.stderr_tail());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_span_the_processes_and_survive_a_killed_one() {
+    let server = TestServer::start_with(1, &["--cluster-processes", "2"]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (k int PRIMARY KEY, g int, v bigint);
+             INSERT INTO t SELECT i, i % 10, i * 2 FROM generate_series(1, 20000) i;
+             CREATE MATERIALIZED VIEW by_g AS SELECT g, count(*) AS n, sum(v) AS s FROM t GROUP BY g;
+             CREATE INDEX t_g ON t (g);",
+        )
+        .await
+        .expect("setup");
+    let first = compute_processes(&server, 2);
+    // i = 3, 13, ..., 19993: 2,000 rows, v summing to 2 * 2000 * (3 + 19993) / 2.
+    assert_eq!(query_sorted(&client, "SELECT n, s FROM by_g WHERE g = 3").await, vec![vec!["2000".to_string(), "39992000".into()]]);
+    assert_eq!(query_sorted(&client, "SELECT count(*) FROM t WHERE g = 7").await, vec![vec!["2000".to_string()]]);
+    // Each process's worker holds about half of the table's arrangement.
+    let rows = query_sorted(&client, "SELECT records FROM ripple_catalog.arrangement_sizes WHERE operator = 'table t (by row)'").await;
+    assert_eq!(rows, vec![vec!["20000".to_string()]], "the cluster holds the table once");
+
+    // A writer commits rows one transaction at a time while a compute
+    // process is killed; it keeps what was acknowledged.
+    let url = server.conn_str();
+    let writer = tokio::spawn(async move {
+        let mut acknowledged = Vec::new();
+        let mut k = 100_000;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(4) {
+            let Ok((c, conn)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            };
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            while started.elapsed() < Duration::from_secs(4) {
+                k += 1;
+                match c.simple_query(&format!("INSERT INTO t VALUES ({k}, 3, 1)")).await {
+                    Ok(_) => acknowledged.push(k),
+                    Err(_) => break,
+                }
+            }
+        }
+        acknowledged
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let victim = *first.iter().next().expect("a compute process");
+    let killed = Instant::now();
+    // SAFETY: sends a signal to a process this test started (through the server).
+    assert_eq!(unsafe { libc::kill(victim as i32, libc::SIGKILL) }, 0);
+    let acknowledged = writer.await.expect("writer");
+    assert!(!acknowledged.is_empty(), "the writer committed something");
+
+    // The server restarts itself: same process and port, new compute
+    // processes; the view answers again, with every acknowledged row.
+    let expected_n = 2000 + acknowledged.len() as i64;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let fresh = loop {
+        assert!(Instant::now() < deadline, "the view did not come back\n{}", server.stderr_tail());
+        if let Ok((c, conn)) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await {
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            if let Ok(rows) = c.simple_query("SELECT n FROM by_g WHERE g = 3").await {
+                let rows = common::rows_of(&rows);
+                if rows.first().and_then(|r| r.first()).and_then(|n| n.parse::<i64>().ok()) >= Some(expected_n) {
+                    break killed.elapsed();
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("every view fresh again {} ms after the kill", fresh.as_millis());
+    assert!(server.stderr().contains("restarting after the loss of the compute cluster"), "{}", server.stderr_tail());
+    let second = compute_processes(&server, 2);
+    assert!(first.is_disjoint(&second), "new compute processes: {first:?} then {second:?}");
+    assert!(first.iter().all(|p| !alive(*p)), "the old compute processes are gone");
+    let client = server.connect().await;
+    let present: BTreeSet<i64> = query_sorted(&client, "SELECT k FROM t WHERE k > 100000")
+        .await
+        .into_iter()
+        .map(|r| r[0].parse().expect("a key"))
+        .collect();
+    let lost: Vec<i64> = acknowledged.iter().map(|k| *k as i64).filter(|k| !present.contains(k)).collect();
+    assert!(lost.is_empty(), "acknowledged rows lost: {lost:?}");
+    // The view equals its query over the table as it is.
+    let view = query_sorted(&client, "SELECT g, n, s FROM by_g").await;
+    let query = query_sorted(&client, "SELECT g, count(*), sum(v) FROM t GROUP BY g").await;
+    assert_eq!(view, query);
+    assert_eq!(query_sorted(&client, "SELECT count(*) FROM t WHERE g = 7").await, vec![vec!["2000".to_string()]]);
+}
+
+#[test]
+fn killing_the_server_ends_its_compute_processes() {
+    let mut server = TestServer::start_with(1, &["--cluster-processes", "2"]);
+    let compute = compute_processes(&server, 2);
+    server.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while compute.iter().any(|p| alive(*p)) {
+        assert!(Instant::now() < deadline, "compute processes outlived their server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
