@@ -211,7 +211,8 @@ fn main() -> ExitCode {
 enum Ended {
     /// Asked to (a signal).
     Stopped,
-    /// A compute process was lost: the server restarts.
+    /// A compute process was lost and could not be replaced: the server
+    /// restarts.
     ComputeLost(String),
 }
 
@@ -219,8 +220,10 @@ enum Ended {
 /// milliseconds), to slow down a cluster that keeps failing.
 const RESTARTED_AT: &str = "RIPPLE_RESTARTED_AT_MS";
 
-/// After a lost compute process: the server runs itself again, as after a
-/// crash (PostgreSQL restarts after a crashed backend the same way). It
+/// After a lost compute process that no new cluster could replace while
+/// the server ran (coord/compute.rs): the server runs itself again, as
+/// after a crash (PostgreSQL restarts after a crashed backend the same
+/// way). It
 /// keeps its process id, arguments and environment; sessions are
 /// disconnected; acknowledged writes are durable, and the new server
 /// starts a new cluster and rebuilds every view from the tables and the
@@ -354,7 +357,7 @@ async fn run(args: Args) -> Result<Ended, String> {
             }
         });
     }
-    let mut lost = coord.compute_lost();
+    let mut lost = coord.compute_unrecoverable();
     tokio::select! {
         result = ripple::server::serve_listener(listener, coord, config) => {
             result.map(|()| Ended::Stopped).map_err(|e| format!("server failed: {e}"))

@@ -244,6 +244,7 @@ impl Coordinator {
             true => self.read_ts(&state, session, true)?,
             false => self.commits.durable_ts(),
         };
+        state.check_rehydrated(ts)?;
         let mut reads = ReadSet::default();
         let mut pending: Vec<Option<PendingRead>> = Vec::with_capacity(work.len());
         for (key, _, added) in work {

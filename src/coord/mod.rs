@@ -36,6 +36,7 @@ mod alter;
 mod catalog;
 mod checkpoint;
 mod commit;
+mod compute;
 mod conflicts;
 mod copy;
 mod cursor;
@@ -151,6 +152,9 @@ pub struct Coordinator {
     ready: tokio::sync::watch::Receiver<Readiness>,
     /// Consolidates, encodes and writes checkpoints at low priority.
     checkpoint_writer: Arc<checkpoint::Writer>,
+    /// Set if a lost compute cluster could not be replaced: the server
+    /// then restarts itself (`compute.rs`, main.rs).
+    unrecoverable: Arc<tokio::sync::watch::Sender<Option<String>>>,
     /// Held for a whole checkpoint round: the background rounds and
     /// `CHECKPOINT` never interleave (a view's delta is since its last
     /// recorded checkpoint).
@@ -193,6 +197,9 @@ struct State {
     /// The latest time arrangements were allowed to compact to
     /// (`allow_compaction`): nothing before it can be read.
     compacted_to: AtomicU64,
+    /// When a new compute cluster was last given the tables (after a lost
+    /// process; `compute.rs`): reads before it fail with 40001.
+    rehydrated_at: Timestamp,
     /// Dropped indexes whose arrangements live on because a maintained
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
@@ -315,6 +322,7 @@ impl Coordinator {
             catalog: SharedCatalog::default(),
             write_ts,
             compacted_to: AtomicU64::new(0),
+            rehydrated_at: 0,
             retention: BTreeMap::new(),
             history_cuts: HashMap::new(),
             folded_through: recovered.folded_through.clone(),
@@ -435,6 +443,7 @@ impl Coordinator {
             locks: locks::KeyLocks::default(),
             ready,
             checkpoint_round: Arc::new(Mutex::new(())),
+            unrecoverable: Arc::new(tokio::sync::watch::channel(None).0),
             load_feed: Arc::new(Mutex::new(())),
             checkpoint_writer: Arc::new(
                 checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
@@ -444,6 +453,10 @@ impl Coordinator {
         // limit too.)
         let watcher = coord.clone();
         tokio::spawn(async move { watcher.watch_memory().await });
+        if coord.dataflow.is_cluster() {
+            let keeper = coord.clone();
+            tokio::spawn(async move { keeper.keep_compute().await });
+        }
         let background = coord.clone();
         tokio::spawn(async move {
             let loaded = background.recover_contents(storage, load_ts, cuts).await;
@@ -459,6 +472,7 @@ impl Coordinator {
             }
             let watcher = background.clone();
             tokio::spawn(async move { watcher.watch_hydration().await });
+
             let ticker = background.clone();
             tokio::spawn(async move { ticker.advance_idle_time().await });
             if config.checkpoints {
@@ -473,10 +487,11 @@ impl Coordinator {
         Ok(coord)
     }
 
-    /// Changes to `Some(why)` if the compute cluster is lost: the server
-    /// then restarts (main.rs), to recover as from a crash.
-    pub fn compute_lost(&self) -> tokio::sync::watch::Receiver<Option<String>> {
-        self.dataflow.lost()
+    /// Changes to `Some(why)` if a lost compute cluster could not be
+    /// replaced while the server runs (`compute.rs`): the server then
+    /// restarts (main.rs), to recover as from a crash.
+    pub fn compute_unrecoverable(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.unrecoverable.subscribe()
     }
 
     /// Whether (and once) the tables' contents are loaded after a restart.

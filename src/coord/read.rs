@@ -257,6 +257,7 @@ impl State {
     ) -> Result<PendingRead, Error> {
         let deps = query.depends_on();
         self.check_shape(deps.iter().copied(), ts)?;
+        self.check_rehydrated(ts)?;
         self.check_not_stopped(&deps)?;
         for id in &deps {
             *self.checkpoints.reads.entry(*id).or_insert(0) += 1;

@@ -313,16 +313,9 @@ pub enum Command {
 
 /// The coordinator's handle on the workers.
 pub struct DataflowClient {
-    backend: Backend,
-    /// Set when a worker thread panicked (a bug) or a compute process was
-    /// lost; reads then fail instead of waiting for a reply that will
-    /// never come.
-    failed: Arc<std::sync::atomic::AtomicBool>,
-    /// Why, when it was a compute process (watched by the server, which
-    /// restarts to recover).
-    lost: tokio::sync::watch::Sender<Option<String>>,
-    /// Where the workers' responses go.
-    router: Arc<Router>,
+    backend: parking_lot::RwLock<Backend>,
+    /// Failure and loss, shared with the callbacks of compute clusters.
+    health: Arc<cluster::Health>,
 }
 
 /// Where the workers run.
@@ -333,9 +326,9 @@ enum Backend {
         threads: Vec<Thread>,
         _guards: std::sync::Mutex<timely::communication::WorkerGuards<()>>,
     },
-    /// `ripple compute` processes, over their connections; the server's
-    /// own processes are watched by `supervisor`.
-    Cluster { remote: cluster::controller::Remote, _supervisor: Option<cluster::supervise::Supervisor> },
+    /// `ripple compute` processes (`cluster/`), and the commands in force
+    /// that a new cluster is given again after a loss.
+    Cluster { cluster: cluster::Cluster, compute: cluster::Compute, journal: parking_lot::Mutex<cluster::Journal> },
 }
 
 impl DataflowClient {
@@ -343,117 +336,123 @@ impl DataflowClient {
     pub fn open(compute: &cluster::Compute) -> Result<DataflowClient, String> {
         match compute {
             cluster::Compute::Threads(workers) => DataflowClient::start(*workers),
-            cluster::Compute::Spawn { processes, workers } => DataflowClient::cluster(Some((*processes, *workers)), &[]),
-            cluster::Compute::Connect { addresses } => DataflowClient::cluster(None, addresses),
+            _ => {
+                let health = Arc::new(cluster::Health::default());
+                let cluster = cluster::Cluster::start(compute, &health)?;
+                let backend = Backend::Cluster { cluster, compute: compute.clone(), journal: Default::default() };
+                Ok(DataflowClient { backend: parking_lot::RwLock::new(backend), health })
+            }
         }
     }
 
     /// Starts `workers` timely worker threads in this process.
     pub fn start(workers: usize) -> Result<DataflowClient, String> {
         let workers = workers.max(1);
-        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let router = Arc::new(Router::default());
-        let started = start_workers(timely::Config::process(workers), workers, 0, Responder::new(Arc::clone(&router)), Arc::clone(&failed))?;
-        Ok(DataflowClient {
-            backend: Backend::Threads {
-                senders: started.senders,
-                threads: started.threads,
-                _guards: std::sync::Mutex::new(started.guards),
-            },
-            failed,
-            lost: tokio::sync::watch::channel(None).0,
-            router,
-        })
+        let health = Arc::new(cluster::Health::default());
+        let responder = Responder::new(Arc::clone(&health.router));
+        let started = start_workers(timely::Config::process(workers), workers, 0, responder, Arc::clone(&health.failed))?;
+        let backend = Backend::Threads {
+            senders: started.senders,
+            threads: started.threads,
+            _guards: std::sync::Mutex::new(started.guards),
+        };
+        Ok(DataflowClient { backend: parking_lot::RwLock::new(backend), health })
     }
 
-    /// Starts `spawn` = (processes, workers each) compute processes on
-    /// loopback, or connects to the processes at `addresses`.
-    fn cluster(spawn: Option<(usize, usize)>, addresses: &[String]) -> Result<DataflowClient, String> {
-        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let lost = tokio::sync::watch::channel(None::<String>).0;
-        let router = Arc::new(Router::default());
-        let on_lost: cluster::controller::OnLost = {
-            let (failed, lost, router) = (Arc::clone(&failed), lost.clone(), Arc::clone(&router));
-            Arc::new(move |what: String| {
-                tracing::error!("the compute cluster is lost: {what}");
-                failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                router.fail_all();
-                lost.send_if_modified(|lost| lost.is_none() && lost.replace(what).is_none());
-            })
+    /// Whether the workers run in compute processes (a loss is then
+    /// recovered by `rehydrate`).
+    pub fn is_cluster(&self) -> bool {
+        matches!(&*self.backend.read(), Backend::Cluster { .. })
+    }
+
+    /// After a lost compute process: starts a new cluster in place of the
+    /// old and gives it every table and dataflow in force (dataflows are
+    /// built again from their tables, not seeded); then the workers serve
+    /// again (`failed` is cleared). The caller sends the tables' contents
+    /// next, before any other command, and holds off writes meanwhile.
+    /// Blocks while the processes start.
+    pub fn rehydrate(&self) -> Result<(), String> {
+        let mut backend = self.backend.write();
+        let Backend::Cluster { cluster, compute, journal } = &mut *backend else {
+            return Err("the workers are threads of this process".into());
         };
-        let (supervisor, addresses) = match spawn {
-            Some((processes, workers)) => {
-                let supervisor = cluster::supervise::Supervisor::start(processes.max(1), workers.max(1), Arc::clone(&on_lost))?;
-                let addresses = supervisor.addresses.clone();
-                (Some(supervisor), addresses)
-            }
-            None => (None, addresses.to_vec()),
-        };
-        let remote = cluster::controller::Remote::connect(&addresses, Arc::clone(&router), on_lost, std::time::Duration::from_secs(120))?;
-        tracing::info!(processes = addresses.len(), workers = remote.workers(), "connected to the compute cluster");
-        Ok(DataflowClient { backend: Backend::Cluster { remote, _supervisor: supervisor }, failed, lost, router })
+        let fresh = cluster::Cluster::start(compute, &self.health)?;
+        // (The old cluster's processes are stopped as it is dropped.)
+        *cluster = fresh;
+        for command in journal.get_mut().replay() {
+            cluster.send(None, command);
+        }
+        self.health.recovered();
+        Ok(())
     }
 
     /// Whether a worker has failed; its replies will never arrive.
     pub fn failed(&self) -> bool {
-        self.failed.load(std::sync::atomic::Ordering::SeqCst)
+        self.health.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Why the workers failed, as a message for a client.
     pub fn failure(&self) -> String {
-        match &*self.lost.borrow() {
-            Some(what) => format!("the compute cluster was lost ({what}); the server restarts to recover"),
+        match &*self.health.lost.borrow() {
+            Some(what) => format!("the compute cluster was lost ({what}); it is being restarted, retry shortly"),
             None => "a dataflow worker failed; see the server log and restart the server".into(),
         }
     }
 
-    /// Changes to `Some(why)` when a compute process is lost.
+    /// Changes to `Some(why)` when a compute process is lost, and back to
+    /// `None` once a new cluster serves (`rehydrate`).
     pub fn lost(&self) -> tokio::sync::watch::Receiver<Option<String>> {
-        self.lost.subscribe()
+        self.health.lost.subscribe()
     }
 
     /// Marks the dataflows failed (a committed write could not be handed
     /// to them): reads left waiting fail instead of waiting for ever.
     pub fn fail(&self) {
-        self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.health.failed.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Where to register a request before sending its command.
     pub fn router(&self) -> &Arc<Router> {
-        &self.router
+        &self.health.router
     }
 
     pub fn workers(&self) -> usize {
-        match &self.backend {
+        match &*self.backend.read() {
             Backend::Threads { senders, .. } => senders.len(),
-            Backend::Cluster { remote, .. } => remote.workers(),
+            Backend::Cluster { cluster, .. } => cluster.workers(),
         }
     }
 
     /// Sends a command to worker `index` and wakes it.
     pub fn send_to(&self, index: usize, cmd: Command) {
-        match &self.backend {
+        match &*self.backend.read() {
             Backend::Threads { senders, threads, .. } => {
                 if let (Some(tx), Some(thread)) = (senders.get(index), threads.get(index)) {
                     let _ = tx.send(cmd);
                     thread.unpark();
                 }
             }
-            Backend::Cluster { remote, .. } => remote.send(Some(index), &cmd),
+            Backend::Cluster { cluster, .. } => cluster.send(Some(index), &cmd),
         }
     }
 
     /// Sends a command to every worker and wakes them.
     pub fn broadcast(&self, cmd: Command) {
-        match &self.backend {
+        match &*self.backend.read() {
             Backend::Threads { senders, threads, .. } => {
-                for (tx, thread) in senders.iter().zip(threads) {
+                for (tx, thread) in senders.iter().zip(threads.iter()) {
                     // A worker only goes away at shutdown; nothing to do then.
                     let _ = tx.send(cmd.clone());
                     thread.unpark();
                 }
             }
-            Backend::Cluster { remote, .. } => remote.send(None, &cmd),
+            Backend::Cluster { cluster, journal, .. } => {
+                // Noted and sent under one lock: the journal keeps the
+                // order the workers built things in.
+                let mut journal = journal.lock();
+                journal.note(&cmd);
+                cluster.send(None, &cmd);
+            }
         }
     }
 }

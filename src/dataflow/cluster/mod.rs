@@ -21,9 +21,12 @@ pub mod controller;
 pub mod supervise;
 pub mod wire;
 
-use super::{RequestId, Response};
+use super::{Command, RequestId, Response, Router};
+use crate::repr::GlobalId;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the workers run.
@@ -37,6 +40,144 @@ pub enum Compute {
     /// `ripple compute` processes that something else runs, reached at
     /// these addresses (their `--listen`), process 0 first.
     Connect { addresses: Vec<String> },
+}
+
+/// A client's failure state, shared with its clusters' loss callbacks.
+pub struct Health {
+    /// Set when a worker thread panicked or the compute cluster was lost.
+    pub failed: Arc<AtomicBool>,
+    /// Why the cluster was lost (`None` while it serves).
+    pub lost: tokio::sync::watch::Sender<Option<String>>,
+    /// Where the workers' responses go (every generation of clusters).
+    pub router: Arc<Router>,
+    /// The cluster now serving; a loss reported by an older one (its
+    /// processes going away after it was replaced) is ignored.
+    generation: AtomicU64,
+    /// The last generation that reported a loss.
+    lost_generation: AtomicU64,
+}
+
+impl Default for Health {
+    fn default() -> Health {
+        Health {
+            failed: Default::default(),
+            lost: tokio::sync::watch::channel(None).0,
+            router: Default::default(),
+            generation: AtomicU64::new(0),
+            lost_generation: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Health {
+    /// What cluster `generation` calls when it loses a process: every
+    /// waiting request ends, and the loss is announced (once).
+    fn on_lost(self: &Arc<Self>, generation: u64) -> controller::OnLost {
+        let health = Arc::clone(self);
+        Arc::new(move |what: String| {
+            if health.generation.load(Ordering::SeqCst) != generation {
+                return;
+            }
+            tracing::error!("the compute cluster is lost: {what}");
+            health.lost_generation.store(generation, Ordering::SeqCst);
+            health.failed.store(true, Ordering::SeqCst);
+            health.router.fail_all();
+            health.lost.send_if_modified(|lost| lost.is_none() && lost.replace(what).is_none());
+        })
+    }
+
+    /// The cluster started last serves, unless it was lost already
+    /// (then the loss stands, and is answered again).
+    pub(crate) fn recovered(&self) {
+        let serving = self.generation.load(Ordering::SeqCst);
+        if self.lost_generation.load(Ordering::SeqCst) == serving {
+            return;
+        }
+        self.failed.store(false, Ordering::SeqCst);
+        self.lost.send_replace(None);
+        // (A loss reported between the check and here is kept.)
+        if self.lost_generation.load(Ordering::SeqCst) == serving {
+            self.failed.store(true, Ordering::SeqCst);
+            self.lost.send_replace(Some(format!("the new compute cluster {serving} was lost as it started")));
+        }
+    }
+}
+
+/// One cluster of compute processes, connected.
+pub struct Cluster {
+    remote: controller::Remote,
+    /// The processes, when the server started them.
+    _supervisor: Option<supervise::Supervisor>,
+}
+
+impl Cluster {
+    /// Starts (or connects to) the processes `compute` names, as the
+    /// serving generation of `health`.
+    pub fn start(compute: &Compute, health: &Arc<Health>) -> Result<Cluster, String> {
+        let generation = health.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let on_lost = health.on_lost(generation);
+        let (supervisor, addresses) = match compute {
+            Compute::Spawn { processes, workers } => {
+                let supervisor = supervise::Supervisor::start((*processes).max(1), (*workers).max(1), Arc::clone(&on_lost))?;
+                let addresses = supervisor.addresses.clone();
+                (Some(supervisor), addresses)
+            }
+            Compute::Connect { addresses } => (None, addresses.clone()),
+            Compute::Threads(_) => return Err("threads of this process are not a cluster".into()),
+        };
+        let remote = controller::Remote::connect(&addresses, Arc::clone(&health.router), on_lost, Duration::from_secs(120))?;
+        tracing::info!(processes = addresses.len(), workers = remote.workers(), generation, "connected to the compute cluster");
+        Ok(Cluster { remote, _supervisor: supervisor })
+    }
+
+    pub fn workers(&self) -> usize {
+        self.remote.workers()
+    }
+
+    /// Sends `command` to every worker (`to: None`) or to one.
+    pub fn send(&self, to: Option<usize>, command: &Command) {
+        self.remote.send(to, command)
+    }
+}
+
+/// The tables and dataflows in force, in the order they were made: what a
+/// new cluster is given after a loss (`DataflowClient::rehydrate`).
+/// Dataflows are kept to be built from their inputs (not seeded from or
+/// resumed at a checkpoint, which only a restart's recovery feeds).
+#[derive(Debug, Default)]
+pub struct Journal(Vec<Command>);
+
+impl Journal {
+    /// Takes note of a command sent to every worker.
+    pub fn note(&mut self, command: &Command) {
+        match command {
+            Command::CreateTable { .. } | Command::CreateStreamedTable { .. } | Command::RetainHistory { .. } => {
+                self.0.push(command.clone())
+            }
+            Command::CreateDataflow(desc) => {
+                let mut desc = (**desc).clone();
+                desc.seed = false;
+                desc.resume = None;
+                self.0.push(Command::CreateDataflow(Arc::new(desc)));
+            }
+            Command::Drop { id } => self.0.retain(|c| subject(c) != Some(*id)),
+            _ => {}
+        }
+    }
+
+    /// The commands that make what is in force, in order.
+    pub fn replay(&self) -> impl Iterator<Item = &Command> {
+        self.0.iter()
+    }
+}
+
+/// The item a journaled command makes.
+fn subject(command: &Command) -> Option<GlobalId> {
+    match command {
+        Command::CreateTable { id, .. } | Command::CreateStreamedTable { id } | Command::RetainHistory { id, .. } => Some(*id),
+        Command::CreateDataflow(desc) => Some(desc.id),
+        _ => None,
+    }
 }
 
 /// How long a request the coordinator closed is remembered by a process
@@ -94,6 +235,44 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_journal_keeps_what_is_in_force_in_order() {
+        use crate::dataflow::{DataflowDesc, Export};
+        use crate::expr::RelationExpr;
+        let view = |id, seed| {
+            Command::CreateDataflow(Arc::new(DataflowDesc {
+                id,
+                name: format!("v{id}"),
+                plan: Arc::new(RelationExpr::Get { id: 1, name: "t".into(), types: vec![] }),
+                export: Export::MaterializedView,
+                seed,
+                resume: Some(5),
+            }))
+        };
+        let mut journal = Journal::default();
+        for command in [
+            Command::CreateTable { id: 1, name: "t".into() },
+            view(2, true),
+            Command::RetainHistory { id: 2, ms: 1000 },
+            Command::Advance { time: 3, updates: Arc::new(vec![]) },
+            view(3, false),
+            Command::AllowCompaction { time: 4 },
+            Command::Drop { id: 2 },
+            view(4, false),
+        ] {
+            journal.note(&command);
+        }
+        let kept: Vec<String> = journal
+            .replay()
+            .map(|c| match c {
+                Command::CreateTable { id, .. } => format!("table {id}"),
+                Command::CreateDataflow(d) => format!("dataflow {} seed {} resume {:?}", d.id, d.seed, d.resume),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kept, ["table 1", "dataflow 3 seed false resume None", "dataflow 4 seed false resume None"]);
+    }
 
     #[test]
     fn a_closed_request_is_refused() {
