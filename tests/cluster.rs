@@ -117,7 +117,12 @@ async fn views_span_the_processes_and_survive_a_killed_one() {
     let deadline = Instant::now() + Duration::from_secs(120);
     let fresh = loop {
         assert!(Instant::now() < deadline, "the view did not come back\n{}", server.stderr_tail());
-        if client.simple_query("SELECT n FROM by_g WHERE g = 3").await.is_ok() {
+        // A read made while the cluster is replaced fails or waits for the
+        // new one; it must not wait for ever on the lost one.
+        let read = tokio::time::timeout(Duration::from_secs(30), client.simple_query("SELECT n FROM by_g WHERE g = 3"))
+            .await
+            .unwrap_or_else(|_| panic!("a read hung across the replacement\n{}", server.stderr_tail()));
+        if read.is_ok() {
             break killed.elapsed();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -169,5 +174,88 @@ fn killing_the_server_ends_its_compute_processes() {
     while compute.iter().any(|p| alive(*p)) {
         assert!(Instant::now() < deadline, "compute processes outlived their server");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two ports free a moment ago, distinct (bound together).
+fn two_ports() -> [u16; 2] {
+    let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let b = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    [a.local_addr().expect("addr").port(), b.local_addr().expect("addr").port()]
+}
+
+/// `ripple compute` process `index` of two, as an external supervisor
+/// would run it.
+fn start_compute(index: usize, hosts: &std::path::Path, listen: u16, log: &std::path::Path) -> std::process::Child {
+    let binary = std::env::var_os("RIPPLE_TEST_BIN").map_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_ripple")), std::path::PathBuf::from);
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log");
+    std::process::Command::new(binary)
+        .args(["compute", "--processes", "2", "--process", &index.to_string(), "--workers", "1"])
+        .arg("--hosts")
+        .arg(hosts)
+        .args(["--listen", &format!("127.0.0.1:{listen}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start a compute process")
+}
+
+/// `--compute-hosts`: the server drives processes that something else runs
+/// and, when one is lost, connects to the processes brought back at the
+/// same addresses (the old survivor ends once the server lets it go).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_cluster_is_driven_and_reconnected() {
+    let dir = tempfile::tempdir().expect("dir");
+    let peers = two_ports();
+    let coordinator = two_ports();
+    let hosts = dir.path().join("hosts.txt");
+    std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", peers[0], peers[1])).expect("hosts");
+    let compute_hosts = dir.path().join("compute.txt");
+    std::fs::write(&compute_hosts, format!("# process 0 first\n127.0.0.1:{}\n127.0.0.1:{}\n", coordinator[0], coordinator[1])).expect("compute hosts");
+    let log = dir.path().join("compute.log");
+    let mut processes: Vec<std::process::Child> = (0..2).map(|i| start_compute(i, &hosts, coordinator[i], &log)).collect();
+
+    let server = TestServer::start_with(1, &["--compute-hosts", compute_hosts.to_str().expect("path")]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE e (k int PRIMARY KEY, g int);
+             INSERT INTO e SELECT i, i % 4 FROM generate_series(1, 1000) i;
+             CREATE MATERIALIZED VIEW per_g AS SELECT g, count(*) AS n FROM e GROUP BY g;",
+        )
+        .await
+        .expect("setup");
+    assert_eq!(query_sorted(&client, "SELECT n FROM per_g WHERE g = 1").await, vec![vec!["250".to_string()]]);
+
+    // Process 1 dies; process 0 ends once the server drops the old
+    // cluster; the "supervisor" brings both back at the same addresses.
+    processes[1].kill().expect("kill");
+    let _ = processes[1].wait();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Some(_)) = processes[0].try_wait() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the surviving compute process did not end\n{}", server.stderr_tail());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = client.simple_query("INSERT INTO e VALUES (1001, 1)").await;
+    processes = (0..2).map(|i| start_compute(i, &hosts, coordinator[i], &log)).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if client.simple_query("INSERT INTO e VALUES (1002, 1)").await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not reconnect\n{}\n{}", server.stderr_tail(), std::fs::read_to_string(&log).unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let n = query_sorted(&client, "SELECT n FROM per_g WHERE g = 1").await;
+    let expected = query_sorted(&client, "SELECT count(*) FROM e WHERE g = 1").await;
+    assert_eq!(n, expected);
+    assert!(server.stderr().contains("a new compute cluster serves"), "{}", server.stderr_tail());
+    for mut p in processes {
+        let _ = p.kill();
+        let _ = p.wait();
     }
 }

@@ -3,8 +3,9 @@
 //! everything again while the server stays up (docs/cluster.md).
 //!
 //! The dataflow client replays the tables and dataflows in force to the
-//! new cluster (`DataflowClient::rehydrate`, its journal). This module
-//! then pauses writes (the write token, alone) and sends every table's
+//! new cluster (`DataflowClient::start_replacement` and `install`, its
+//! journal). This module then pauses writes (COPY feeds, then the write
+//! token, alone) and sends every table's
 //! contents, read from storage without writing anything
 //! (`Storage::read_contents`), at one timestamp `T`: the durable
 //! timestamp, through which every acknowledged write is stored. The views
@@ -64,15 +65,25 @@ impl Coordinator {
         // (A loss during a restart's own loading: the load goes on to the
         // lost cluster, then this one is given the tables as they are.)
         self.wait_ready().await?;
-        let _writes = tokio::time::timeout(WRITES_PAUSE_WAIT, self.write_token.write())
-            .await
-            .map_err(|_| Error::Internal(format!("writes in progress did not end within {WRITES_PAUSE_WAIT:?}")))?;
-        let mut st = self.state.lock().await;
+        // The new cluster starts without holding anything up; writes fail
+        // meanwhile (their key checks and reads reach no worker).
         let dataflow = Arc::clone(&self.dataflow);
-        tokio::task::spawn_blocking(move || dataflow.rehydrate())
+        let fresh = tokio::task::spawn_blocking(move || dataflow.start_replacement())
             .await
             .map_err(|e| Error::Internal(format!("starting a new cluster: {e}")))?
             .map_err(Error::Internal)?;
+        // (Dropping `fresh` on the way out stops it.) A COPY still handing
+        // its committed rows to the lost cluster finishes first (its rows
+        // are in storage, read below), then no write is in progress.
+        let paused = tokio::time::timeout(WRITES_PAUSE_WAIT, async {
+            let feeds = self.load_feed.lock().await;
+            (feeds, self.write_token.write().await)
+        });
+        let _paused = paused
+            .await
+            .map_err(|_| Error::Internal(format!("writes in progress did not end within {WRITES_PAUSE_WAIT:?}")))?;
+        let mut st = self.state.lock().await;
+        self.dataflow.install(fresh);
         // Every acknowledged write is durable (writers hold the token
         // until acknowledged), and nothing commits while it is held here.
         let at = self.commits.durable_ts().max(st.compaction_frontier());

@@ -360,30 +360,44 @@ impl DataflowClient {
     }
 
     /// Whether the workers run in compute processes (a loss is then
-    /// recovered by `rehydrate`).
+    /// recovered by `start_replacement` and `install`).
     pub fn is_cluster(&self) -> bool {
         matches!(&*self.backend.read(), Backend::Cluster { .. })
     }
 
-    /// After a lost compute process: starts a new cluster in place of the
-    /// old and gives it every table and dataflow in force (dataflows are
-    /// built again from their tables, not seeded); then the workers serve
-    /// again (`failed` is cleared). The caller sends the tables' contents
-    /// next, before any other command, and holds off writes meanwhile.
-    /// Blocks while the processes start.
-    pub fn rehydrate(&self) -> Result<(), String> {
-        let mut backend = self.backend.write();
-        let Backend::Cluster { cluster, compute, journal } = &mut *backend else {
-            return Err("the workers are threads of this process".into());
+    /// After a lost compute process, first: lets the old cluster's
+    /// processes go (a survivor of a cluster run by something else ends,
+    /// to be started again with the rest) and starts or connects to a new
+    /// cluster, which does not serve yet (`install`). Blocks while the
+    /// processes start.
+    pub fn start_replacement(&self) -> Result<cluster::Cluster, String> {
+        let compute = match &*self.backend.read() {
+            Backend::Cluster { cluster, compute, .. } => {
+                cluster.close();
+                compute.clone()
+            }
+            Backend::Threads { .. } => return Err("the workers are threads of this process".into()),
         };
-        let fresh = cluster::Cluster::start(compute, &self.health)?;
-        // (The old cluster's processes are stopped as it is dropped.)
-        *cluster = fresh;
-        for command in journal.get_mut().replay() {
-            cluster.send(None, command);
+        cluster::Cluster::start(&compute, &self.health)
+    }
+
+    /// Then: `fresh` serves in place of the old cluster, given every table
+    /// and dataflow in force (dataflows are built again from their
+    /// tables, not seeded), and `failed` is cleared. The caller sends the
+    /// tables' contents next, before any other command, and holds off
+    /// writes meanwhile.
+    pub fn install(&self, fresh: cluster::Cluster) {
+        let mut backend = self.backend.write();
+        if let Backend::Cluster { cluster, journal, .. } = &mut *backend {
+            // Requests made since the loss went to the lost cluster: they
+            // end now (their waiters see the error), not wait for ever.
+            self.health.router.fail_all();
+            *cluster = fresh;
+            for command in journal.get_mut().replay() {
+                cluster.send(None, command);
+            }
+            self.health.recovered();
         }
-        self.health.recovered();
-        Ok(())
     }
 
     /// Whether a worker has failed; its replies will never arrive.
@@ -400,7 +414,7 @@ impl DataflowClient {
     }
 
     /// Changes to `Some(why)` when a compute process is lost, and back to
-    /// `None` once a new cluster serves (`rehydrate`).
+    /// `None` once a new cluster serves (`install`).
     pub fn lost(&self) -> tokio::sync::watch::Receiver<Option<String>> {
         self.health.lost.subscribe()
     }

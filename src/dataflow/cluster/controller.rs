@@ -32,6 +32,8 @@ const STACK_BYTES: usize = 64 << 20;
 /// Connections to every process of one cluster.
 pub struct Remote {
     links: Vec<crossbeam_channel::Sender<Arc<Vec<u8>>>>,
+    /// The connections, to close them (`close`).
+    streams: Vec<TcpStream>,
     workers_per_process: usize,
     /// Held while a command is queued for every process.
     order: parking_lot::Mutex<()>,
@@ -69,9 +71,11 @@ impl Remote {
             }
         });
         let mut links = Vec::new();
+        let mut kept = Vec::new();
         for (index, (address, stream)) in streams.into_iter().enumerate() {
             let (tx, rx) = crossbeam_channel::unbounded::<Arc<Vec<u8>>>();
             let reader = stream.try_clone().map_err(|e| e.to_string())?;
+            kept.push(stream.try_clone().map_err(|e| e.to_string())?);
             let (closes, report_w, report_r, router) = (tx.clone(), report.clone(), report.clone(), Arc::clone(&router));
             let name = address.clone();
             std::thread::Builder::new()
@@ -95,7 +99,15 @@ impl Remote {
                 .map_err(|e| e.to_string())?;
             links.push(tx);
         }
-        Ok(Remote { links, workers_per_process, order: parking_lot::Mutex::new(()) })
+        Ok(Remote { links, streams: kept, workers_per_process, order: parking_lot::Mutex::new(()) })
+    }
+
+    /// Closes every connection: each process ends (its server is gone),
+    /// and this side's threads end.
+    pub fn close(&self) {
+        for stream in &self.streams {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Workers in the whole cluster.

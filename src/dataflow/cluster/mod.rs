@@ -107,7 +107,7 @@ impl Health {
 pub struct Cluster {
     remote: controller::Remote,
     /// The processes, when the server started them.
-    _supervisor: Option<supervise::Supervisor>,
+    supervisor: Mutex<Option<supervise::Supervisor>>,
 }
 
 impl Cluster {
@@ -127,7 +127,15 @@ impl Cluster {
         };
         let remote = controller::Remote::connect(&addresses, Arc::clone(&health.router), on_lost, Duration::from_secs(120))?;
         tracing::info!(processes = addresses.len(), workers = remote.workers(), generation, "connected to the compute cluster");
-        Ok(Cluster { remote, _supervisor: supervisor })
+        Ok(Cluster { remote, supervisor: Mutex::new(supervisor) })
+    }
+
+    /// Lets the processes go: the connections close (a process run by
+    /// something else ends, to be started again), and processes the
+    /// server started are stopped.
+    pub fn close(&self) {
+        self.remote.close();
+        drop(self.supervisor.lock().take());
     }
 
     pub fn workers(&self) -> usize {
@@ -141,7 +149,7 @@ impl Cluster {
 }
 
 /// The tables and dataflows in force, in the order they were made: what a
-/// new cluster is given after a loss (`DataflowClient::rehydrate`).
+/// new cluster is given after a loss (`DataflowClient::install`).
 /// Dataflows are kept to be built from their inputs (not seeded from or
 /// resumed at a checkpoint, which only a restart's recovery feeds).
 #[derive(Debug, Default)]
