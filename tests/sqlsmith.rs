@@ -272,6 +272,15 @@ async fn tap_session(
         }
     });
     tokio::select! {
+        // When both have ended (sqlsmith was stopped, so the tap closed the
+        // server's side and the server's side ended too), the client went
+        // first: `select!` would otherwise pick one at random and count a
+        // session the client left as one the server dropped.
+        biased;
+        _ = &mut up => {
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut down).await;
+            down.abort();
+        }
         _ = &mut down => {
             // The server ended the session: lost, unless the client's
             // Terminate went first.
@@ -280,10 +289,6 @@ async fn tap_session(
             if !terminated.load(Ordering::SeqCst) {
                 log.lock().unwrap().lost.push(last_query.lock().unwrap().clone());
             }
-        }
-        _ = &mut up => {
-            let _ = tokio::time::timeout(Duration::from_secs(5), &mut down).await;
-            down.abort();
         }
     }
     Ok(())
