@@ -46,7 +46,8 @@ struct Args {
 
     /// Drive `ripple compute` processes that something else runs: FILE
     /// lists the address each listens on for the coordinator (its
-    /// --listen), one per line, process 0 first.
+    /// --listen), one per line, process 0 first. Their own --workers
+    /// applies, not this server's.
     #[arg(long, value_name = "FILE")]
     compute_hosts: Option<PathBuf>,
 
@@ -223,8 +224,7 @@ const RESTARTED_AT: &str = "RIPPLE_RESTARTED_AT_MS";
 /// After a lost compute process that no new cluster could replace while
 /// the server ran (coord/compute.rs): the server runs itself again, as
 /// after a crash (PostgreSQL restarts after a crashed backend the same
-/// way). It
-/// keeps its process id, arguments and environment; sessions are
+/// way). It keeps its process id, arguments and environment; sessions are
 /// disconnected; acknowledged writes are durable, and the new server
 /// starts a new cluster and rebuilds every view from the tables and the
 /// views' checkpoints. Returns an exit code only if that fails.
@@ -274,10 +274,13 @@ async fn run(args: Args) -> Result<Ended, String> {
         }
         (None, None) => Compute::Threads(workers),
     };
-    let where_ = match &compute {
-        Compute::Threads(_) => String::new(),
-        Compute::Spawn { processes, .. } => format!(" in each of {processes} compute processes"),
-        Compute::Connect { addresses } => format!(" in each of {} compute processes", addresses.len()),
+    let workers_text = match &compute {
+        Compute::Threads(_) => format!("{workers} worker{}", if workers == 1 { "" } else { "s" }),
+        Compute::Spawn { processes, .. } => {
+            format!("{workers} worker{} in each of {processes} compute processes", if workers == 1 { "" } else { "s" })
+        }
+        // (Each process runs the workers its own --workers says.)
+        Compute::Connect { addresses } => format!("workers in {} compute processes run by others", addresses.len()),
     };
     let config = CoordConfig {
         data_dir: args.data_dir.clone(),
@@ -329,9 +332,8 @@ async fn run(args: Args) -> Result<Ended, String> {
         _ => None,
     };
     eprintln!(
-        "ripple listening on {local} (data dir {}, {workers} worker{}{where_}, memory limit {}, auth {}{})",
+        "ripple listening on {local} (data dir {}, {workers_text}, memory limit {}, auth {}{})",
         args.data_dir.display(),
-        if workers == 1 { "" } else { "s" },
         args.memory_limit.0.map_or_else(|| "none".to_string(), ripple::memory::show_size),
         match args.auth {
             ripple::server::auth::AuthMethod::Trust => "trust",

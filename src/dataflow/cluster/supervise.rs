@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command as Process, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The compute processes running, by process id (`end_all`).
 static RUNNING: parking_lot::Mutex<std::collections::BTreeSet<u32>> = parking_lot::Mutex::new(std::collections::BTreeSet::new());
@@ -185,13 +185,8 @@ fn drain(mut reader: BufReader<ChildStdout>) {
 /// Waits until a process exits (reported as lost) or the cluster is
 /// stopped.
 fn watch(children: &mut [Child], stop: &AtomicBool, lost: &OnLost) {
-    let mut last_check = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(20));
-        if last_check.elapsed() < Duration::from_millis(50) {
-            continue;
-        }
-        last_check = Instant::now();
         for (index, child) in children.iter_mut().enumerate() {
             if let Ok(Some(status)) = child.try_wait() {
                 lost(format!("compute process {index} (pid {}) exited: {status}", child.id()));

@@ -79,8 +79,13 @@ pub fn read<T: DeserializeOwned>(r: &mut impl Read) -> io::Result<Option<T>> {
     if len > MAX_FRAME {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a frame of {len} bytes is past the limit of {MAX_FRAME}")));
     }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body)?;
+    // Grown as bytes arrive: a length alone does not make the reader
+    // allocate it.
+    let mut body = Vec::new();
+    r.take(len).read_to_end(&mut body)?;
+    if (body.len() as u64) < len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     options().deserialize(&body).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
