@@ -78,6 +78,13 @@ struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     checkpoint_chunk_bytes: usize,
 
+    /// Move bins of keyed state between the workers on their own when one
+    /// worker takes more than this share of the updates over a few seconds
+    /// (0.5 to 1; as `ALTER CLUSTER default REBALANCE`, batched). Off
+    /// unless given.
+    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    rebalance_above: Option<f64>,
+
     /// Sessions that may be open at once; a client past it is refused with
     /// 53300 ("sorry, too many clients already"), as in PostgreSQL.
     #[arg(long, value_name = "N", default_value_t = ripple::server::DEFAULT_MAX_CONNECTIONS as u32,
@@ -289,6 +296,7 @@ async fn run(args: Args) -> Result<Ended, String> {
         seed_from_checkpoints: args.seed_from_checkpoints,
         resume_from_checkpoints: args.resume_from_checkpoints,
         checkpoint_chunk_bytes: args.checkpoint_chunk_bytes,
+        rebalance_above: args.rebalance_above,
     };
     let coord = Coordinator::open(config).await.map_err(|e| {
         format!(
@@ -404,5 +412,14 @@ async fn ctrl_c() {
     if let Err(e) = tokio::signal::ctrl_c().await {
         tracing::warn!(error = %e, "cannot listen for ctrl-c");
         std::future::pending::<()>().await
+    }
+}
+
+/// A share of the updates for `--rebalance-above`: above one half (an even
+/// split is never skewed) and at most 1.
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.5 && x <= 1.0 => Ok(x),
+        _ => Err(format!("expected a share above 0.5 and at most 1, not {s}")),
     }
 }

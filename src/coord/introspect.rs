@@ -123,6 +123,8 @@ impl Coordinator {
                 Introspected::Hydration => self.hydration_rows().await,
                 Introspected::Sessions => self.session_rows(),
                 Introspected::Operators => self.operator_rows().await,
+                Introspected::ClusterBins => self.cluster_bin_rows().await,
+                Introspected::ClusterRebalance => self.cluster_rebalance_rows(),
             };
             out.insert(*which, rows);
         }

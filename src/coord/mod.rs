@@ -56,6 +56,7 @@ mod privileges;
 mod progress;
 mod read;
 mod recovery;
+mod rebalance;
 mod reshape;
 mod returning;
 pub mod roles;
@@ -122,6 +123,9 @@ pub struct CoordConfig {
     /// About how many bytes of rows each worker reads per chunk of a
     /// whole checkpoint (`Command::Checkpoint`).
     pub checkpoint_chunk_bytes: usize,
+    /// Rebalance the bins of keyed state when one worker takes more than
+    /// this share of the updates (`rebalance.rs`); `None`: only when asked.
+    pub rebalance_above: Option<f64>,
 }
 
 /// A handle to the coordinator; cheap to clone, shared by all sessions.
@@ -162,6 +166,8 @@ pub struct Coordinator {
     /// Held by a COPY from its commit until its rows are all handed to the
     /// workers (`copy`): one load at a time holds a table's load input.
     load_feed: Arc<Mutex<()>>,
+    /// Moving bins of keyed state between the workers (`rebalance.rs`).
+    rebalancer: Arc<rebalance::Rebalancer>,
 }
 
 struct State {
@@ -200,6 +206,8 @@ struct State {
     /// When a new compute cluster was last given the tables (after a lost
     /// process; `compute.rs`): reads before it fail with 40001.
     rehydrated_at: Timestamp,
+    /// The bin map the workers route keyed state by (`rebalance.rs`).
+    bins: crate::dataflow::bins::BinMap,
     /// Dropped indexes whose arrangements live on because a maintained
     /// dataflow still imports them; dropped when the last importer goes.
     orphans: Vec<GlobalId>,
@@ -311,6 +319,10 @@ impl Coordinator {
         let dataflow = Arc::new(DataflowClient::open(&config.compute).map_err(Error::Internal)?);
         let write_ts = recovered.max_timestamp.max(now_ms());
         let commits = GroupCommit::start(storage.clone(), write_ts)?;
+        // The bins as the last rebalance left them (before any dataflow).
+        let bins = rebalance::recorded_map(&recovered.meta, dataflow.workers())
+            .unwrap_or_else(|| crate::dataflow::bins::BinMap::spread(dataflow.workers()));
+        dataflow.broadcast(Command::SetBins { map: bins.clone() });
         let mut state = State {
             storage: storage.clone(),
             commits: commits.clone(),
@@ -323,6 +335,7 @@ impl Coordinator {
             write_ts,
             compacted_to: AtomicU64::new(0),
             rehydrated_at: 0,
+            bins,
             retention: BTreeMap::new(),
             history_cuts: HashMap::new(),
             folded_through: recovered.folded_through.clone(),
@@ -445,6 +458,7 @@ impl Coordinator {
             checkpoint_round: Arc::new(Mutex::new(())),
             unrecoverable: Arc::new(tokio::sync::watch::channel(None).0),
             load_feed: Arc::new(Mutex::new(())),
+            rebalancer: Default::default(),
             checkpoint_writer: Arc::new(
                 checkpoint::Writer::start().map_err(|e| Error::Internal(format!("cannot start the checkpoint writer: {e}")))?,
             ),
@@ -453,6 +467,10 @@ impl Coordinator {
         // limit too.)
         let watcher = coord.clone();
         tokio::spawn(async move { watcher.watch_memory().await });
+        if let Some(share) = config.rebalance_above.filter(|_| coord.dataflow.workers() > 1) {
+            let watcher = coord.clone();
+            tokio::spawn(async move { watcher.watch_skew(share).await });
+        }
         if coord.dataflow.is_cluster() {
             let keeper = coord.clone();
             tokio::spawn(async move { keeper.keep_compute().await });

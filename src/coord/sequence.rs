@@ -310,6 +310,10 @@ impl Coordinator {
                 };
                 Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
+            Plan::AlterCluster { moves, step } => {
+                drop(state);
+                Box::pin(self.alter_cluster(moves, step)).await
+            }
             Plan::Checkpoint => {
                 drop(state);
                 Box::pin(self.checkpoint_round()).await?;

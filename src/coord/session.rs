@@ -93,7 +93,10 @@ impl Coordinator {
         // for key locks, through the session's `cancel`).
         // (A SUBSCRIBE takes the cancel and the deadline along: its rows
         // are streamed after this returns.)
-        let interruptible = class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint | Stmt::Subscribe { .. });
+        // (ALTER CLUSTER too: a migration stopped between its steps would
+        // leave its progress unreported.)
+        let interruptible =
+            class == StmtClass::Other && !matches!(**stmt, Stmt::Checkpoint | Stmt::Subscribe { .. } | Stmt::AlterCluster(_));
         let (mut cancel, deadline) = match interruptible {
             true => (session.cancel.take(), deadline),
             false => (None, None),
@@ -368,6 +371,7 @@ impl StmtClass {
             Stmt::Rename { .. } | Stmt::SetSchema { .. } => return StmtClass::Write { ddl: true },
             Stmt::Refresh { .. }
             | Stmt::Checkpoint
+            | Stmt::AlterCluster(_)
             | Stmt::Maintenance { .. }
             | Stmt::Fetch { .. }
             | Stmt::Subscribe { .. }

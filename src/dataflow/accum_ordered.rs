@@ -27,11 +27,14 @@
 //! where times are not totally ordered.
 
 use crate::dataflow::accum::Accum;
-use crate::dataflow::hierarchy::bucket_hash;
+use crate::dataflow::bins::{bin_of_key, BinState, KeyRouter, StateCell};
+use crate::dataflow::row_spine::key_hash;
 use crate::dataflow::in_order::{arrange_logger, HeldRecords, InOrder};
 use crate::dataflow::render::RenderTime;
 use crate::expr::AggregateExpr;
-use crate::repr::{Diff, EvalError, Row};
+use crate::repr::{Diff, EvalError, Row, Timestamp};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::{AsCollection, VecCollection};
 use std::collections::HashMap;
@@ -54,22 +57,29 @@ struct Group {
 pub fn render_ordered_accumulate<'s, T: RenderTime>(
     input: VecCollection<'s, T, Row, Accum>,
     aggs: Vec<AggregateExpr>,
+    router: KeyRouter<'s, T>,
 ) -> VecCollection<'s, T, (Row, Finished), Diff> {
     assert!(T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
     let scope = input.inner.scope();
-    let exchange = Exchange::new(|(key, _t, _totals): &(Row, T, Accum)| bucket_hash(key));
-    input
-        .inner
+    // The groups and how far they are applied, shared with the router
+    // (Megaphone's S and F): a bin that moves leaves as its totals.
+    let groups: Rc<RefCell<HashMap<Row, Group>>> = Rc::new(RefCell::new(HashMap::new()));
+    let applied: Rc<Cell<Option<T>>> = Rc::new(Cell::new(None));
+    let state: StateCell<Row, Accum> = Rc::new(RefCell::new(None));
+    let routed = T::route_keyed(input.inner, router, |key: &Row| key_hash(key), state.clone(), "Route accumulation");
+    *state.borrow_mut() = Some(Box::new(GroupState { groups: groups.clone(), applied: applied.clone() }));
+    let exchange = Exchange::new(|((to, _key), _t, _totals): &((u32, Row), T, Accum)| u64::from(*to));
+    routed
         .unary_frontier(exchange, "Accumulate (ordered)", move |_cap, info| {
             let held_records = HeldRecords::new(arrange_logger(&scope), info.global_id);
             // A time's changes are added up per group as they arrive: a
             // load of millions of rows at a few times into a few groups
             // (TPC-H Q1) stashes a few totals, not a row's totals per row.
             let mut pending: InOrder<T, HashMap<Row, Accum>> = InOrder::new();
-            let mut groups: HashMap<Row, Group> = HashMap::new();
             move |(input, frontier), output| {
+                let mut groups = groups.borrow_mut();
                 input.for_each(|cap, data| {
-                    for (key, t, change) in data.drain(..) {
+                    for ((_, key), t, change) in data.drain(..) {
                         match pending.at(&cap, t).entry(key) {
                             std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().plus_equals(&change),
                             std::collections::hash_map::Entry::Vacant(e) => {
@@ -115,7 +125,38 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
                     }
                     held_records.changed(held);
                 }
+                applied.set(frontier.frontier().first().cloned());
             }
         })
         .as_collection()
+}
+
+/// The groups as a router reads them: a group's totals are the
+/// accumulation of its input.
+struct GroupState<T> {
+    groups: Rc<RefCell<HashMap<Row, Group>>>,
+    applied: Rc<Cell<Option<T>>>,
+}
+
+impl<T: RenderTime> BinState<Row, Accum> for GroupState<T> {
+    fn complete_before(&self, time: Timestamp) -> bool {
+        // Only the top scope's operators are binned (`T` is `Timestamp`).
+        match self.applied.take() {
+            None => true,
+            Some(t) => {
+                let done = T::outer(&t) >= time;
+                self.applied.set(Some(t));
+                done
+            }
+        }
+    }
+
+    fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, Row, Accum)) {
+        for (key, group) in self.groups.borrow().iter() {
+            let bin = bin_of_key(key);
+            if leaving[bin] {
+                out(bin, key.clone(), group.totals.clone());
+            }
+        }
+    }
 }

@@ -21,7 +21,7 @@
 //! not: step dataflows, or decide when held times are released.
 
 use crate::dataflow::render::index_key;
-use crate::dataflow::row_spine::worker_of;
+use crate::dataflow::bins::{bin_of_key, Bins};
 use crate::repr::{Diff, GlobalId, Row, Timestamp};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -113,8 +113,8 @@ impl RecentWrites {
 
     /// Adds to `out` what this worker's part of an arrangement of `source`
     /// gains from the writes at times in `[from, through]`: those whose
-    /// key hashes to worker `index` of `peers` (as `arrange_rows`
-    /// exchanges them), under one of `prefixes` if given, as values or
+    /// key's bin belongs to worker `index` at the write's time (as the
+    /// arrangement's router sends them, `bins.rs`), under one of `prefixes` if given, as values or
     /// keys. Returns whether anything was added.
     pub fn overlay(
         &self,
@@ -122,7 +122,7 @@ impl RecentWrites {
         from: Timestamp,
         through: Timestamp,
         prefixes: Option<(&[Row], bool)>,
-        (index, peers): (usize, usize),
+        (index, bins): (usize, &Bins),
         out: &mut Vec<(Row, Diff)>,
     ) -> bool {
         let before = out.len();
@@ -139,7 +139,7 @@ impl RecentWrites {
                         Source::Table(_) => Cow::Borrowed(row),
                         Source::Index { key, .. } => Cow::Owned(index_key(row, key)),
                     };
-                    if worker_of(&key, peers) != index {
+                    if bins.map_at(*time).owner(bin_of_key(&key)) != index {
                         continue;
                     }
                     match prefixes {
@@ -169,6 +169,7 @@ impl RecentWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataflow::bins::{BinMap, Move, BINS};
     use crate::repr::Datum;
 
     fn row(a: i64, b: &str) -> Row {
@@ -187,31 +188,40 @@ mod tests {
         log.record(11, &Arc::new(vec![(t, vec![(row(1, "a"), -1), (row(1, "b"), 1)]), (2, vec![(row(9, "z"), 1)])]));
         log.record(12, &Arc::new(vec![(t, vec![(row(2, "c"), 1)])]));
         let mut out = Vec::new();
+        let one = Bins::new(BinMap::spread(1));
         // Through 11 only, the whole table.
-        assert!(log.overlay(&Source::Table(t), 10, 11, None, (0, 1), &mut out));
+        assert!(log.overlay(&Source::Table(t), 10, 11, None, (0, &one), &mut out));
         assert_eq!(out, vec![(row(1, "a"), 1), (row(1, "a"), -1), (row(1, "b"), 1)]);
         // An index on column 0, looked up by key 1, from 11: the values.
         out.clear();
         let index = Source::Index { on: t, key: vec![0] };
         let prefixes = [key(1)];
-        assert!(log.overlay(&index, 11, 12, Some((&prefixes, true)), (0, 1), &mut out));
+        assert!(log.overlay(&index, 11, 12, Some((&prefixes, true)), (0, &one), &mut out));
         assert_eq!(out, vec![(row(1, "a"), -1), (row(1, "b"), 1)]);
-        // Of two workers, each gets the rows whose key hashes to it.
+        // Of two workers, each gets the rows whose bin is its own at the
+        // write's time: after bin moves at 11, by the new owners.
+        let mut bins = Bins::new(BinMap::spread(2));
+        let moves: Vec<Move> = (0..BINS as u32).map(|bin| Move { bin, to: 1 - (bin % 2) }).collect();
+        bins.rebalance(11, &moves);
         let mut parts = Vec::new();
         for index in 0..2 {
             let mut part = Vec::new();
-            log.overlay(&Source::Table(t), 10, 12, None, (index, 2), &mut part);
-            assert!(part.iter().all(|(r, _)| worker_of(r, 2) == index));
+            log.overlay(&Source::Table(t), 10, 10, None, (index, &bins), &mut part);
+            assert!(part.iter().all(|(r, _)| bin_of_key(r) % 2 == index));
+            parts.extend(part.clone());
+            part.clear();
+            log.overlay(&Source::Table(t), 11, 12, None, (index, &bins), &mut part);
+            assert!(part.iter().all(|(r, _)| bin_of_key(r) % 2 != index), "moved at 11");
             parts.extend(part);
         }
         parts.sort();
         out.clear();
-        log.overlay(&Source::Table(t), 10, 12, None, (0, 1), &mut out);
+        log.overlay(&Source::Table(t), 10, 12, None, (0, &one), &mut out);
         out.sort();
         assert_eq!(parts, out);
         // Nothing at times outside the range.
         out.clear();
-        assert!(!log.overlay(&Source::Table(t), 13, 20, None, (0, 1), &mut out));
+        assert!(!log.overlay(&Source::Table(t), 13, 20, None, (0, &one), &mut out));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 mod accum;
 mod arrangement_read;
+pub mod bins;
 pub mod cluster;
 mod accum_ordered;
 mod combine;
@@ -294,6 +295,13 @@ pub enum Command {
         #[serde(with = "crate::repr::serde_util::arc")]
         rows: Arc<Vec<(Row, Diff)>>,
     },
+    /// Bins move (`bins.rs`): `moves` take effect at `time`. Sent before
+    /// any update at `time` (its `Advance` or `LoadBegin`).
+    Rebalance { time: Timestamp, moves: Vec<bins::Move> },
+    /// The bin map a new cluster starts from, before any dataflow.
+    SetBins { map: bins::BinMap },
+    /// The worker's bins and what its routers did (`Response::BinStats`).
+    BinStats { request: RequestId },
     /// Each exported arrangement's upper frontier (its first element;
     /// `None` if empty, i.e. complete forever).
     Frontiers { request: RequestId },

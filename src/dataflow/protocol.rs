@@ -55,6 +55,8 @@ pub enum Response {
     OperatorStats { request: RequestId, stats: Vec<DataflowStats> },
     /// A worker took in a chunk of a load (`Command::Load`).
     LoadAck { request: RequestId },
+    /// A worker's bins (`Command::BinStats`).
+    BinStats { request: RequestId, worker: usize, stats: crate::dataflow::bins::BinStats },
 }
 
 impl Response {
@@ -67,7 +69,8 @@ impl Response {
             | Response::Frontiers { request, .. }
             | Response::Arrangements { request, .. }
             | Response::OperatorStats { request, .. }
-            | Response::LoadAck { request } => *request,
+            | Response::LoadAck { request }
+            | Response::BinStats { request, .. } => *request,
         }
     }
 }
@@ -81,6 +84,7 @@ enum Route {
     Arrangements(UnboundedSender<ArrangementList>),
     OperatorStats(UnboundedSender<Vec<DataflowStats>>),
     LoadAck(UnboundedSender<()>),
+    BinStats(UnboundedSender<(usize, crate::dataflow::bins::BinStats)>),
 }
 
 /// The coordinator's end: the open requests and where their answers go.
@@ -170,6 +174,11 @@ impl Router {
         self.open(Route::OperatorStats)
     }
 
+    /// The workers' bins, with the worker.
+    pub fn bin_stats(self: &Arc<Router>) -> Routed<(usize, crate::dataflow::bins::BinStats)> {
+        self.open(Route::BinStats)
+    }
+
     /// Acknowledgements of a load's chunks.
     pub fn load_acks(self: &Arc<Router>) -> Routed<()> {
         self.open(Route::LoadAck)
@@ -202,6 +211,7 @@ impl Router {
             (Route::Arrangements(tx), Response::Arrangements { list, .. }) => tx.send(list).is_ok(),
             (Route::OperatorStats(tx), Response::OperatorStats { stats, .. }) => tx.send(stats).is_ok(),
             (Route::LoadAck(tx), Response::LoadAck { .. }) => tx.send(()).is_ok(),
+            (Route::BinStats(tx), Response::BinStats { worker, stats, .. }) => tx.send((worker, stats)).is_ok(),
             (_, _) => {
                 // A bug: the route stays for the answers it does expect.
                 tracing::error!(request, "a worker's response does not answer its request's kind");

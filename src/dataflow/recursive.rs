@@ -54,7 +54,8 @@ use crate::expr::{LocalId, RelationExpr};
 use crate::repr::{Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::{AsCollection, VecCollection};
-use timely::dataflow::Scope;
+use crate::dataflow::bins::{KeyRouter, StateCell};
+use timely::dataflow::{Scope, Stream};
 use timely::order::Product;
 
 /// Rounds a recursive query may take. A round costs 50-300 µs of
@@ -241,6 +242,35 @@ impl<'i> FilterUpdates<'i> for timely::dataflow::Stream<'i, Round, Vec<(Row, Rou
 /// the top scope and entered; registered arrangements are imported there.
 impl RenderTime for Round {
     const TOTALLY_ORDERED: bool = false;
+
+    fn outer(&self) -> Timestamp {
+        self.outer
+    }
+
+    fn key_router<'s>(_scope: Scope<'s, Self>, _ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self> {
+        KeyRouter::Fixed
+    }
+
+    fn route_keyed<'s, D, R, H>(
+        data: Stream<'s, Self, Vec<(D, Self, R)>>,
+        _router: KeyRouter<'s, Self>,
+        hash: H,
+        _state: StateCell<D, R>,
+        _name: &str,
+    ) -> Stream<'s, Self, Vec<((u32, D), Self, R)>>
+    where
+        D: timely::ExchangeData + Clone,
+        R: differential_dataflow::difference::Abelian + timely::ExchangeData,
+        H: Fn(&D) -> u64 + 'static,
+    {
+        crate::dataflow::bins::route_fixed(data, hash)
+    }
+
+    /// A loop's arrangements hold its rounds: they do not move (a bin's
+    /// state at a time is not one accumulation there).
+    fn arrange_keyed<'s>(coll: VecCollection<'s, Self, (Row, Row), Diff>, name: &str, _ctx: &mut Ctx<'_, '_>) -> RowArranged<'s, Self> {
+        crate::dataflow::row_spine::arrange_rows(coll, name)
+    }
 
     fn hoist<'s>(
         scope: Scope<'s, Self>,

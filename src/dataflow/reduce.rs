@@ -33,6 +33,7 @@
 
 use crate::dataflow::accum::Accum;
 use crate::dataflow::accum_ordered::render_ordered_accumulate;
+use crate::dataflow::bins::KeyRouter;
 use crate::dataflow::extreme_ordered::render_ordered_extremes;
 use crate::dataflow::hierarchy::{reduce_hierarchical, FAN_OUT_256};
 use crate::dataflow::render::{constant, empty, Coll, ErrColl, RenderTime};
@@ -112,6 +113,7 @@ pub fn render_reduce<'s, T: RenderTime>(
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
     ordered: bool,
+    router: &mut dyn FnMut() -> KeyRouter<'s, T>,
 ) -> (Coll<'s, T>, ErrColl<'s, T>) {
     assert!(!ordered || T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
     // Each aggregate's inputs occupy a range of the values row.
@@ -153,7 +155,7 @@ pub fn render_reduce<'s, T: RenderTime>(
         }
         let part_aggs: Vec<AggregateExpr> =
             part.aggs.iter().map(|i| AggregateExpr { distinct: false, ..aggregates[*i].clone() }).collect();
-        let (values, part_err) = render_part(input, part.kind, part_aggs, ordered);
+        let (values, part_err) = render_part(input, part.kind, part_aggs, ordered, router);
         err = err.concat(part_err);
         outputs.push(values);
     }
@@ -185,9 +187,10 @@ pub fn render_combined<'s, T: RenderTime>(
     aggregates: Vec<AggregateExpr>,
     worker_index: usize,
     ordered: bool,
+    router: &mut dyn FnMut() -> KeyRouter<'s, T>,
 ) -> (Coll<'s, T>, ErrColl<'s, T>) {
     assert!(!ordered || T::TOTALLY_ORDERED, "ordered accumulation needs totally ordered times");
-    let (values, part_err) = accumulate(totals, aggregates.clone(), ordered);
+    let (values, part_err) = accumulate(totals, aggregates.clone(), ordered, router);
     let ok_rows = values.map(|(k, vals)| k.concat(&vals));
     global_default(scope, ok_rows, err.concat(part_err), group_key, &aggregates, worker_index)
 }
@@ -230,14 +233,20 @@ fn distinct_values<T: RenderTime>(input: Keyed<'_, T>) -> Keyed<'_, T> {
 }
 
 /// The values of a part's aggregates per group.
-fn render_part<'s, T: RenderTime>(input: Keyed<'s, T>, kind: AggregateKind, aggs: Vec<AggregateExpr>, ordered: bool) -> (Keyed<'s, T>, ErrColl<'s, T>) {
+fn render_part<'s, T: RenderTime>(
+    input: Keyed<'s, T>,
+    kind: AggregateKind,
+    aggs: Vec<AggregateExpr>,
+    ordered: bool,
+    router: &mut dyn FnMut() -> KeyRouter<'s, T>,
+) -> (Keyed<'s, T>, ErrColl<'s, T>) {
     match kind {
         AggregateKind::Accumulable => {
             let totals = input.explode({
                 let aggs = aggs.clone();
                 move |(key, vals): (Row, Row)| Some((key, Accum::of_row(&aggs, &vals.unpack())))
             });
-            accumulate(totals, aggs, ordered)
+            accumulate(totals, aggs, ordered, router)
         }
         AggregateKind::Hierarchical if ordered => {
             let funcs: Vec<_> = aggs.iter().map(|a| a.func).collect();
@@ -287,9 +296,10 @@ fn accumulate<'s, T: RenderTime>(
     totals: VecCollection<'s, T, Row, Accum>,
     aggs: Vec<AggregateExpr>,
     ordered: bool,
+    router: &mut dyn FnMut() -> KeyRouter<'s, T>,
 ) -> (Keyed<'s, T>, ErrColl<'s, T>) {
     let results = if ordered {
-        render_ordered_accumulate(totals, aggs)
+        render_ordered_accumulate(totals, aggs, router())
     } else {
         // O(change) per update. As differential's `count_core`, but the
         // output arrangement holds the finished values rather than a copy

@@ -18,6 +18,7 @@
 //! the loop) is the trait's.
 
 use crate::dataflow::accum::Accum;
+use crate::dataflow::bins::{Binner, KeyRouter, StateCell};
 use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
 use crate::dataflow::row_stack::RowStack;
 use crate::dataflow::{reduce, topk};
@@ -25,13 +26,13 @@ use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
-use crate::dataflow::row_spine::{arrange_rows, flat_map_after, RowArrangement, RowSpine};
+use crate::dataflow::row_spine::{flat_map_after, RowArrangement, RowSpine};
 use differential_dataflow::trace::implementations::KeySpine;
 use differential_dataflow::{AsCollection, VecCollection};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use timely::dataflow::Scope;
+use timely::dataflow::{Scope, Stream};
 
 pub type RowTrace = TraceAgent<RowSpine<Timestamp>>;
 pub type ErrTrace = TraceAgent<KeySpine<EvalError, Timestamp, Diff>>;
@@ -120,6 +121,9 @@ pub struct Ctx<'a, 'o> {
     /// The dataflow's share in the memory limit, asked by operators whose
     /// one call can make output without bound.
     pub budget: Rc<crate::memory::Budget>,
+    /// The worker's bins and the control inputs of this dataflow's
+    /// routers (`bins.rs`).
+    pub binner: &'a mut Binner,
 }
 
 /// The input of one read of a streamed table.
@@ -172,6 +176,26 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
         let (totals, combine_err) = combine_rows(ok, combiner);
         Some((totals, err.concat(combine_err)))
     }
+    /// The top scope's time this time is in.
+    fn outer(&self) -> Timestamp;
+    /// How a keyed operator routes its input: by bins in the top scope
+    /// (`bins.rs`), by a fixed hash inside a loop.
+    fn key_router<'s>(scope: Scope<'s, Self>, ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self>;
+    /// `data` tagged with the worker `router` sends each update to (and,
+    /// binned, a moving bin's state from `state`).
+    fn route_keyed<'s, D, R, H>(
+        data: Stream<'s, Self, Vec<(D, Self, R)>>,
+        router: KeyRouter<'s, Self>,
+        hash: H,
+        state: StateCell<D, R>,
+        name: &str,
+    ) -> Stream<'s, Self, Vec<((u32, D), Self, R)>>
+    where
+        D: timely::ExchangeData + Clone,
+        R: differential_dataflow::difference::Abelian + timely::ExchangeData,
+        H: Fn(&D) -> u64 + 'static;
+    /// `(key, value)` rows arranged by key: by bins in the top scope.
+    fn arrange_keyed<'s>(coll: VecCollection<'s, Self, (Row, Row), Diff>, name: &str, ctx: &mut Ctx<'_, '_>) -> RowArranged<'s, Self>;
     /// The arrangement of the registered item `id` (an index: by its key).
     fn import_arranged<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<RowArranged<'s, Self>>;
     /// A `Recursive` node.
@@ -343,8 +367,9 @@ pub fn render_top<'s>(
     resume_after: Option<Timestamp>,
     streamed: Option<Streamed<'_>>,
     budget: Rc<crate::memory::Budget>,
+    binner: &mut Binner,
 ) -> (Coll<'s>, ErrColl<'s>) {
-    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed, budget };
+    let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed, budget, binner };
     render(scope, expr, &mut ctx, &Locals::new())
 }
 
@@ -452,11 +477,13 @@ fn render_uncached<'s, T: RenderTime>(
                     }
                 };
                 ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
-                return reduce::render_combined(scope, totals, err, group_key, aggregates.clone(), worker_index, T::TOTALLY_ORDERED);
+                let mut router = || T::key_router(scope, ctx);
+                return reduce::render_combined(scope, totals, err, group_key, aggregates.clone(), worker_index, T::TOTALLY_ORDERED, &mut router);
             }
             let (ok, err) = render(scope, input, ctx, locals);
             ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
-            reduce::render_reduce(scope, ok, err, group_key.clone(), shape, aggregates.clone(), worker_index, T::TOTALLY_ORDERED)
+            let mut router = || T::key_router(scope, ctx);
+            reduce::render_reduce(scope, ok, err, group_key.clone(), shape, aggregates.clone(), worker_index, T::TOTALLY_ORDERED, &mut router)
         }
         RelationExpr::TopK { input, group_key, order, limit, offset } => {
             let (ok, err) = render(scope, input, ctx, locals);
@@ -558,7 +585,7 @@ fn render_join<'s, T: RenderTime>(
         let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
         errs = errs.concat(key_errs);
         ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
-        let stream_arr = arrange_rows(stream_ok, "JoinStream");
+        let stream_arr = T::arrange_keyed(stream_ok, "JoinStream", ctx);
 
         let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
         let budget = ctx.budget.clone();
@@ -697,7 +724,7 @@ fn lookup_side<'s, T: RenderTime>(
     let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
     *errs = errs.clone().concat(err).concat(key_errs);
     ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-    arrange_rows(keyed, "JoinLookup")
+    T::arrange_keyed(keyed, "JoinLookup", ctx)
 }
 
 fn fmt_key(key: &[ScalarExpr]) -> String {
@@ -706,8 +733,8 @@ fn fmt_key(key: &[ScalarExpr]) -> String {
 }
 
 /// Arranges the rows and errors of a maintained collection for export.
-pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str) -> Option<TraceBundle> {
-    let ok = arrange_rows(ok.map(|r| (r, Row::empty())), &format!("export {name}"));
+pub fn export_rows(ok: Coll<'_>, err: ErrColl<'_>, name: &str, binner: &mut Binner) -> Option<TraceBundle> {
+    let ok = binner.arrange(ok.map(|r| (r, Row::empty())), &format!("export {name}"));
     let err = err.arrange_by_self_named(&format!("errors {name}"));
     Some(TraceBundle { ok: ok.trace, err: Some(err.trace), index_of: None })
 }
@@ -729,6 +756,36 @@ fn import_errors<'s>(scope: Scope<'s, Timestamp>, bundle: &mut TraceBundle, afte
 /// The top scope's own imports: registered arrangements as they are.
 impl RenderTime for Timestamp {
     const TOTALLY_ORDERED: bool = true;
+
+    fn outer(&self) -> Timestamp {
+        *self
+    }
+
+    fn key_router<'s>(scope: Scope<'s, Self>, ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self> {
+        ctx.binner.router(scope)
+    }
+
+    fn route_keyed<'s, D, R, H>(
+        data: Stream<'s, Self, Vec<(D, Self, R)>>,
+        router: KeyRouter<'s, Self>,
+        hash: H,
+        state: StateCell<D, R>,
+        name: &str,
+    ) -> Stream<'s, Self, Vec<((u32, D), Self, R)>>
+    where
+        D: timely::ExchangeData + Clone,
+        R: differential_dataflow::difference::Abelian + timely::ExchangeData,
+        H: Fn(&D) -> u64 + 'static,
+    {
+        match router {
+            KeyRouter::Fixed => crate::dataflow::bins::route_fixed(data, hash),
+            KeyRouter::Binned { control, bins } => crate::dataflow::bins::route(data, control, bins, hash, state, name),
+        }
+    }
+
+    fn arrange_keyed<'s>(coll: VecCollection<'s, Self, (Row, Row), Diff>, name: &str, ctx: &mut Ctx<'_, '_>) -> RowArranged<'s, Self> {
+        ctx.binner.arrange(coll, name)
+    }
 
     fn hoist<'s>(
         _scope: Scope<'s, Self>,
@@ -814,11 +871,12 @@ pub fn export_index(
     on: GlobalId,
     key: Vec<usize>,
     name: &str,
+    binner: &mut Binner,
 ) -> Option<TraceBundle> {
     let bundle = traces.get_mut(&on)?;
     let rows = bundle.ok.import(scope).as_collection(|k: RowRef, _v: RowRef| k.to_row());
     let keyed = rows.map(move |row| (index_key(&row, &key), row));
-    let arranged = arrange_rows(keyed, &format!("index {name}"));
+    let arranged = binner.arrange(keyed, &format!("index {name}"));
     Some(TraceBundle { ok: arranged.trace, err: bundle.err.clone(), index_of: None })
 }
 

@@ -437,6 +437,19 @@ impl<'a, T: Timestamp> PushInto<&'a mut Vec<((Row, Row), T, Diff)>> for RowChunk
     }
 }
 
+/// Updates tagged with the worker a router sent them to (`bins.rs`): the
+/// tag has done its work once they arrive.
+impl<'a, T: Timestamp> PushInto<&'a mut Vec<((u32, (Row, Row)), T, Diff)>> for RowChunker<T> {
+    fn push_into(&mut self, container: &'a mut Vec<((u32, (Row, Row)), T, Diff)>) {
+        for ((_, update), t, d) in container.drain(..) {
+            self.pending.push((update, t, d));
+            if self.pending.len() >= CHUNK_UPDATES {
+                self.pack();
+            }
+        }
+    }
+}
+
 impl<T: Timestamp> ContainerBuilder for RowChunker<T> {
     type Container = RowChunk<T>;
 

@@ -10,9 +10,9 @@
 //! borrows it (`RowRef`).
 //!
 //! Owns the container, the layout and the spine, batcher and builder types
-//! built on it, and `arrange_rows`, which every row arrangement is made
-//! with (tables, joins, materialized views, indexes). Must not know what
-//! the rows mean.
+//! built on it, and `arrange_rows`, which a recursive query's loop arranges
+//! rows with (the top scope's arrangements are binned, `bins.rs`, on the
+//! same types). Must not know what the rows mean.
 
 use crate::dataflow::row_batcher::{RowChunk, RowChunker, RowMerger};
 use crate::repr::{Diff, Row, RowRef};
@@ -213,21 +213,16 @@ pub type RowBuilder<T> = RcBuilder<OrdValBuilder<RowLayout<T>, RowChunk<T>>>;
 /// An arrangement of rows by a key row.
 pub type RowArrangement<'s, T> = Arranged<'s, TraceAgent<RowSpine<T>>>;
 
-/// The hash that places a key on a worker in `arrange_rows`: timely's
-/// exchange sends it to worker `hash % peers` (a mask when `peers` is a
-/// power of two, which is the same).
+/// The hash of a key that places it: its bin (`bins.rs`) in the top
+/// scope, the worker `hash % peers` in `arrange_rows`.
 pub fn key_hash(key: &Row) -> u64 {
     key.hashed()
 }
 
-/// The worker among `peers` whose part of an arrangement holds `key`.
-pub fn worker_of(key: &Row, peers: usize) -> usize {
-    (key_hash(key) % peers.max(1) as u64) as usize
-}
-
 /// Arranges `(key, value)` rows, exchanged between workers by the key's
-/// hash as differential's own `arrange` does (so these arrangements join
-/// with any other keyed the same way).
+/// hash as differential's own `arrange` does: inside a recursive query's
+/// loop, where arrangements do not move. The top scope's are binned
+/// (`bins::arrange_binned`).
 pub fn arrange_rows<'s, T>(coll: VecCollection<'s, T, (Row, Row), Diff>, name: &str) -> RowArrangement<'s, T>
 where
     T: TimelyTimestamp + Lattice + ExchangeData,

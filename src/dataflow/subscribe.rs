@@ -98,15 +98,18 @@ pub(super) fn start(worker: &mut Worker, state: &mut WorkerState, plan: &Relatio
     let mut built = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
     let done = Rc::new(Cell::new(false));
+    let mut binner = crate::dataflow::bins::Binner::new(state.bins.clone());
     {
         let traces = &mut state.traces;
         let index = state.index;
         let (budget, sink, done) = (budget.clone(), sink.clone(), done.clone());
+        let binner = &mut binner;
         worker.dataflow_named("subscribe", |scope| {
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget);
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget, binner);
             render_sink(ok, err, as_of, sink, index, done);
         });
     }
+    state.adopt_controls(dataflow, binner);
     state.subscriptions.push(Subscription { dataflow, reads, sink, done, budget });
 }
 

@@ -3,6 +3,7 @@
 //! with a recomputation from scratch (`AggregateExpr::eval`, a plain sort).
 //! Run on two timely workers, so keys and buckets are exchanged.
 
+use super::bins::{BinMap, Binner, Bins};
 use super::render::{self, TraceBundle};
 use crate::expr::agg::{normalize_datum, AggregateOrder};
 use crate::expr::relation::{compare_rows, ColumnOrder};
@@ -88,16 +89,18 @@ fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, ro
             let mut traces = BTreeMap::new();
             traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
             let mut built = Vec::new();
+            let bins = Bins::fixed(BinMap::spread(scope.peers()));
+            let mut binner = Binner::new(std::rc::Rc::new(std::cell::RefCell::new(bins)));
             let (ok, err) = match (&*p2, rendering) {
                 (RelationExpr::TopK { input, group_key, order, limit, offset }, Rendering::HierarchicalTopK) => {
-                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default());
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default(), &mut binner);
                     (super::topk::render_topk_hierarchical(ok, group_key.clone(), order.clone(), *limit, *offset), err)
                 }
                 (RelationExpr::Reduce { input, group_key, aggregates }, Rendering::DifferentialReduce) => {
-                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default());
-                    super::reduce::render_reduce(scope, ok, err, group_key.clone(), super::render::KeyShape::of(&[]), aggregates.clone(), index, false)
+                    let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default(), &mut binner);
+                    super::reduce::render_reduce(scope, ok, err, group_key.clone(), super::render::KeyShape::of(&[]), aggregates.clone(), index, false, &mut || super::bins::KeyRouter::Fixed)
                 }
-                _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None, None, Default::default()),
+                _ => render::render_top(scope, &p2, &mut traces, index, &mut built, None, None, Default::default(), &mut binner),
             };
             err.inspect(move |(e, _t, _d)| e2.lock().unwrap().push(e.to_string()));
             let (probe, _) = ok.inspect(move |(r, t, d)| s2.lock().unwrap().push((r.clone(), *t, *d))).probe();

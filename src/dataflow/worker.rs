@@ -5,7 +5,7 @@ use crate::dataflow::render::{self, ErrTrace, RowTrace, Streamed, StreamedInput,
 use crate::dataflow::held::{RecentWrites, Source};
 use crate::dataflow::merging::IdleMerging;
 use crate::dataflow::operator_stats::OperatorLog;
-use crate::dataflow::row_spine::arrange_rows;
+use crate::dataflow::bins::{BinMap, Binner, Bins, ControlInput, Move, SharedBins};
 use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::arrangement_read::{complete_through, read_changes, read_errors, read_prefixes, read_rows, read_rows_from};
 use crate::dataflow::reads;
@@ -15,7 +15,8 @@ use crate::expr::RelationExpr;
 use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::trace::TraceReader;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -117,6 +118,12 @@ pub struct WorkerState {
     /// The time of a bulk write after whose arrangement freed heap is
     /// returned to the OS.
     trim_after: Option<Timestamp>,
+    /// The bin maps this worker's routers read (`bins.rs`).
+    pub(super) bins: SharedBins,
+    /// The control inputs of every dataflow's routers, by the dataflow's
+    /// timely index: moves are sent into them, and they advance with the
+    /// tables' inputs.
+    controls: BTreeMap<usize, Vec<ControlInput>>,
 }
 
 /// A table's inputs: its writes, and a second input for bulk loads
@@ -255,6 +262,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, respon
         seeds: Vec::new(),
         retracting: Vec::new(),
         trim_after: None,
+        bins: Rc::new(RefCell::new(Bins::new(BinMap::spread(worker.peers())))),
+        controls: BTreeMap::new(),
     };
     loop {
         loop {
@@ -294,6 +303,8 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, respon
         if let Some(since) = state.held_since {
             let waited_on = state.peeks.iter().any(|p| p.time >= state.released);
             if waited_on || since.elapsed() >= ADVANCE_BATCH {
+                let installed: BTreeSet<usize> = worker.installed_dataflows().into_iter().collect();
+                state.controls.retain(|df, _| installed.contains(df));
                 release_inputs(&mut state);
             }
         }
@@ -340,6 +351,9 @@ fn release_inputs(state: &mut WorkerState) {
     for (_, input) in state.streamed.values_mut().flatten() {
         advance_streamed(input, state.input_time);
     }
+    for control in state.controls.values_mut().flatten() {
+        advance_control(control, state.input_time);
+    }
     state.released = state.input_time;
     state.held_since = None;
 }
@@ -349,6 +363,40 @@ fn release_inputs(state: &mut WorkerState) {
 fn take_share(input: &mut StreamedInput, rows: &[(Row, Diff)], peers: usize, index: usize) {
     for (row, diff) in rows.iter().skip(index).step_by(peers.max(1)) {
         input.update(row.clone(), *diff);
+    }
+}
+
+/// Advances a router's control input to `time` and flushes it.
+fn advance_control(control: &mut ControlInput, time: Timestamp) {
+    if *control.time() < time {
+        control.advance_to(time);
+    }
+    control.flush();
+}
+
+impl WorkerState {
+    /// Keeps the control inputs a dataflow's routers got, advanced with
+    /// the other inputs.
+    pub(super) fn adopt_controls(&mut self, df: usize, binner: Binner) {
+        let mut controls = binner.controls;
+        for control in controls.iter_mut() {
+            advance_control(control, self.released);
+        }
+        if !controls.is_empty() {
+            self.controls.insert(df, controls);
+        }
+    }
+
+    /// Moves `moves` take effect at `time` (before any update at it).
+    fn rebalance(&mut self, time: Timestamp, moves: &[Move]) {
+        for control in self.controls.values_mut().flatten() {
+            if *control.time() < time {
+                control.advance_to(time);
+            }
+            control.send_batch(&mut moves.to_vec());
+            control.flush();
+        }
+        self.bins.borrow_mut().rebalance(time, moves);
     }
 }
 
@@ -416,12 +464,14 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateTable { id, name } => {
             let df = worker.next_dataflow_index();
             let first_operator = worker.peek_identifier();
+            let mut binner = Binner::new(state.bins.clone());
             let (rows, load, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
                 let (input, rows) = scope.new_collection::<Row, Diff>();
                 let (load, loaded) = scope.new_collection::<Row, Diff>();
-                let arranged = arrange_rows(rows.concat(loaded).map(|r| (r, Row::empty())), &format!("table {name}"));
+                let arranged = binner.arrange(rows.concat(loaded).map(|r| (r, Row::empty())), &format!("table {name}"));
                 (input, load, arranged.trace)
             });
+            state.adopt_controls(df, binner);
             let mut input = TableInput { rows, load, loading: None, loaded: 0 };
             input.advance(state.input_time);
             state.recent.created(id, state.input_time);
@@ -437,6 +487,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.streamed.entry(id).or_default();
         }
         Command::Advance { time, updates } => {
+            state.bins.borrow_mut().saw(time);
             retract_seeds(state, time);
             if updates.iter().any(|(_, rows)| !rows.is_empty()) {
                 state.merging.wrote();
@@ -467,6 +518,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
         }
         Command::LoadBegin { id, time } => {
+            state.bins.borrow_mut().saw(time);
             state.merging.wrote();
             if let Some(input) = state.inputs.get_mut(&id) {
                 // Sent before the `Advance` of `time`: every input is at
@@ -571,7 +623,13 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::ReadMore { request } => reads::more(worker, state, request),
         Command::CancelRead { request } => reads::cancel(worker, state, request),
         Command::Subscribe { plan, as_of, reads, request } => subscribe::start(worker, state, &plan, as_of, reads, request),
+        Command::Rebalance { time, moves } => state.rebalance(time, &moves),
+        Command::SetBins { map } => state.bins.borrow_mut().reset(map),
+        Command::BinStats { request } => {
+            state.responder.send(Response::BinStats { request, worker: state.index, stats: state.bins.borrow().stats() });
+        }
         Command::HoldInputs { time } => {
+            state.bins.borrow_mut().saw(time.saturating_sub(1));
             state.input_time = state.input_time.max(time);
             release_inputs(state);
         }
@@ -688,6 +746,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     let mut streamed_inputs = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
     state.budgets.insert(desc.id, budget.clone());
+    let mut binner = Binner::new(state.bins.clone());
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
@@ -695,7 +754,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
         worker.dataflow_named(&desc.name, |scope| match &desc.export {
             Export::MaterializedView => {
                 let (mut ok, err) =
-                    render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume, streamed, budget);
+                    render::render_top(scope, &desc.plan, traces, index, &mut built, desc.resume, streamed, budget, &mut binner);
                 if desc.seed || desc.resume.is_some() {
                     let (input, seed) = scope.new_collection::<Row, Diff>();
                     seed_inputs.push((desc.id, input));
@@ -706,14 +765,15 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
                     ok = ok.concat(seed);
                 }
                 built.push(super::exported_description(&desc.name, super::Exported::MaterializedView));
-                render::export_rows(ok, err, &desc.name)
+                render::export_rows(ok, err, &desc.name, &mut binner)
             }
             Export::Index { on, key } => {
                 built.push(super::exported_description(&desc.name, super::Exported::Index(key)));
-                render::export_index(scope, traces, *on, key.clone(), &desc.name)
+                render::export_index(scope, traces, *on, key.clone(), &desc.name, &mut binner)
             }
         })
     };
+    state.adopt_controls(df, binner);
     if let Some(mut bundle) = bundle {
         if let Export::Index { on, key } = &desc.export {
             bundle.index_of = Some((*on, key.clone()));
@@ -794,6 +854,7 @@ fn query(
     let df = worker.next_dataflow_index();
     let mut built = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
+    let mut binner = Binner::new(state.bins.clone());
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
@@ -801,10 +862,11 @@ fn query(
         worker.dataflow_named("query", |scope| {
             // A transient query cannot read a streamed table: it would see
             // only changes after it started ("not available").
-            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget);
-            render::export_rows(ok, err, "query")
+            let (ok, err) = render::render_top(scope, plan, traces, index, &mut built, None, None, budget, &mut binner);
+            render::export_rows(ok, err, "query", &mut binner)
         })
     };
+    state.adopt_controls(df, binner);
     match bundle {
         Some(mut bundle) => state.peeks.push(PendingPeek {
             ok: {
@@ -855,7 +917,7 @@ fn read_ahead(state: &mut WorkerState, i: usize) -> Option<Vec<(Row, Diff)>> {
         None => read_rows(&mut peek.ok, peek.time),
     };
     let prefixes = peek.lookup.as_ref().map(|(keys, values)| (keys.as_slice(), *values));
-    if state.recent.overlay(source, upper, peek.time, prefixes, (state.index, state.peers), &mut rows) {
+    if state.recent.overlay(source, upper, peek.time, prefixes, (state.index, &state.bins.borrow()), &mut rows) {
         differential_dataflow::consolidation::consolidate(&mut rows);
     }
     Some(rows)

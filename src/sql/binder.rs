@@ -6,7 +6,7 @@ use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::acl::Privs;
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::expr::ExprCtx;
-use crate::sql::plan::{ItemKind, Plan, ShowKind, UniqueKey};
+use crate::sql::plan::{ClusterMoves, ItemKind, Plan, ShowKind, UniqueKey};
 use crate::sql::query::Cte;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{self, CorrFrame};
@@ -142,6 +142,7 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
         Stmt::Sql(s) => b.bind_statement(s)?,
         Stmt::Refresh { name, .. } => b.bind_refresh(name)?,
         Stmt::Checkpoint => Plan::Checkpoint,
+        Stmt::AlterCluster(a) => bind_alter_cluster(&b, a)?,
         Stmt::Maintenance { verb, tables } => {
             for t in tables {
                 b.resolve_object(t)?;
@@ -161,6 +162,60 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
     };
     crate::sql::functions::finish_plan(&mut plan, now)?;
     Ok(plan)
+}
+
+/// Bins per step of a batched migration unless `batch` says otherwise.
+pub const DEFAULT_BATCH_BINS: usize = 16;
+
+/// `ALTER CLUSTER`: only the superuser moves state between workers; the
+/// one cluster is `default`.
+fn bind_alter_cluster(b: &Binder<'_>, a: &crate::sql::parse_cluster::AlterCluster) -> Result<Plan, Error> {
+    use crate::dataflow::bins::BINS;
+    use crate::sql::parse_cluster::ClusterAction;
+    if !b.catalog.superuser() {
+        return Err(Error::InsufficientPrivilege("must be superuser to alter a cluster".into()));
+    }
+    if !a.name.value.eq_ignore_ascii_case("default") {
+        return Err(Error::UndefinedObject(format!("cluster \"{}\" does not exist (the one cluster is \"default\")", a.name.value)));
+    }
+    let mut strategy = None;
+    let mut batch = None;
+    for (key, value) in &a.options {
+        match key.value.to_ascii_lowercase().as_str() {
+            "strategy" => match value.to_ascii_lowercase().as_str() {
+                "batched" => strategy = Some(true),
+                "all_at_once" => strategy = Some(false),
+                _ => {
+                    return Err(Error::InvalidParameter(format!(
+                        "invalid value for option \"strategy\": \"{value}\" (expected 'batched' or 'all_at_once')"
+                    )))
+                }
+            },
+            "batch" => match value.parse::<usize>() {
+                Ok(n) if (1..=BINS).contains(&n) => batch = Some(n),
+                _ => return Err(Error::InvalidParameter(format!("option \"batch\" must be a number of bins from 1 to {BINS}, not \"{value}\""))),
+            },
+            other => return Err(Error::InvalidParameter(format!("unrecognized ALTER CLUSTER option \"{other}\" (expected strategy or batch)"))),
+        }
+    }
+    let step = match (strategy, batch) {
+        (Some(false), Some(_)) => {
+            return Err(Error::InvalidParameter("option \"batch\" applies to the batched strategy, not all_at_once".into()))
+        }
+        (Some(false), None) => None,
+        (_, batch) => Some(batch.unwrap_or(DEFAULT_BATCH_BINS)),
+    };
+    let moves = match &a.action {
+        ClusterAction::Rebalance => ClusterMoves::Balance,
+        ClusterAction::MoveBins { bins, worker } => {
+            if let Some(bad) = bins.iter().find(|b| **b >= BINS as u64) {
+                return Err(Error::InvalidParameter(format!("bin {bad} does not exist: bins are numbered 0 to {}", BINS - 1)));
+            }
+            let worker = u32::try_from(*worker).map_err(|_| Error::InvalidParameter(format!("worker {worker} does not exist")))?;
+            ClusterMoves::Bins { bins: bins.iter().map(|b| *b as u32).collect(), worker }
+        }
+    };
+    Ok(Plan::AlterCluster { moves, step })
 }
 
 impl Binder<'_> {

@@ -56,6 +56,8 @@ pub enum Stmt {
     /// `SUBSCRIBE`, read as rows, as `COPY` data or through a cursor
     /// (`parse_subscribe`).
     Subscribe { sub: Box<super::parse_subscribe::Subscribe>, output: super::parse_subscribe::Output },
+    /// `ALTER CLUSTER name REBALANCE | MOVE BINS ...` (`parse_cluster`).
+    AlterCluster(super::parse_cluster::AlterCluster),
 }
 
 /// Where a `FETCH` or `MOVE` goes (PostgreSQL's forms, normalized:
@@ -104,6 +106,7 @@ impl fmt::Display for Stmt {
                 Ok(())
             }
             Stmt::Checkpoint => write!(f, "CHECKPOINT"),
+            Stmt::AlterCluster(a) => write!(f, "{a}"),
             Stmt::Maintenance { verb, tables } => {
                 write!(f, "{verb}")?;
                 for (i, t) in tables.iter().enumerate() {
@@ -284,6 +287,9 @@ fn statements(p: &mut Parser) -> Result<Vec<Stmt>, ParserError> {
 
 /// The statements sqlparser does not know, or `None` (nothing consumed).
 fn own_statement(p: &mut Parser) -> Result<Option<Stmt>, ParserError> {
+    if let Some(a) = super::parse_cluster::statement(p)? {
+        return Ok(Some(Stmt::AlterCluster(a)));
+    }
     if let Some(s) = super::parse_subscribe::statement(p)? {
         return Ok(Some(s));
     }

@@ -251,6 +251,10 @@ pub enum Plan {
     Comment { id: GlobalId, column: Option<usize>, comment: Option<String> },
     /// `CHECKPOINT`: checkpoint every materialized view now.
     Checkpoint,
+    /// `ALTER CLUSTER default REBALANCE | MOVE BINS ...`: bins of keyed
+    /// state move between the workers, `step` bins at a time (`None`: all
+    /// at once).
+    AlterCluster { moves: ClusterMoves, step: Option<usize> },
     /// `LOCK TABLE`: its tables exist; ripple's transactions read one
     /// snapshot and conflicting writes abort, so there is nothing to lock.
     Lock,
@@ -294,4 +298,13 @@ impl Plan {
             _ => None,
         }
     }
+}
+
+/// Which bins an `ALTER CLUSTER` moves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterMoves {
+    /// Those that even out the workers' loads (`coord/rebalance.rs`).
+    Balance,
+    /// These, to this worker.
+    Bins { bins: Vec<u32>, worker: u32 },
 }

@@ -41,6 +41,14 @@
 //!   transaction`, `idle in transaction (aborted)`), `query` (the statement
 //!   running, or the last one), `query_start`, `xact_start` (NULL outside
 //!   a transaction) and `backend_start`.
+//! - `cluster_bins`: one row per bin of keyed state (`dataflow/bins.rs`):
+//!   the `worker` that holds it and the `updates` routed to it since the
+//!   server started, summed over the workers' routers.
+//! - `cluster_rebalance`: the last or running bin migration (`ALTER
+//!   CLUSTER`, or the automatic response to skew: `reason` `requested` or
+//!   `skew`): its `state` (`running`, `done`, `failed`), `strategy`
+//!   (`batched`, `all_at_once`), steps and bins planned and done, records
+//!   moved between workers, start and end times and `elapsed_ms`.
 //!
 //! What the workers report arrives asynchronously, so it is gathered only
 //! for a statement that reads one of these relations: binding it records
@@ -73,15 +81,19 @@ pub enum Introspected {
     Hydration,
     Sessions,
     Operators,
+    ClusterBins,
+    ClusterRebalance,
 }
 
 impl Introspected {
-    const ALL: [Introspected; 5] = [
+    const ALL: [Introspected; 7] = [
         Introspected::ArrangementSizes,
         Introspected::Frontiers,
         Introspected::Hydration,
         Introspected::Sessions,
         Introspected::Operators,
+        Introspected::ClusterBins,
+        Introspected::ClusterRebalance,
     ];
 
     /// The relation that shows these facts.
@@ -92,6 +104,8 @@ impl Introspected {
             Introspected::Hydration => "hydration",
             Introspected::Sessions => "sessions",
             Introspected::Operators => "operators",
+            Introspected::ClusterBins => "cluster_bins",
+            Introspected::ClusterRebalance => "cluster_rebalance",
         }
     }
 
@@ -160,6 +174,14 @@ pub static RELATIONS: &[SystemRelation] = &[
         "object text, object_id oid, object_kind text, operator_id int8, parent_id int8, operator text, \
          elapsed_ms float8, activations int8, records_in int8, records_out int8, arranged_records int8",
         |ctx| gathered(ctx, Introspected::Operators),
+    ),
+    rel("cluster_bins", 14006, "bin int4, worker int4, updates int8", |ctx| gathered(ctx, Introspected::ClusterBins)),
+    rel(
+        "cluster_rebalance",
+        14007,
+        "state text, reason text, strategy text, steps int4, steps_done int4, bins int4, bins_moved int4, \
+         records_moved int8, started timestamptz, finished timestamptz, elapsed_ms int8, error text",
+        |ctx| gathered(ctx, Introspected::ClusterRebalance),
     ),
 ];
 

@@ -153,12 +153,19 @@ impl Cluster {
 /// Dataflows are kept to be built from their inputs (not seeded from or
 /// resumed at a checkpoint, which only a restart's recovery feeds).
 #[derive(Debug, Default)]
-pub struct Journal(Vec<Command>);
+pub struct Journal(Vec<Command>, Option<Command>);
 
 impl Journal {
     /// Takes note of a command sent to every worker.
     pub fn note(&mut self, command: &Command) {
         match command {
+            // The bins as they are now: a new cluster starts from them.
+            Command::SetBins { .. } => self.1 = Some(command.clone()),
+            Command::Rebalance { moves, .. } => {
+                if let Some(Command::SetBins { map }) = &mut self.1 {
+                    *map = map.with_moves(moves);
+                }
+            }
             Command::CreateTable { .. } | Command::CreateStreamedTable { .. } | Command::RetainHistory { .. } => {
                 self.0.push(command.clone())
             }
@@ -175,7 +182,7 @@ impl Journal {
 
     /// The commands that make what is in force, in order.
     pub fn replay(&self) -> impl Iterator<Item = &Command> {
-        self.0.iter()
+        self.1.iter().chain(self.0.iter())
     }
 }
 

@@ -1,0 +1,352 @@
+//! Moving bins of keyed state between the workers while writes go on
+//! (`dataflow/bins.rs`, Megaphone): `ALTER CLUSTER default REBALANCE`,
+//! `ALTER CLUSTER default MOVE BINS (...) TO WORKER n`, and the automatic
+//! response to skew (`--rebalance-above SHARE`).
+//!
+//! A migration is a list of moves (bin, new worker). Batched (the
+//! default), it goes `step` bins at a time: each step is committed at a
+//! timestamp of its own — the new bin map is written with it, so a
+//! restart keeps it — sent to the workers before that timestamp's
+//! `Advance`, and the next step starts once every arrangement is
+//! complete through it (every moved bin's state has arrived). All at
+//! once, every move shares one timestamp: the same work in one step, as
+//! systems that migrate all state at once do.
+//!
+//! Which bins to move (`balance`): the workers' loads are the updates
+//! their bins were routed since the last rebalance; bins leave the most
+//! loaded worker for the least loaded one while that lowers the maximum.
+//! A single hot key's bin cannot be split, but the others can leave its
+//! worker.
+//!
+//! Owns: choosing moves, committing the steps, the bin map's record, the
+//! progress and the rows of `ripple_catalog.cluster_bins` and
+//! `cluster_rebalance`. Must not: move state (the workers' routers do).
+
+use super::*;
+use crate::dataflow::bins::{BinMap, BinStats, Move, BINS};
+use crate::sql::ClusterMoves;
+use std::time::Duration;
+
+/// The bin map's record in the storage's metadata.
+pub(super) const META_BINS: &str = "bins";
+
+/// How long a step may take to arrive everywhere before the next one
+/// starts anyway (a view stopped by the memory limit never completes).
+const STEP_LIMIT: Duration = Duration::from_secs(120);
+
+/// How often the automatic response looks at the workers' loads.
+const SKEW_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Fewer routed updates than this in an interval are not a skew worth
+/// moving state for.
+const SKEW_MIN_UPDATES: u64 = 10_000;
+
+/// The last (or running) migration, for `ripple_catalog.cluster_rebalance`.
+#[derive(Clone, Debug)]
+pub(super) struct Progress {
+    pub reason: &'static str,
+    pub strategy: &'static str,
+    pub steps: usize,
+    pub steps_done: usize,
+    pub bins: usize,
+    pub bins_moved: usize,
+    pub records_moved: u64,
+    pub started: chrono::DateTime<chrono::Utc>,
+    pub finished: Option<chrono::DateTime<chrono::Utc>>,
+    pub error: Option<String>,
+}
+
+/// The coordinator's side of rebalancing.
+#[derive(Default)]
+pub(super) struct Rebalancer {
+    /// Held for a whole migration: one at a time.
+    running: tokio::sync::Mutex<()>,
+    progress: parking_lot::Mutex<Option<Progress>>,
+    /// Updates routed per bin (summed over the workers) when the last
+    /// migration ended: loads are counted from there.
+    baseline: parking_lot::Mutex<Vec<u64>>,
+}
+
+/// The map that evens out `load` (per bin) over `workers`, from `map`,
+/// moving as few bins as it can: while some bin of the most loaded worker
+/// is lighter than the gap to the least loaded one, the bin nearest half
+/// the gap moves there (the maximum drops each time).
+pub(super) fn balance(map: &BinMap, load: &[u64], workers: usize) -> BinMap {
+    let workers = workers.max(1);
+    // A bin's updates, and a share of one for the bin itself: without
+    // traffic the bins even out by count, with it the count only breaks
+    // ties.
+    let weight = |b: usize| load.get(b).copied().unwrap_or(0).saturating_mul(BINS as u64).saturating_add(1);
+    let mut owners: Vec<u32> = map.owners().iter().map(|w| (*w).min(workers as u32 - 1)).collect();
+    let mut per_worker = vec![0u64; workers];
+    for (b, w) in owners.iter().enumerate() {
+        per_worker[*w as usize] += weight(b);
+    }
+    for _ in 0..BINS {
+        let (hi, lo) = {
+            let mut by_load: Vec<usize> = (0..workers).collect();
+            by_load.sort_by_key(|w| (per_worker[*w], *w));
+            (by_load[workers - 1], by_load[0])
+        };
+        let gap = per_worker[hi] - per_worker[lo];
+        let best = (0..BINS).filter(|b| owners[*b] as usize == hi && weight(*b) < gap).min_by_key(|b| {
+            let w = weight(*b);
+            (w.max(gap / 2) - w.min(gap / 2), *b)
+        });
+        let Some(b) = best else { break };
+        owners[b] = lo as u32;
+        per_worker[hi] -= weight(b);
+        per_worker[lo] += weight(b);
+    }
+    BinMap::from_owners(owners, workers).unwrap_or_else(|| map.clone())
+}
+
+/// The share of `load` on its most loaded worker under `map`.
+pub(super) fn top_share(map: &BinMap, load: &[u64], workers: usize) -> f64 {
+    let mut per_worker = vec![0u64; workers.max(1)];
+    for (b, l) in load.iter().enumerate().take(BINS) {
+        if let Some(w) = per_worker.get_mut(map.owner(b)) {
+            *w += l;
+        }
+    }
+    let total: u64 = per_worker.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    per_worker.iter().copied().max().unwrap_or(0) as f64 / total as f64
+}
+
+/// The bin map recorded in the storage's metadata, if it suits `workers`.
+pub(super) fn recorded_map(meta: &HashMap<String, Vec<u8>>, workers: usize) -> Option<BinMap> {
+    let owners: Vec<u32> = serde_json::from_slice(meta.get(META_BINS)?).ok()?;
+    BinMap::from_owners(owners, workers)
+}
+
+impl Coordinator {
+    /// The workers' bins: per worker, what it reports.
+    async fn bin_stats(&self) -> Vec<BinStats> {
+        let mut rx = self.dataflow.router().bin_stats();
+        self.dataflow.broadcast(Command::BinStats { request: rx.request() });
+        let mut out = vec![BinStats::default(); self.dataflow.workers()];
+        for _ in 0..self.dataflow.workers() {
+            let Some((worker, stats)) = rx.recv().await else { break };
+            if let Some(slot) = out.get_mut(worker) {
+                *slot = stats;
+            }
+        }
+        out
+    }
+
+    /// Updates routed per bin, summed over the workers.
+    fn routed(stats: &[BinStats]) -> Vec<u64> {
+        let mut routed = vec![0u64; BINS];
+        for s in stats {
+            for (b, n) in s.routed.iter().enumerate().take(BINS) {
+                routed[b] += n;
+            }
+        }
+        routed
+    }
+
+    /// `ALTER CLUSTER`: the moves, committed step by step.
+    pub(super) async fn alter_cluster(&self, moves: ClusterMoves, step: Option<usize>) -> Result<ExecuteResponse, Error> {
+        let workers = self.dataflow.workers();
+        if let ClusterMoves::Bins { worker, .. } = &moves {
+            if *worker as usize >= workers {
+                return Err(Error::InvalidParameter(format!(
+                    "worker {worker} does not exist: the cluster has {workers} worker{} (0 to {})",
+                    if workers == 1 { "" } else { "s" },
+                    workers - 1
+                )));
+            }
+        }
+        let moved = self.migrate(moves, step, "requested").await?;
+        Ok(ExecuteResponse::Command { tag: "ALTER CLUSTER".into(), rows: Some(moved as u64) })
+    }
+
+    /// Moves bins as `moves` asks, `step` at a time; the bins moved.
+    async fn migrate(&self, moves: ClusterMoves, step: Option<usize>, reason: &'static str) -> Result<usize, Error> {
+        let Ok(_running) = self.rebalancer.running.try_lock() else {
+            return Err(Error::ObjectInUse("a rebalance of cluster \"default\" is already running".into()));
+        };
+        self.wait_ready().await?;
+        let workers = self.dataflow.workers();
+        let current = self.state.lock().await.bins.clone();
+        let stats = self.bin_stats().await;
+        let routed = Self::routed(&stats);
+        let target = match moves {
+            ClusterMoves::Balance => {
+                let baseline = self.rebalancer.baseline.lock().clone();
+                let load: Vec<u64> = routed.iter().enumerate().map(|(b, n)| n.saturating_sub(baseline.get(b).copied().unwrap_or(0))).collect();
+                balance(&current, &load, workers)
+            }
+            ClusterMoves::Bins { bins, worker } => {
+                let moves: Vec<Move> = bins.iter().map(|bin| Move { bin: *bin, to: worker }).collect();
+                current.with_moves(&moves)
+            }
+        };
+        let all = current.moves_to(&target);
+        let chunk = step.unwrap_or(BINS).max(1);
+        let steps: Vec<Vec<Move>> = all.chunks(chunk).map(|c| c.to_vec()).collect();
+        let migrated_before: u64 = stats.iter().map(|s| s.migrated).sum();
+        *self.rebalancer.progress.lock() = Some(Progress {
+            reason,
+            strategy: if step.is_some() { "batched" } else { "all_at_once" },
+            steps: steps.len(),
+            steps_done: 0,
+            bins: all.len(),
+            bins_moved: 0,
+            records_moved: 0,
+            started: chrono::Utc::now(),
+            finished: None,
+            error: None,
+        });
+        let result = self.run_steps(&steps, migrated_before).await;
+        let end = self.bin_stats().await;
+        *self.rebalancer.baseline.lock() = Self::routed(&end);
+        if let Some(p) = self.rebalancer.progress.lock().as_mut() {
+            p.finished = Some(chrono::Utc::now());
+            p.records_moved = end.iter().map(|s| s.migrated).sum::<u64>().saturating_sub(migrated_before);
+            p.error = result.as_ref().err().map(|e| e.to_string());
+        }
+        result.map(|()| all.len())
+    }
+
+    /// Commits each step and waits for its state to arrive.
+    async fn run_steps(&self, steps: &[Vec<Move>], migrated_before: u64) -> Result<(), Error> {
+        for moves in steps {
+            let ts = {
+                // As DDL: alone among writers, so that no write is at the
+                // step's timestamp before its moves reach the workers.
+                let _token = self.write_token.write().await;
+                let mut st = self.state.lock().await;
+                st.commits.check_writable(false)?;
+                let next = st.bins.with_moves(moves);
+                let ts = st.next_ts();
+                let mut ws = WriteSet::new(ts);
+                let owners = serde_json::to_vec(next.owners()).map_err(|e| Error::Internal(e.to_string()))?;
+                ws.meta_puts.push((META_BINS.into(), owners));
+                st.commits.submit(ws)?;
+                self.dataflow.broadcast(Command::Rebalance { time: ts, moves: moves.clone() });
+                self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(Vec::new()) });
+                st.bins = next;
+                st.allow_compaction();
+                ts
+            };
+            self.settle(ts, STEP_LIMIT).await;
+            let migrated: u64 = self.bin_stats().await.iter().map(|s| s.migrated).sum();
+            if let Some(p) = self.rebalancer.progress.lock().as_mut() {
+                p.steps_done += 1;
+                p.bins_moved += moves.len();
+                p.records_moved = migrated.saturating_sub(migrated_before);
+            }
+        }
+        Ok(())
+    }
+
+    /// The automatic response to skew: every few seconds, if one worker
+    /// took more than `share` of the updates routed since the last look
+    /// (and enough of them), a batched rebalance.
+    pub(super) async fn watch_skew(&self, share: f64) {
+        let mut last = Self::routed(&self.bin_stats().await);
+        loop {
+            tokio::time::sleep(SKEW_INTERVAL).await;
+            let now = Self::routed(&self.bin_stats().await);
+            let load: Vec<u64> = now.iter().zip(&last).map(|(n, l)| n.saturating_sub(*l)).collect();
+            last = now;
+            if load.iter().sum::<u64>() < SKEW_MIN_UPDATES {
+                continue;
+            }
+            let map = self.state.lock().await.bins.clone();
+            let top = top_share(&map, &load, self.dataflow.workers());
+            if top <= share || balance(&map, &load, self.dataflow.workers()) == map {
+                continue;
+            }
+            tracing::info!(share = top, threshold = share, "a worker takes more than its share of the updates: rebalancing");
+            *self.rebalancer.baseline.lock() = Self::routed(&self.bin_stats().await).iter().zip(&load).map(|(n, l)| n - l).collect();
+            if let Err(e) = self.migrate(ClusterMoves::Balance, Some(crate::sql::DEFAULT_BATCH_BINS), "skew").await {
+                tracing::warn!(error = %e, "the automatic rebalance failed");
+            }
+            last = Self::routed(&self.bin_stats().await);
+        }
+    }
+
+    /// `ripple_catalog.cluster_bins`: each bin's worker and the updates
+    /// routed to it since the server started.
+    pub(super) async fn cluster_bin_rows(&self) -> Vec<Vec<Datum>> {
+        let map = self.state.lock().await.bins.clone();
+        let routed = Self::routed(&self.bin_stats().await);
+        (0..BINS)
+            .map(|b| vec![Datum::Int32(b as i32), Datum::Int32(map.owner(b) as i32), Datum::Int64(routed[b] as i64)])
+            .collect()
+    }
+
+    /// `ripple_catalog.cluster_rebalance`: the last or running migration.
+    pub(super) fn cluster_rebalance_rows(&self) -> Vec<Vec<Datum>> {
+        let Some(p) = self.rebalancer.progress.lock().clone() else { return Vec::new() };
+        let state = match (&p.finished, &p.error) {
+            (None, _) => "running",
+            (Some(_), None) => "done",
+            (Some(_), Some(_)) => "failed",
+        };
+        let elapsed = p.finished.unwrap_or_else(chrono::Utc::now) - p.started;
+        vec![vec![
+            Datum::Text(state.into()),
+            Datum::Text(p.reason.into()),
+            Datum::Text(p.strategy.into()),
+            Datum::Int32(p.steps as i32),
+            Datum::Int32(p.steps_done as i32),
+            Datum::Int32(p.bins as i32),
+            Datum::Int32(p.bins_moved as i32),
+            Datum::Int64(p.records_moved as i64),
+            Datum::TimestampTz(p.started),
+            p.finished.map_or(Datum::Null, Datum::TimestampTz),
+            Datum::Int64(elapsed.num_milliseconds()),
+            p.error.map_or(Datum::Null, Datum::Text),
+        ]]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hot_bin_keeps_its_worker_and_the_others_leave_it() {
+        let map = BinMap::spread(2);
+        // Bin 0 (worker 0) takes half the updates; the rest are even.
+        let mut load = vec![10u64; BINS];
+        load[0] = 10 * BINS as u64;
+        assert!(top_share(&map, &load, 2) > 0.7);
+        let balanced = balance(&map, &load, 2);
+        assert_eq!(balanced.owner(0), 0, "the hot bin stays");
+        let share = top_share(&balanced, &load, 2);
+        assert!(share < 0.52, "evened out to {share}");
+        // Only bins of worker 0 moved, to worker 1.
+        for m in map.moves_to(&balanced) {
+            assert_eq!((map.owner(m.bin as usize), m.to), (0, 1));
+        }
+    }
+
+    #[test]
+    fn an_even_load_moves_nothing_and_no_traffic_evens_the_counts() {
+        let map = BinMap::spread(4);
+        assert_eq!(balance(&map, &vec![5u64; BINS], 4), map);
+        let all_on_one = BinMap::from_owners(vec![0; BINS], 4).unwrap();
+        let spread = balance(&all_on_one, &vec![0u64; BINS], 4);
+        let mut counts = [0usize; 4];
+        for b in 0..BINS {
+            counts[spread.owner(b)] += 1;
+        }
+        assert_eq!(counts, [BINS / 4; 4]);
+    }
+
+    #[test]
+    fn the_recorded_map_must_suit_the_workers() {
+        let mut meta = HashMap::new();
+        meta.insert(META_BINS.to_string(), serde_json::to_vec(BinMap::spread(4).owners()).unwrap());
+        assert_eq!(recorded_map(&meta, 4), Some(BinMap::spread(4)));
+        assert_eq!(recorded_map(&meta, 2), None, "a map over more workers than there are");
+        assert_eq!(recorded_map(&HashMap::new(), 2), None);
+    }
+}

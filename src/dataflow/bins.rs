@@ -1,0 +1,515 @@
+//! Keyed state in bins that can move between workers while updates keep
+//! flowing: Megaphone's mechanism (`../shared/papers/megaphone-state-
+//! migration.txt`) on differential's collections.
+//!
+//! Every key belongs to one of [`BINS`] bins (the top bits of its hash),
+//! and a bin belongs to one worker through the bin map. The map changes at
+//! chosen timestamps (`Command::Rebalance`); every worker keeps its
+//! history ([`Bins`]). In front of each keyed operator of the top scope (the
+//! arrangements of tables, joins, indexes and views, and the ordered
+//! accumulation) sits a router, Megaphone's F operator ([`route`]): it
+//! sends each update to the owner of its key's bin *at the update's time*.
+//!
+//! A move of bin `b` from worker `v` to worker `w` at time `t` arrives at
+//! each router as a control message at `t`, whose capability the router
+//! keeps. Once `v`'s operator state holds every update before `t` (its
+//! trace's upper, or the applied frontier of the accumulation, has
+//! reached `t`) — which the kept capability lets happen and nothing past
+//! — the router on `v` reads the state of `b` through a shared pointer
+//! (the [`BinState`] the operator registered) and sends it at `t` twice:
+//! negated to `v` itself, as it is to `w`. In differential terms the
+//! state is the accumulation of its input, so `v`'s share of `b` becomes
+//! empty and `w`'s whole at `t`; operators downstream (a join's other
+//! input moves at the same `t`, since every router reads the same map)
+//! see `b`'s records leave `v` and arrive at `w` at the same time, which
+//! cancels in any result read at `t` or later. Updates at `t` and after
+//! are routed to `w` already, in any order with the state: within a time,
+//! differential's updates commute.
+//!
+//! Arrangements made inside a recursive query's loop, and the operators
+//! that keep state by their own hash (top-k, min/max, window functions,
+//! DISTINCT, the differential reduction), are not binned: they route by a
+//! fixed hash and do not move.
+//!
+//! Owns: bins, bin maps and their history, the router, and the binned
+//! arrangement. Must not: choose which bins move (the coordinator's
+//! `coord/rebalance.rs`) or know what the records mean.
+
+use crate::dataflow::row_batcher::RowChunker;
+use crate::dataflow::row_spine::{key_hash, RowArrangement, RowBatcher, RowBuilder, RowSpine};
+use crate::repr::{Diff, Row, Timestamp};
+use differential_dataflow::difference::Abelian;
+use differential_dataflow::hashable::Hashable;
+use differential_dataflow::operators::arrange::arrangement::arrange_core;
+use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::trace::cursor::Cursor;
+use differential_dataflow::trace::TraceReader;
+use differential_dataflow::VecCollection;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::Stream;
+use timely::progress::frontier::Antichain;
+
+/// Bits of a key's hash that name its bin.
+pub const BIN_BITS: u32 = 8;
+/// Bins per map: a bin is the unit that moves.
+pub const BINS: usize = 1 << BIN_BITS;
+
+/// The bin of a key with hash `hash`: its top bits (as Megaphone takes
+/// them; the low bits are what hash maps index by).
+pub fn bin_of(hash: u64) -> usize {
+    (hash >> (64 - BIN_BITS)) as usize
+}
+
+/// The bin of a key row.
+pub fn bin_of_key(key: &Row) -> usize {
+    bin_of(key_hash(key))
+}
+
+/// A bin's new owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Move {
+    pub bin: u32,
+    pub to: u32,
+}
+
+/// The worker that owns each bin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinMap(Vec<u32>);
+
+impl BinMap {
+    /// Bins dealt round-robin over `peers` workers (the map every cluster
+    /// starts with).
+    pub fn spread(peers: usize) -> BinMap {
+        let peers = peers.max(1) as u32;
+        BinMap((0..BINS as u32).map(|b| b % peers).collect())
+    }
+
+    /// A map from its owners, one per bin, each below `peers`.
+    pub fn from_owners(owners: Vec<u32>, peers: usize) -> Option<BinMap> {
+        (owners.len() == BINS && owners.iter().all(|w| (*w as usize) < peers)).then_some(BinMap(owners))
+    }
+
+    /// The owner of `bin`.
+    pub fn owner(&self, bin: usize) -> usize {
+        self.0[bin % BINS] as usize
+    }
+
+    /// The owner of each bin, in bin order.
+    pub fn owners(&self) -> &[u32] {
+        &self.0
+    }
+
+    /// The map after `moves`.
+    pub fn with_moves(&self, moves: &[Move]) -> BinMap {
+        let mut owners = self.0.clone();
+        for m in moves {
+            if let Some(o) = owners.get_mut(m.bin as usize) {
+                *o = m.to;
+            }
+        }
+        BinMap(owners)
+    }
+
+    /// The moves that turn this map into `target`.
+    pub fn moves_to(&self, target: &BinMap) -> Vec<Move> {
+        (0..BINS).filter(|b| self.0[*b] != target.0[*b]).map(|b| Move { bin: b as u32, to: target.0[b] }).collect()
+    }
+}
+
+/// A worker's bin maps over time, shared by its routers.
+pub struct Bins {
+    /// Maps by the time they take effect, ascending; the first at 0.
+    history: Vec<(Timestamp, Rc<BinMap>)>,
+    /// Every change at or before this time is in `history`: the
+    /// coordinator sends a change at `t` before any update at `t`.
+    known: Timestamp,
+    /// Updates this worker's routers sent, per bin.
+    routed: Vec<u64>,
+    /// Records sent to other workers by migrations.
+    migrated: u64,
+    /// Migrations waiting for their state, over every router.
+    waiting: usize,
+}
+
+pub type SharedBins = Rc<RefCell<Bins>>;
+
+/// What a worker reports of its bins (`Command::BinStats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinStats {
+    /// Updates routed per bin since the worker started.
+    pub routed: Vec<u64>,
+    /// Records migrated away.
+    pub migrated: u64,
+    /// Migrations not yet done.
+    pub waiting: usize,
+    /// The current map.
+    pub map: Option<BinMap>,
+}
+
+impl Bins {
+    pub fn new(map: BinMap) -> Bins {
+        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0, waiting: 0 }
+    }
+
+    /// Bins that never move: every time's map is known (dataflows built
+    /// outside a worker's command loop, as in unit tests; their control
+    /// inputs close when their `Binner` goes).
+    pub fn fixed(map: BinMap) -> Bins {
+        Bins { known: Timestamp::MAX, ..Bins::new(map) }
+    }
+
+    /// Starts over from `map` (a new cluster, before any dataflow).
+    pub fn reset(&mut self, map: BinMap) {
+        self.history = vec![(0, Rc::new(map))];
+    }
+
+    /// The map in effect at `time`.
+    pub fn map_at(&self, time: Timestamp) -> &Rc<BinMap> {
+        let i = self.history.partition_point(|(t, _)| *t <= time);
+        &self.history[i.saturating_sub(1)].1
+    }
+
+    /// The current map.
+    pub fn current(&self) -> &Rc<BinMap> {
+        &self.history[self.history.len() - 1].1
+    }
+
+    /// The time through which the maps are final.
+    pub fn known(&self) -> Timestamp {
+        self.known
+    }
+
+    /// The worker has been sent a command at `time`: no change at or
+    /// before it can come.
+    pub fn saw(&mut self, time: Timestamp) {
+        self.known = self.known.max(time);
+    }
+
+    /// `moves` take effect at `time`.
+    pub fn rebalance(&mut self, time: Timestamp, moves: &[Move]) {
+        let next = self.current().with_moves(moves);
+        match self.history.last_mut() {
+            Some((t, map)) if *t == time => *map = Rc::new(next),
+            _ => self.history.push((time, Rc::new(next))),
+        }
+        self.saw(time);
+    }
+
+    /// Forgets the maps no update can be routed by any more: those
+    /// superseded at or before `since`.
+    pub fn compact(&mut self, since: Timestamp) {
+        let keep_from = self.history.partition_point(|(t, _)| *t <= since).saturating_sub(1);
+        if keep_from > 0 {
+            self.history.drain(..keep_from);
+            self.history[0].0 = 0;
+        }
+    }
+
+    pub fn stats(&self) -> BinStats {
+        BinStats { routed: self.routed.clone(), migrated: self.migrated, waiting: self.waiting, map: Some((**self.current()).clone()) }
+    }
+}
+
+/// A control message: the moves at its time.
+pub type Control<'s> = Stream<'s, Timestamp, Vec<Move>>;
+/// The input a worker sends moves into, one per router.
+pub type ControlInput = timely::dataflow::InputHandle<Timestamp, CapacityContainerBuilder<Vec<Move>>>;
+
+/// What a router reads of its operator's state.
+pub trait BinState<D, R> {
+    /// Whether the state holds every update at times before `time`.
+    fn complete_before(&self, time: Timestamp) -> bool;
+    /// Each record in a bin `leaving` marks, with its accumulated
+    /// difference (non-zero), and the bin.
+    fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, D, R));
+}
+
+/// Where an operator registers its state for its router (after the
+/// router is built: the router is upstream of it).
+pub type StateCell<D, R> = Rc<RefCell<Option<Box<dyn BinState<D, R>>>>>;
+
+/// How long a router waits before looking again at state it waits for.
+const POLL: Duration = Duration::from_millis(1);
+
+/// Megaphone's F operator: `data` routed to the owners of their keys'
+/// bins at their times, tagged with the worker, and the state of bins
+/// that leave this worker at a control message's time sent negated to
+/// this worker and as it is to the new owner. The consumer exchanges by
+/// the tag.
+pub fn route<'s, D, R, H>(
+    data: Stream<'s, Timestamp, Vec<(D, Timestamp, R)>>,
+    control: Control<'s>,
+    bins: SharedBins,
+    hash: H,
+    state: StateCell<D, R>,
+    name: &str,
+) -> Stream<'s, Timestamp, Vec<((u32, D), Timestamp, R)>>
+where
+    D: timely::ExchangeData + Clone,
+    R: Abelian + timely::ExchangeData,
+    H: Fn(&D) -> u64 + 'static,
+{
+    let scope = data.scope();
+    let index = scope.index();
+    data.binary_frontier::<_, CapacityContainerBuilder<Vec<((u32, D), Timestamp, R)>>, _, _, _, _>(
+        control,
+        Pipeline,
+        Pipeline,
+        name,
+        move |_initial, info| {
+            let activator = scope.activator_for(info.address.clone());
+            // Changes at or before this are in the map the router starts
+            // from; its dataflow's inputs start after them.
+            let created = bins.borrow().known();
+            // Updates at times whose map this worker does not know yet.
+            let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
+            // Moves out of this worker, by time, with their capability.
+            let mut pending: Vec<(Capability<Timestamp>, Vec<Move>)> = Vec::new();
+            move |(data, _), (control, _), output| {
+                control.for_each(|cap, moves| {
+                    let t = *cap.time();
+                    if t <= created {
+                        return;
+                    }
+                    let mut b = bins.borrow_mut();
+                    let before = b.map_at(t - 1).clone();
+                    let leaving: Vec<Move> = moves
+                        .iter()
+                        .filter(|m| before.owner(m.bin as usize) == index && m.to as usize != index)
+                        .copied()
+                        .collect();
+                    if !leaving.is_empty() {
+                        b.waiting += 1;
+                        pending.push((cap.retain(0), leaving));
+                    }
+                });
+                pending.sort_by_key(|(cap, _)| *cap.time());
+
+                let mut send = |cap: &Capability<Timestamp>, updates: &mut Vec<(D, Timestamp, R)>, later: &mut Vec<(D, Timestamp, R)>| {
+                    let mut b = bins.borrow_mut();
+                    let known = b.known;
+                    let mut session = output.session(cap);
+                    for (d, t, r) in updates.drain(..) {
+                        if t > known {
+                            later.push((d, t, r));
+                            continue;
+                        }
+                        let bin = bin_of(hash(&d));
+                        let to = b.map_at(t.max(created)).owner(bin) as u32;
+                        b.routed[bin] += 1;
+                        session.give(((to, d), t, r));
+                    }
+                };
+                data.for_each(|cap, updates| {
+                    let mut later = Vec::new();
+                    send(&cap.retain(0), updates, &mut later);
+                    if !later.is_empty() {
+                        stash.push((cap.retain(0), later));
+                    }
+                });
+                for (cap, mut updates) in std::mem::take(&mut stash) {
+                    let mut later = Vec::new();
+                    send(&cap, &mut updates, &mut later);
+                    if !later.is_empty() {
+                        stash.push((cap, later));
+                    }
+                }
+
+                // Migrations, in time order, once the state holds every
+                // update before their time.
+                while let Some((cap, moves)) = pending.first() {
+                    let t = *cap.time();
+                    let ready = state.borrow().as_ref().is_some_and(|s| s.complete_before(t));
+                    if !ready {
+                        break;
+                    }
+                    let mut leaving = vec![false; BINS];
+                    let mut to = vec![index as u32; BINS];
+                    for m in moves {
+                        leaving[m.bin as usize] = true;
+                        to[m.bin as usize] = m.to;
+                    }
+                    let mut sent = 0u64;
+                    {
+                        let mut session = output.session(cap);
+                        if let Some(s) = state.borrow().as_ref() {
+                            s.contents(&leaving, &mut |bin, d, r| {
+                                let mut neg = r.clone();
+                                neg.negate();
+                                session.give(((index as u32, d.clone()), t, neg));
+                                session.give(((to[bin], d), t, r));
+                                sent += 1;
+                            });
+                        }
+                    }
+                    let mut b = bins.borrow_mut();
+                    b.migrated += sent;
+                    b.waiting -= 1;
+                    pending.remove(0);
+                }
+                if !stash.is_empty() || !pending.is_empty() {
+                    activator.activate_after(POLL);
+                }
+            }
+        },
+    )
+}
+
+/// Updates tagged with the worker of their key's hash among the workers,
+/// for operators that are not binned (inside a recursive query's loop).
+pub fn route_fixed<'s, T, D, R, H>(data: Stream<'s, T, Vec<(D, T, R)>>, hash: H) -> Stream<'s, T, Vec<((u32, D), T, R)>>
+where
+    T: timely::progress::Timestamp,
+    D: timely::ExchangeData,
+    R: timely::ExchangeData,
+    H: Fn(&D) -> u64 + 'static,
+{
+    use timely::dataflow::operators::vec::Map;
+    let peers = data.scope().peers().max(1) as u64;
+    data.map(move |(d, t, r)| (((hash(&d) % peers) as u32, d), t, r))
+}
+
+/// How a keyed operator of a dataflow routes its input: by a fixed hash,
+/// or through the worker's bins with a control input of its own.
+pub enum KeyRouter<'s, T: timely::progress::Timestamp> {
+    Fixed,
+    Binned { control: Stream<'s, T, Vec<Move>>, bins: SharedBins },
+}
+
+/// The bins of the worker building a dataflow, and the control inputs the
+/// dataflow's routers get (the worker feeds and advances them with the
+/// tables' inputs).
+pub struct Binner {
+    pub bins: SharedBins,
+    pub controls: Vec<ControlInput>,
+}
+
+impl Binner {
+    pub fn new(bins: SharedBins) -> Binner {
+        Binner { bins, controls: Vec::new() }
+    }
+
+    /// A control input for one router in `scope`.
+    pub fn control<'s>(&mut self, scope: timely::dataflow::Scope<'s, Timestamp>) -> Control<'s> {
+        use timely::dataflow::operators::core::Input;
+        let (handle, control) = scope.new_input::<Vec<Move>>();
+        self.controls.push(handle);
+        control
+    }
+
+    /// A router for one keyed operator in `scope`.
+    pub fn router<'s>(&mut self, scope: timely::dataflow::Scope<'s, Timestamp>) -> KeyRouter<'s, Timestamp> {
+        KeyRouter::Binned { control: self.control(scope), bins: self.bins.clone() }
+    }
+
+    /// `coll` arranged by bins ([`arrange_binned`]).
+    pub fn arrange<'s>(&mut self, coll: VecCollection<'s, Timestamp, (Row, Row), Diff>, name: &str) -> RowArrangement<'s, Timestamp> {
+        let control = self.control(coll.inner.scope());
+        arrange_binned(coll, control, self.bins.clone(), name)
+    }
+}
+
+/// The state of a binned row arrangement: its trace, read through a
+/// handle that holds back no compaction.
+struct TraceState(RefCell<TraceAgent<RowSpine<Timestamp>>>);
+
+impl BinState<(Row, Row), Diff> for TraceState {
+    fn complete_before(&self, time: Timestamp) -> bool {
+        let mut upper = Antichain::new();
+        self.0.borrow_mut().read_upper(&mut upper);
+        upper.elements().iter().all(|u| *u >= time)
+    }
+
+    fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, (Row, Row), Diff)) {
+        let (mut cursor, storage) = self.0.borrow_mut().cursor();
+        while let Some(key) = cursor.get_key(&storage) {
+            let bin = bin_of(key.hashed());
+            if leaving[bin] {
+                while let Some(val) = cursor.get_val(&storage) {
+                    let mut sum: Diff = 0;
+                    cursor.map_times(&storage, |_, d| sum += *d);
+                    if sum != 0 {
+                        out(bin, (key.to_row(), val.to_row()), sum);
+                    }
+                    cursor.step_val(&storage);
+                }
+            }
+            cursor.step_key(&storage);
+        }
+    }
+}
+
+/// Arranges `(key, value)` rows of the top scope by the bins of their
+/// keys: routed by `bins` (Megaphone's F, [`route`]), moved when
+/// `control` says so. Joins with every other binned arrangement.
+pub fn arrange_binned<'s>(
+    coll: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+    control: Control<'s>,
+    bins: SharedBins,
+    name: &str,
+) -> RowArrangement<'s, Timestamp> {
+    let state: StateCell<(Row, Row), Diff> = Rc::new(RefCell::new(None));
+    let routed = route(coll.inner, control, bins, |(k, _): &(Row, Row)| key_hash(k), state.clone(), &format!("Route {name}"));
+    let exchange = Exchange::new(|update: &((u32, (Row, Row)), Timestamp, Diff)| u64::from((update.0).0));
+    let arranged = arrange_core::<_, _, RowChunker<Timestamp>, RowBatcher<Timestamp>, RowBuilder<Timestamp>, RowSpine<Timestamp>>(
+        routed, exchange, name,
+    );
+    let mut handle = arranged.trace.clone();
+    handle.set_logical_compaction(Antichain::new().borrow());
+    handle.set_physical_compaction(Antichain::new().borrow());
+    *state.borrow_mut() = Some(Box::new(TraceState(RefCell::new(handle))));
+    arranged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repr::Datum;
+
+    #[test]
+    fn bins_spread_and_moves_round_trip() {
+        let map = BinMap::spread(3);
+        assert_eq!(map.owners().len(), BINS);
+        assert_eq!((map.owner(0), map.owner(1), map.owner(2), map.owner(3)), (0, 1, 2, 0));
+        let moved = map.with_moves(&[Move { bin: 0, to: 2 }, Move { bin: 5, to: 0 }]);
+        assert_eq!(moved.owner(0), 2);
+        assert_eq!(map.moves_to(&moved), vec![Move { bin: 0, to: 2 }, Move { bin: 5, to: 0 }]);
+        assert!(BinMap::from_owners(vec![0; BINS], 1).is_some());
+        assert!(BinMap::from_owners(vec![1; BINS], 1).is_none());
+        assert!(BinMap::from_owners(vec![0; 3], 1).is_none());
+    }
+
+    #[test]
+    fn the_map_at_a_time_is_the_last_change_at_or_before_it() {
+        let mut bins = Bins::new(BinMap::spread(2));
+        bins.rebalance(10, &[Move { bin: 1, to: 0 }]);
+        bins.rebalance(20, &[Move { bin: 1, to: 1 }, Move { bin: 2, to: 1 }]);
+        assert_eq!(bins.map_at(9).owner(1), 1);
+        assert_eq!(bins.map_at(10).owner(1), 0);
+        assert_eq!(bins.map_at(19).owner(2), 0);
+        assert_eq!(bins.map_at(20).owner(2), 1);
+        assert_eq!(bins.known(), 20);
+        bins.compact(15);
+        assert_eq!(bins.map_at(0).owner(1), 0, "what was in effect at 15 is the oldest map");
+        assert_eq!(bins.map_at(25).owner(1), 1);
+    }
+
+    #[test]
+    fn bins_take_the_top_bits_and_spread_keys() {
+        assert_eq!(bin_of(u64::MAX), BINS - 1);
+        assert_eq!(bin_of(1), 0);
+        let mut counts = vec![0usize; BINS];
+        for i in 0..100_000 {
+            counts[bin_of_key(&Row::from_datums(vec![Datum::Int64(i)]))] += 1;
+        }
+        let (min, max) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
+        assert!(min > 200 && max < 600, "keys spread over the bins ({min}..{max} per bin)");
+    }
+}
