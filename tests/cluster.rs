@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{query_sorted, TestServer};
+use common::{query_sorted, query_text, TestServer};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -258,4 +258,290 @@ async fn an_external_cluster_is_driven_and_reconnected() {
         let _ = p.kill();
         let _ = p.wait();
     }
+}
+
+/// Bins moved stay where they were moved across a restart (each step of a
+/// migration commits the map), and the views read and follow writes on
+/// the moved state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moved_bins_stay_moved_across_a_restart() {
+    let mut server = TestServer::start(2);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (k int, v int);
+             INSERT INTO t SELECT i % 50, i FROM generate_series(1, 5000) i;
+             CREATE MATERIALIZED VIEW c AS SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k;
+             ALTER CLUSTER default MOVE BINS (1, 3, 5, 7, 9, 11) TO WORKER 0 WITH (batch = 2);",
+        )
+        .await
+        .expect("move bins");
+    let placement = "SELECT bin, worker FROM ripple_catalog.cluster_bins WHERE bin < 12 ORDER BY bin";
+    let moved = query_text(&client, placement).await;
+    let on_worker = |rows: &[Vec<String>], bin: usize| rows[bin][1].clone();
+    for bin in [1, 3, 5, 7, 9, 11] {
+        assert_eq!(on_worker(&moved, bin), "0", "bin {bin} moved");
+    }
+    assert_eq!(on_worker(&moved, 2), "0");
+    assert_eq!(on_worker(&moved, 0), "0");
+    assert_eq!(
+        query_sorted(&client, "SELECT steps, steps_done, bins_moved FROM ripple_catalog.cluster_rebalance").await,
+        vec![vec!["3".to_string(), "3".to_string(), "6".to_string()]]
+    );
+    drop(client);
+    server.restart();
+    let client = server.connect().await;
+    assert_eq!(query_text(&client, placement).await, moved, "the map after the restart");
+    client.batch_execute("INSERT INTO t SELECT i % 60, i FROM generate_series(5001, 6000) i").await.expect("insert");
+    let differ = "SELECT (SELECT count(*) FROM (SELECT k, count(*), sum(v) FROM t GROUP BY k EXCEPT SELECT * FROM c) a) + \
+                  (SELECT count(*) FROM (SELECT * FROM c EXCEPT SELECT k, count(*), sum(v) FROM t GROUP BY k) b)";
+    assert_eq!(query_sorted(&client, differ).await, vec![vec!["0".to_string()]]);
+    // And moving them back works on the restarted server.
+    client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("rebalance");
+    client.batch_execute("DELETE FROM t WHERE v % 4 = 0").await.expect("delete");
+    assert_eq!(query_sorted(&client, differ).await, vec![vec!["0".to_string()]]);
+}
+
+/// A knob of the skew benchmark from the environment.
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// What one second of the skew benchmark's timeline saw.
+#[derive(Default, Clone)]
+struct Second {
+    rows: u64,
+    latencies_ms: Vec<f64>,
+    migrating: bool,
+}
+
+/// Inserts `batch` rows of the skewed workload (half of them key 0, the
+/// rest spread over `keys` keys by `seed`) in one statement.
+fn skewed_batch(batch: u64, keys: u64, seed: u64) -> String {
+    format!(
+        "INSERT INTO ev SELECT CASE WHEN i % 2 = 0 THEN 0 ELSE 1 + ((i + {seed}) * 2654435761) % {keys} END, (i + {seed}) % 1000000 \
+         FROM generate_series(1, {batch}) i"
+    )
+}
+
+/// Writers inserting skewed batches until `stop`, each at most `rate`
+/// rows/s (0: as fast as it can); the rows committed per second since
+/// `start` are added to `seconds`.
+fn spawn_writers(
+    server: &TestServer,
+    writers: u64,
+    batch: u64,
+    keys: u64,
+    rate: u64,
+    start: Instant,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    seconds: std::sync::Arc<std::sync::Mutex<Vec<Second>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    (0..writers)
+        .map(|w| {
+            let conn = server.conn_str();
+            let (stop, seconds) = (stop.clone(), seconds.clone());
+            tokio::spawn(async move {
+                let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.expect("connect");
+                tokio::spawn(connection);
+                let per_writer = rate / writers.max(1);
+                let began = Instant::now();
+                let mut sent = 0u64;
+                let mut seed = w * 1_000_000_007;
+                while !stop.load(Ordering::Relaxed) {
+                    if per_writer > 0 {
+                        let due = began + Duration::from_secs_f64(sent as f64 / per_writer as f64);
+                        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                    seed += batch;
+                    client.batch_execute(&skewed_batch(batch, keys, seed)).await.expect("insert");
+                    sent += batch;
+                    let s = start.elapsed().as_secs() as usize;
+                    let mut secs = seconds.lock().unwrap();
+                    if secs.len() <= s {
+                        secs.resize(s + 1, Second::default());
+                    }
+                    secs[s].rows += batch;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Rows/s the view keeps up with: closed-loop writers for `secs`
+/// seconds, then a read of the view (which waits until it holds every
+/// acknowledged row); the rows over the time until that read answered.
+async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers: u64, batch: u64, keys: u64, secs: u64) -> f64 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let seconds = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let tasks = spawn_writers(server, writers, batch, keys, 0, start, stop.clone(), seconds.clone());
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    client.query_one("SELECT sum(n) FROM cnt", &[]).await.expect("read the view");
+    let rows: u64 = seconds.lock().unwrap().iter().map(|s| s.rows).sum();
+    rows as f64 / start.elapsed().as_secs_f64()
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[((values.len() - 1) as f64 * p).round() as usize]
+}
+
+/// One run of the skew benchmark with `strategy` (`ALTER CLUSTER ... WITH
+/// (strategy = ...)`): capacity before, the latency timeline through the
+/// rebalance at a fixed rate, capacity after. Returns the summary line.
+async fn skew_run(strategy: &str) -> String {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let keys = knob("RIPPLE_SKEW_KEYS", 1_000_000);
+    let secs = knob("RIPPLE_SKEW_SECONDS", 10);
+    let batch = knob("RIPPLE_SKEW_BATCH", 1_000);
+    let writers = knob("RIPPLE_SKEW_WRITERS", 2);
+    let extra: Vec<String> = std::env::var("RIPPLE_SKEW_SERVER").unwrap_or_default().split_whitespace().map(String::from).collect();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let server = TestServer::start_with(knob("RIPPLE_SKEW_WORKERS", 2) as usize, &extra);
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE ev (k int8, w int4);
+             INSERT INTO ev SELECT i, 1 FROM generate_series(1, {keys}) i;
+             CREATE MATERIALIZED VIEW cnt AS SELECT k, count(*) AS n, sum(w) AS s FROM ev GROUP BY k;
+             INSERT INTO ev VALUES (-1, 1);"
+        ))
+        .await
+        .expect("set up");
+    // Counting the routers' load from here (the load above is uniform).
+    client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");
+    let before = capacity(&server, &client, writers, batch, keys, secs).await;
+    let rate = knob("RIPPLE_SKEW_RATE", (before * 0.5) as u64);
+
+    // The timeline: writers at `rate`, a probe every 20 ms (a one-row
+    // insert, then the view read until it shows it), the rebalance after
+    // `secs` seconds, `secs` more after it ends.
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let seconds = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Second>::new()));
+    let start = Instant::now();
+    let tasks = spawn_writers(&server, writers, batch, keys, rate, start, stop.clone(), seconds.clone());
+    let migrating = std::sync::Arc::new(AtomicBool::new(false));
+    let probe = {
+        let (conn, stop, seconds, migrating) = (server.conn_str(), stop.clone(), seconds.clone(), migrating.clone());
+        tokio::spawn(async move {
+            let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls).await.expect("connect");
+            tokio::spawn(connection);
+            let mut expected: i64 = client.query_one("SELECT n FROM cnt WHERE k = -1", &[]).await.expect("probe").get(0);
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = Instant::now();
+                client.batch_execute("INSERT INTO ev VALUES (-1, 1)").await.expect("probe insert");
+                expected += 1;
+                loop {
+                    let n: i64 = client.query_one("SELECT n FROM cnt WHERE k = -1", &[]).await.expect("probe read").get(0);
+                    if n >= expected {
+                        break;
+                    }
+                }
+                let ms = t0.elapsed().as_secs_f64() * 1000.0;
+                let s = start.elapsed().as_secs() as usize;
+                {
+                    let mut secs = seconds.lock().unwrap();
+                    if secs.len() <= s {
+                        secs.resize(s + 1, Second::default());
+                    }
+                    secs[s].latencies_ms.push(ms);
+                    secs[s].migrating |= migrating.load(Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    migrating.store(true, Ordering::Relaxed);
+    let began = Instant::now();
+    client.batch_execute(&format!("ALTER CLUSTER default REBALANCE WITH (strategy = '{strategy}')")).await.expect("rebalance");
+    let took = began.elapsed();
+    migrating.store(false, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    probe.await.expect("probe");
+    let after = capacity(&server, &client, writers, batch, keys, secs).await;
+
+    let moved = query_sorted(&client, "SELECT steps, bins_moved, records_moved FROM ripple_catalog.cluster_rebalance").await;
+    let wrong = query_sorted(
+        &client,
+        "SELECT (SELECT count(*) FROM (SELECT k, count(*), sum(w) FROM ev GROUP BY k EXCEPT SELECT * FROM cnt) a) + \
+         (SELECT count(*) FROM (SELECT * FROM cnt EXCEPT SELECT k, count(*), sum(w) FROM ev GROUP BY k) b)",
+    )
+    .await;
+    assert_eq!(wrong, vec![vec!["0".to_string()]], "the view equals its query after the rebalance");
+
+    println!("\n{strategy}: {keys} keys, batches of {batch} rows, {writers} writers at {rate} rows/s, rebalance after {secs} s");
+    println!("second  rows/s  probes  p50_ms  p99_ms  max_ms  migrating");
+    let secs_seen = seconds.lock().unwrap().clone();
+    let mut steady = Vec::new();
+    let mut during = Vec::new();
+    for (i, s) in secs_seen.iter().enumerate() {
+        let mut l = s.latencies_ms.clone();
+        let max = l.iter().copied().fold(0.0, f64::max);
+        println!(
+            "{i:>6}  {:>6}  {:>6}  {:>6.1}  {:>6.1}  {:>6.1}  {}",
+            s.rows,
+            l.len(),
+            percentile(&mut l, 0.5),
+            percentile(&mut l, 0.99),
+            max,
+            if s.migrating { "yes" } else { "" }
+        );
+        if s.migrating {
+            during.extend(s.latencies_ms.iter().copied());
+        } else if i >= 1 && (i as u64) < secs {
+            steady.extend(s.latencies_ms.iter().copied());
+        }
+    }
+    let steady_p99 = percentile(&mut steady, 0.99);
+    let worst = during.iter().copied().fold(0.0, f64::max);
+    let summary = format!(
+        "{strategy}: rebalance {:.2} s ({} steps, {} bins, {} records moved); steady p99 {steady_p99:.1} ms, worst during {worst:.1} ms ({:.1}x); \
+         rows/s the view keeps up with before {before:.0}, after {after:.0} ({:+.0}%)",
+        took.as_secs_f64(),
+        moved[0][0],
+        moved[0][1],
+        moved[0][2],
+        worst / steady_p99.max(0.001),
+        (after / before.max(1.0) - 1.0) * 100.0,
+    );
+    println!("{summary}");
+    summary
+}
+
+/// The skewed keyed-count benchmark of movable bins (docs/cluster.md): a
+/// view counting per key, one key taking half the updates, two workers.
+/// Per strategy (batched, then all at once, each on a fresh server):
+/// closed-loop throughput before, then writers at half that rate with a
+/// probe measuring update-to-visible latency every 20 ms through an
+/// `ALTER CLUSTER default REBALANCE`, then closed-loop throughput after.
+/// Knobs: `RIPPLE_SKEW_KEYS` (1,000,000), `RIPPLE_SKEW_SECONDS` (10),
+/// `RIPPLE_SKEW_BATCH` (1,000 rows per insert), `RIPPLE_SKEW_WRITERS`
+/// (2), `RIPPLE_SKEW_RATE` (rows/s of the timeline), `RIPPLE_SKEW_WORKERS`
+/// (2), `RIPPLE_SKEW_SERVER` (more server flags, e.g.
+/// `--cluster-processes 2`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a benchmark: cargo test --release --test cluster -- --ignored bench_skewed_rebalance --nocapture"]
+async fn bench_skewed_rebalance() {
+    let mut summaries = Vec::new();
+    for strategy in ["batched", "all_at_once"] {
+        summaries.push(skew_run(strategy).await);
+    }
+    println!("\n{}", summaries.join("\n"));
 }

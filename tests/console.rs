@@ -124,12 +124,15 @@ async fn json_api_lists_objects_and_dataflow_operators() {
         }
         // One root (the dataflow), every other operator inside a scope.
         assert_eq!(ops.iter().filter(|o| o["parent"].is_null()).count(), 1, "{graph}");
-        // The rows went through: some operator received them, some
-        // arrangement holds records, and operators were scheduled.
-        assert!(ops.iter().any(|o| o["records_in"].as_i64() >= Some(5)), "{graph}");
+        // The rows went through: some operator received the four groups'
+        // totals (the five rows arrive as batches of the table's
+        // arrangement, and how many totals each worker sends depends on
+        // where the rows' bins are), some arrangement holds records, and
+        // operators were scheduled.
+        assert!(ops.iter().any(|o| o["records_in"].as_i64() >= Some(4)), "{graph}");
         assert!(ops.iter().any(|o| o["arranged_records"].as_i64() > Some(0)), "{graph}");
         assert!(ops.iter().map(|o| o["elapsed_ns"].as_u64().unwrap_or(0)).sum::<u64>() > 0, "{graph}");
-        assert!(channels.iter().any(|c| c["records"].as_i64() >= Some(5)), "{graph}");
+        assert!(channels.iter().any(|c| c["records"].as_i64() >= Some(4)), "{graph}");
     }
     let table = get(port, "/api/dataflows/orders");
     assert_eq!(table.status, 200, "a table's dataflow: {}", table.body);

@@ -13,7 +13,8 @@
 //! systems that migrate all state at once do.
 //!
 //! Which bins to move (`balance`): the workers' loads are the updates
-//! their bins were routed since the last rebalance; bins leave the most
+//! their bins were routed over a second (since the last rebalance if that
+//! second was quiet); bins leave the most
 //! loaded worker for the least loaded one while that lowers the maximum.
 //! A single hot key's bin cannot be split, but the others can leave its
 //! worker.
@@ -33,6 +34,13 @@ pub(super) const META_BINS: &str = "bins";
 /// How long a step may take to arrive everywhere before the next one
 /// starts anyway (a view stopped by the memory limit never completes).
 const STEP_LIMIT: Duration = Duration::from_secs(120);
+
+/// How long `REBALANCE` watches the routers to weigh the bins.
+const LOAD_WINDOW: Duration = Duration::from_secs(1);
+
+/// Fewer updates than this in the window: weigh the bins by what they
+/// were routed since the last rebalance instead.
+const LOAD_WINDOW_MIN: u64 = 1_000;
 
 /// How often the automatic response looks at the workers' loads.
 const SKEW_INTERVAL: Duration = Duration::from_secs(5);
@@ -176,8 +184,17 @@ impl Coordinator {
         let routed = Self::routed(&stats);
         let target = match moves {
             ClusterMoves::Balance => {
-                let baseline = self.rebalancer.baseline.lock().clone();
-                let load: Vec<u64> = routed.iter().enumerate().map(|(b, n)| n.saturating_sub(baseline.get(b).copied().unwrap_or(0))).collect();
+                // The load now: the updates routed over the next second,
+                // or, if that is quiet, since the last rebalance.
+                tokio::time::sleep(LOAD_WINDOW).await;
+                let now = Self::routed(&self.bin_stats().await);
+                let recent: Vec<u64> = now.iter().zip(&routed).map(|(n, r)| n.saturating_sub(*r)).collect();
+                let load = if recent.iter().sum::<u64>() >= LOAD_WINDOW_MIN {
+                    recent
+                } else {
+                    let baseline = self.rebalancer.baseline.lock().clone();
+                    now.iter().enumerate().map(|(b, n)| n.saturating_sub(baseline.get(b).copied().unwrap_or(0))).collect()
+                };
                 balance(&current, &load, workers)
             }
             ClusterMoves::Bins { bins, worker } => {

@@ -33,7 +33,8 @@ use crate::dataflow::in_order::{arrange_logger, HeldRecords, InOrder};
 use crate::dataflow::render::RenderTime;
 use crate::expr::AggregateExpr;
 use crate::repr::{Diff, EvalError, Row, Timestamp};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
+use timely::progress::frontier::Antichain;
 use std::rc::Rc;
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::{AsCollection, VecCollection};
@@ -64,7 +65,9 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
     // The groups and how far they are applied, shared with the router
     // (Megaphone's S and F): a bin that moves leaves as its totals.
     let groups: Rc<RefCell<HashMap<Row, Group>>> = Rc::new(RefCell::new(HashMap::new()));
-    let applied: Rc<Cell<Option<T>>> = Rc::new(Cell::new(None));
+    // The input frontier the groups hold every change before (none yet:
+    // the minimum; empty once the input has ended).
+    let applied: Rc<RefCell<Antichain<T>>> = Rc::new(RefCell::new(Antichain::from_elem(T::minimum())));
     let state: StateCell<Row, Accum> = Rc::new(RefCell::new(None));
     let routed = T::route_keyed(input.inner, router, |key: &Row| key_hash(key), state.clone(), "Route accumulation");
     *state.borrow_mut() = Some(Box::new(GroupState { groups: groups.clone(), applied: applied.clone() }));
@@ -125,7 +128,7 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
                     }
                     held_records.changed(held);
                 }
-                applied.set(frontier.frontier().first().cloned());
+                applied.borrow_mut().clone_from(&frontier.frontier().to_owned());
             }
         })
         .as_collection()
@@ -135,20 +138,13 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
 /// accumulation of its input.
 struct GroupState<T> {
     groups: Rc<RefCell<HashMap<Row, Group>>>,
-    applied: Rc<Cell<Option<T>>>,
+    applied: Rc<RefCell<Antichain<T>>>,
 }
 
 impl<T: RenderTime> BinState<Row, Accum> for GroupState<T> {
     fn complete_before(&self, time: Timestamp) -> bool {
         // Only the top scope's operators are binned (`T` is `Timestamp`).
-        match self.applied.take() {
-            None => true,
-            Some(t) => {
-                let done = T::outer(&t) >= time;
-                self.applied.set(Some(t));
-                done
-            }
-        }
+        self.applied.borrow().elements().iter().all(|t| T::outer(t) >= time)
     }
 
     fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, Row, Accum)) {

@@ -263,15 +263,38 @@ where
         Pipeline,
         Pipeline,
         name,
-        move |_initial, info| {
+        move |initial, info| {
             let activator = scope.activator_for(info.address.clone());
-            // Changes at or before this are in the map the router starts
-            // from; its dataflow's inputs start after them.
-            let created = bins.borrow().known();
-            // Updates at times whose map this worker does not know yet.
-            let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
             // Moves out of this worker, by time, with their capability.
             let mut pending: Vec<(Capability<Timestamp>, Vec<Move>)> = Vec::new();
+            // Changes at or before this were made before the router: it
+            // does them itself, from the history (its dataflow may read
+            // imported state from before them, which moved then), and
+            // control messages bring the later ones.
+            let created = {
+                let mut b = bins.borrow_mut();
+                let earlier: Vec<(Timestamp, Vec<Move>)> = b
+                    .history
+                    .windows(2)
+                    .map(|w| {
+                        let (before, (t, after)) = (&w[0].1, &w[1]);
+                        let leaving = (0..BINS)
+                            .filter(|bin| before.owner(*bin) == index && after.owner(*bin) != index)
+                            .map(|bin| Move { bin: bin as u32, to: after.owner(bin) as u32 })
+                            .collect();
+                        (*t, leaving)
+                    })
+                    .filter(|(_, leaving): &(Timestamp, Vec<Move>)| !leaving.is_empty())
+                    .collect();
+                for (t, leaving) in earlier {
+                    b.waiting += 1;
+                    pending.push((initial.delayed(&t), leaving));
+                }
+                b.known()
+            };
+            drop(initial);
+            // Updates at times whose map this worker does not know yet.
+            let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
             move |(data, _), (control, _), output| {
                 control.for_each(|cap, moves| {
                     let t = *cap.time();
@@ -302,7 +325,7 @@ where
                             continue;
                         }
                         let bin = bin_of(hash(&d));
-                        let to = b.map_at(t.max(created)).owner(bin) as u32;
+                        let to = b.map_at(t).owner(bin) as u32;
                         b.routed[bin] += 1;
                         session.give(((to, d), t, r));
                     }

@@ -282,6 +282,10 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, respon
                 compact(bundle, state.retention.get(id).map_or(since, |ms| since.saturating_sub(*ms)));
             }
             state.compacted = (since, Instant::now());
+            // No update before the oldest time any trace keeps is routed
+            // again: the maps superseded by then can go.
+            let kept = since.saturating_sub(state.retention.values().copied().max().unwrap_or(0));
+            state.bins.borrow_mut().compact(kept);
         }
         let mut upper = Antichain::new();
         let mut oldest_table_upper = Timestamp::MAX;
