@@ -280,7 +280,6 @@ impl Coordinator {
                 continue;
             }
             tracing::info!(share = top, threshold = share, "a worker takes more than its share of the updates: rebalancing");
-            *self.rebalancer.baseline.lock() = Self::routed(&self.bin_stats().await).iter().zip(&load).map(|(n, l)| n - l).collect();
             if let Err(e) = self.migrate(ClusterMoves::Balance, Some(crate::sql::DEFAULT_BATCH_BINS), "skew").await {
                 tracing::warn!(error = %e, "the automatic rebalance failed");
             }

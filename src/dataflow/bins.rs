@@ -134,8 +134,6 @@ pub struct Bins {
     routed: Vec<u64>,
     /// Records sent to other workers by migrations.
     migrated: u64,
-    /// Migrations waiting for their state, over every router.
-    waiting: usize,
 }
 
 pub type SharedBins = Rc<RefCell<Bins>>;
@@ -147,15 +145,11 @@ pub struct BinStats {
     pub routed: Vec<u64>,
     /// Records migrated away.
     pub migrated: u64,
-    /// Migrations not yet done.
-    pub waiting: usize,
-    /// The current map.
-    pub map: Option<BinMap>,
 }
 
 impl Bins {
     pub fn new(map: BinMap) -> Bins {
-        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0, waiting: 0 }
+        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0 }
     }
 
     /// Bins that never move: every time's map is known (dataflows built
@@ -213,7 +207,7 @@ impl Bins {
     }
 
     pub fn stats(&self) -> BinStats {
-        BinStats { routed: self.routed.clone(), migrated: self.migrated, waiting: self.waiting, map: Some((**self.current()).clone()) }
+        BinStats { routed: self.routed.clone(), migrated: self.migrated }
     }
 }
 
@@ -272,7 +266,7 @@ where
             // imported state from before them, which moved then), and
             // control messages bring the later ones.
             let created = {
-                let mut b = bins.borrow_mut();
+                let b = bins.borrow();
                 let earlier: Vec<(Timestamp, Vec<Move>)> = b
                     .history
                     .windows(2)
@@ -287,7 +281,6 @@ where
                     .filter(|(_, leaving): &(Timestamp, Vec<Move>)| !leaving.is_empty())
                     .collect();
                 for (t, leaving) in earlier {
-                    b.waiting += 1;
                     pending.push((initial.delayed(&t), leaving));
                 }
                 b.known()
@@ -301,15 +294,13 @@ where
                     if t <= created {
                         return;
                     }
-                    let mut b = bins.borrow_mut();
-                    let before = b.map_at(t - 1).clone();
+                    let before = bins.borrow().map_at(t - 1).clone();
                     let leaving: Vec<Move> = moves
                         .iter()
                         .filter(|m| before.owner(m.bin as usize) == index && m.to as usize != index)
                         .copied()
                         .collect();
                     if !leaving.is_empty() {
-                        b.waiting += 1;
                         pending.push((cap.retain(0), leaving));
                     }
                 });
@@ -372,9 +363,7 @@ where
                             });
                         }
                     }
-                    let mut b = bins.borrow_mut();
-                    b.migrated += sent;
-                    b.waiting -= 1;
+                    bins.borrow_mut().migrated += sent;
                     pending.remove(0);
                 }
                 if !stash.is_empty() || !pending.is_empty() {

@@ -54,8 +54,7 @@ use crate::expr::{LocalId, RelationExpr};
 use crate::repr::{Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
 use differential_dataflow::operators::iterate::Variable;
 use differential_dataflow::{AsCollection, VecCollection};
-use crate::dataflow::bins::{KeyRouter, StateCell};
-use timely::dataflow::{Scope, Stream};
+use timely::dataflow::Scope;
 use timely::order::Product;
 
 /// Rounds a recursive query may take. A round costs 50-300 µs of
@@ -245,25 +244,6 @@ impl RenderTime for Round {
 
     fn outer(&self) -> Timestamp {
         self.outer
-    }
-
-    fn key_router<'s>(_scope: Scope<'s, Self>, _ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self> {
-        KeyRouter::Fixed
-    }
-
-    fn route_keyed<'s, D, R, H>(
-        data: Stream<'s, Self, Vec<(D, Self, R)>>,
-        _router: KeyRouter<'s, Self>,
-        hash: H,
-        _state: StateCell<D, R>,
-        _name: &str,
-    ) -> Stream<'s, Self, Vec<((u32, D), Self, R)>>
-    where
-        D: timely::ExchangeData + Clone,
-        R: differential_dataflow::difference::Abelian + timely::ExchangeData,
-        H: Fn(&D) -> u64 + 'static,
-    {
-        crate::dataflow::bins::route_fixed(data, hash)
     }
 
     /// A loop's arrangements hold its rounds: they do not move (a bin's

@@ -179,21 +179,27 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
     /// The top scope's time this time is in.
     fn outer(&self) -> Timestamp;
     /// How a keyed operator routes its input: by bins in the top scope
-    /// (`bins.rs`), by a fixed hash inside a loop.
-    fn key_router<'s>(scope: Scope<'s, Self>, ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self>;
+    /// (`bins.rs`), by a fixed hash elsewhere (inside a loop).
+    fn key_router<'s>(_scope: Scope<'s, Self>, _ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self> {
+        KeyRouter::Fixed
+    }
     /// `data` tagged with the worker `router` sends each update to (and,
-    /// binned, a moving bin's state from `state`).
+    /// binned, a moving bin's state from `state`); by a fixed hash unless
+    /// the top scope's bins route it.
     fn route_keyed<'s, D, R, H>(
         data: Stream<'s, Self, Vec<(D, Self, R)>>,
-        router: KeyRouter<'s, Self>,
+        _router: KeyRouter<'s, Self>,
         hash: H,
-        state: StateCell<D, R>,
-        name: &str,
+        _state: StateCell<D, R>,
+        _name: &str,
     ) -> Stream<'s, Self, Vec<((u32, D), Self, R)>>
     where
         D: timely::ExchangeData + Clone,
         R: differential_dataflow::difference::Abelian + timely::ExchangeData,
-        H: Fn(&D) -> u64 + 'static;
+        H: Fn(&D) -> u64 + 'static,
+    {
+        crate::dataflow::bins::route_fixed(data, hash)
+    }
     /// `(key, value)` rows arranged by key: by bins in the top scope.
     fn arrange_keyed<'s>(coll: VecCollection<'s, Self, (Row, Row), Diff>, name: &str, ctx: &mut Ctx<'_, '_>) -> RowArranged<'s, Self>;
     /// The arrangement of the registered item `id` (an index: by its key).
