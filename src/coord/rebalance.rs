@@ -3,21 +3,25 @@
 //! `ALTER CLUSTER default MOVE BINS (...) TO WORKER n`, and the automatic
 //! response to skew (`--rebalance-above SHARE`).
 //!
-//! A migration is a list of moves (bin, new worker). Batched (the
-//! default), it goes `step` bins at a time: each step is committed at a
-//! timestamp of its own — the new bin map is written with it, so a
-//! restart keeps it — sent to the workers before that timestamp's
-//! `Advance`, and the next step starts once every arrangement is
-//! complete through it (every moved bin's state has arrived). All at
-//! once, every move shares one timestamp: the same work in one step, as
-//! systems that migrate all state at once do.
+//! A migration is a list of moves (bin, new worker), divided into steps
+//! (`MigrationSteps`). Each step is committed at a timestamp of its own
+//! — the new bin map is written with it, so a restart keeps it — sent to
+//! the workers before that timestamp's `Advance`, and the next step
+//! starts once every arrangement is complete through it (every moved
+//! bin's state has arrived). Batched (the default) is paced: the first
+//! step moves one bin and the size doubles while steps take under half of
+//! `STEP_TARGET` and halves while they take more, because what a bin costs
+//! to move depends on its state and on the operators downstream of it;
+//! `batch = n` fixes `n` bins per step. All at once, every move shares one
+//! timestamp: the same work in one step, as systems that migrate all
+//! state at once do.
 //!
 //! Which bins to move (`balance`): the workers' loads are the updates
 //! their bins were routed over a second (since the last rebalance if that
-//! second was quiet); bins leave the most
-//! loaded worker for the least loaded one while that lowers the maximum.
-//! A single hot key's bin cannot be split, but the others can leave its
-//! worker.
+//! second was quiet); bins leave the most loaded worker for the least
+//! loaded one while that lowers the maximum, the heaviest bins that do
+//! not overshoot first. A single hot key's bin cannot be split, and it
+//! holds the most state, so it stays and the others leave its worker.
 //!
 //! Owns: choosing moves, committing the steps, the bin map's record, the
 //! progress and the rows of `ripple_catalog.cluster_bins` and
@@ -25,7 +29,7 @@
 
 use super::*;
 use crate::dataflow::bins::{BinMap, BinStats, Move, BINS};
-use crate::sql::ClusterMoves;
+use crate::sql::{ClusterMoves, MigrationSteps};
 use std::time::Duration;
 
 /// The bin map's record in the storage's metadata.
@@ -48,6 +52,47 @@ const SKEW_INTERVAL: Duration = Duration::from_secs(5);
 /// Fewer routed updates than this in an interval are not a skew worth
 /// moving state for.
 const SKEW_MIN_UPDATES: u64 = 10_000;
+
+/// What a paced step should take: commit to every moved bin's state
+/// arrived (and the work downstream of it done). Moving a bin costs its
+/// records twice (gone from one worker, arrived at another) and whatever
+/// its operators downstream do with them: a join recomputes its moved
+/// outputs on both workers, where they cancel.
+const STEP_TARGET: Duration = Duration::from_millis(100);
+
+/// How many bins the next step moves.
+struct Pace {
+    steps: MigrationSteps,
+    size: usize,
+}
+
+impl Pace {
+    fn new(steps: MigrationSteps) -> Pace {
+        let size = match steps {
+            MigrationSteps::AllAtOnce => BINS,
+            MigrationSteps::Bins(n) => n.max(1),
+            MigrationSteps::Paced => 1,
+        };
+        Pace { steps, size }
+    }
+
+    /// A step took `elapsed`: paced, the next one doubles while steps take
+    /// under half the target and halves while they take more than it.
+    fn took(&mut self, elapsed: Duration) {
+        if self.steps == MigrationSteps::Paced {
+            if elapsed < STEP_TARGET / 2 {
+                self.size = (self.size * 2).min(BINS);
+            } else if elapsed > STEP_TARGET {
+                self.size = (self.size / 2).max(1);
+            }
+        }
+    }
+
+    /// The steps `bins` more moves take at the current size.
+    fn steps_left(&self, bins: usize) -> usize {
+        bins.div_ceil(self.size)
+    }
+}
 
 /// The last (or running) migration, for `ripple_catalog.cluster_rebalance`.
 #[derive(Clone, Debug)]
@@ -97,9 +142,16 @@ pub(super) fn balance(map: &BinMap, load: &[u64], workers: usize) -> BinMap {
             (by_load[workers - 1], by_load[0])
         };
         let gap = per_worker[hi] - per_worker[lo];
-        let best = (0..BINS).filter(|b| owners[*b] as usize == hi && weight(*b) < gap).min_by_key(|b| {
-            let w = weight(*b);
-            (w.max(gap / 2) - w.min(gap / 2), *b)
+        // A bin no heavier than half the gap lowers the maximum without
+        // making its new worker the most loaded: the heaviest of those
+        // goes first (fewest moves). A heavier bin (a hot key's, with the
+        // most state to move) only when no such bin is left.
+        let on_hi = || (0..BINS).filter(|b| owners[*b] as usize == hi);
+        let best = on_hi().filter(|b| weight(*b) <= gap / 2).max_by_key(|b| (weight(*b), std::cmp::Reverse(*b))).or_else(|| {
+            on_hi().filter(|b| weight(*b) < gap).min_by_key(|b| {
+                let w = weight(*b);
+                (w.max(gap / 2) - w.min(gap / 2), *b)
+            })
         });
         let Some(b) = best else { break };
         owners[b] = lo as u32;
@@ -157,7 +209,7 @@ impl Coordinator {
     }
 
     /// `ALTER CLUSTER`: the moves, committed step by step.
-    pub(super) async fn alter_cluster(&self, moves: ClusterMoves, step: Option<usize>) -> Result<ExecuteResponse, Error> {
+    pub(super) async fn alter_cluster(&self, moves: ClusterMoves, steps: MigrationSteps) -> Result<ExecuteResponse, Error> {
         let workers = self.dataflow.workers();
         if let ClusterMoves::Bins { worker, .. } = &moves {
             if *worker as usize >= workers {
@@ -168,12 +220,12 @@ impl Coordinator {
                 )));
             }
         }
-        let moved = self.migrate(moves, step, "requested").await?;
+        let moved = self.migrate(moves, steps, "requested").await?;
         Ok(ExecuteResponse::Command { tag: "ALTER CLUSTER".into(), rows: Some(moved as u64) })
     }
 
-    /// Moves bins as `moves` asks, `step` at a time; the bins moved.
-    async fn migrate(&self, moves: ClusterMoves, step: Option<usize>, reason: &'static str) -> Result<usize, Error> {
+    /// Moves bins as `moves` asks, in `steps`; the bins moved.
+    async fn migrate(&self, moves: ClusterMoves, steps: MigrationSteps, reason: &'static str) -> Result<usize, Error> {
         let Ok(_running) = self.rebalancer.running.try_lock() else {
             return Err(Error::ObjectInUse("a rebalance of cluster \"default\" is already running".into()));
         };
@@ -203,13 +255,12 @@ impl Coordinator {
             }
         };
         let all = current.moves_to(&target);
-        let chunk = step.unwrap_or(BINS).max(1);
-        let steps: Vec<Vec<Move>> = all.chunks(chunk).map(|c| c.to_vec()).collect();
+        let mut pace = Pace::new(steps);
         let migrated_before: u64 = stats.iter().map(|s| s.migrated).sum();
         *self.rebalancer.progress.lock() = Some(Progress {
             reason,
-            strategy: if step.is_some() { "batched" } else { "all_at_once" },
-            steps: steps.len(),
+            strategy: if steps == MigrationSteps::AllAtOnce { "all_at_once" } else { "batched" },
+            steps: pace.steps_left(all.len()),
             steps_done: 0,
             bins: all.len(),
             bins_moved: 0,
@@ -218,7 +269,7 @@ impl Coordinator {
             finished: None,
             error: None,
         });
-        let result = self.run_steps(&steps, migrated_before).await;
+        let result = self.run_steps(&all, &mut pace, migrated_before).await;
         let end = self.bin_stats().await;
         *self.rebalancer.baseline.lock() = Self::routed(&end);
         if let Some(p) = self.rebalancer.progress.lock().as_mut() {
@@ -230,8 +281,11 @@ impl Coordinator {
     }
 
     /// Commits each step and waits for its state to arrive.
-    async fn run_steps(&self, steps: &[Vec<Move>], migrated_before: u64) -> Result<(), Error> {
-        for moves in steps {
+    async fn run_steps(&self, all: &[Move], pace: &mut Pace, migrated_before: u64) -> Result<(), Error> {
+        let mut done = 0;
+        while done < all.len() {
+            let moves = &all[done..(done + pace.size).min(all.len())];
+            let began = std::time::Instant::now();
             let ts = {
                 // As DDL: alone among writers, so that no write is at the
                 // step's timestamp before its moves reach the workers.
@@ -244,17 +298,20 @@ impl Coordinator {
                 let owners = serde_json::to_vec(next.owners()).map_err(|e| Error::Internal(e.to_string()))?;
                 ws.meta_puts.push((META_BINS.into(), owners));
                 st.commits.submit(ws)?;
-                self.dataflow.broadcast(Command::Rebalance { time: ts, moves: moves.clone() });
+                self.dataflow.broadcast(Command::Rebalance { time: ts, moves: moves.to_vec() });
                 self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(Vec::new()) });
                 st.bins = next;
                 st.allow_compaction();
                 ts
             };
             self.settle(ts, STEP_LIMIT).await;
+            done += moves.len();
+            pace.took(began.elapsed());
             let migrated: u64 = self.bin_stats().await.iter().map(|s| s.migrated).sum();
             if let Some(p) = self.rebalancer.progress.lock().as_mut() {
                 p.steps_done += 1;
-                p.bins_moved += moves.len();
+                p.steps = p.steps_done + pace.steps_left(all.len() - done);
+                p.bins_moved = done;
                 p.records_moved = migrated.saturating_sub(migrated_before);
             }
         }
@@ -280,7 +337,7 @@ impl Coordinator {
                 continue;
             }
             tracing::info!(share = top, threshold = share, "a worker takes more than its share of the updates: rebalancing");
-            if let Err(e) = self.migrate(ClusterMoves::Balance, Some(crate::sql::DEFAULT_BATCH_BINS), "skew").await {
+            if let Err(e) = self.migrate(ClusterMoves::Balance, MigrationSteps::Paced, "skew").await {
                 tracing::warn!(error = %e, "the automatic rebalance failed");
             }
             last = Self::routed(&self.bin_stats().await);
@@ -342,6 +399,41 @@ mod tests {
         for m in map.moves_to(&balanced) {
             assert_eq!((map.owner(m.bin as usize), m.to), (0, 1));
         }
+    }
+
+    #[test]
+    fn a_hot_bin_lighter_than_the_gap_stays_too() {
+        // Worker 0 has the hot bin and busier cold bins: the hot bin alone
+        // is lighter than the gap, and moving it would only swap the
+        // workers' roles while moving the most state.
+        let owners: Vec<u32> = (0..BINS).map(|b| u32::from(b >= BINS / 2)).collect();
+        let map = BinMap::from_owners(owners, 2).unwrap();
+        let mut load: Vec<u64> = (0..BINS).map(|b| if b < BINS / 2 { 12 } else { 10 }).collect();
+        load[0] = 1200;
+        let balanced = balance(&map, &load, 2);
+        assert_eq!(balanced.owner(0), 0, "the hot bin stays");
+        assert!(top_share(&balanced, &load, 2) < 0.51);
+        for m in map.moves_to(&balanced) {
+            assert_eq!((map.owner(m.bin as usize), m.to), (0, 1));
+        }
+    }
+
+    #[test]
+    fn paced_steps_grow_while_fast_and_shrink_while_slow() {
+        let mut pace = Pace::new(MigrationSteps::Paced);
+        assert_eq!(pace.size, 1);
+        pace.took(STEP_TARGET / 10);
+        pace.took(STEP_TARGET / 10);
+        assert_eq!(pace.size, 4);
+        pace.took(STEP_TARGET * 3 / 4);
+        assert_eq!(pace.size, 4, "near the target: the same size");
+        pace.took(STEP_TARGET * 2);
+        assert_eq!(pace.size, 2);
+        assert_eq!(pace.steps_left(5), 3);
+        let mut fixed = Pace::new(MigrationSteps::Bins(16));
+        fixed.took(Duration::from_secs(5));
+        assert_eq!(fixed.size, 16);
+        assert_eq!(Pace::new(MigrationSteps::AllAtOnce).steps_left(200), 1);
     }
 
     #[test]

@@ -310,9 +310,9 @@ impl Coordinator {
                 };
                 Ok(ExecuteResponse::Command { tag: tag.into(), rows: None })
             }
-            Plan::AlterCluster { moves, step } => {
+            Plan::AlterCluster { moves, steps } => {
                 drop(state);
-                Box::pin(self.alter_cluster(moves, step)).await
+                Box::pin(self.alter_cluster(moves, steps)).await
             }
             Plan::Checkpoint => {
                 drop(state);

@@ -43,7 +43,7 @@ use differential_dataflow::hashable::Hashable;
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::cursor::Cursor;
-use differential_dataflow::trace::TraceReader;
+use differential_dataflow::trace::{Navigable, TraceReader};
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -439,22 +439,29 @@ impl BinState<(Row, Row), Diff> for TraceState {
         upper.elements().iter().all(|u| *u >= time)
     }
 
+    /// Batch by batch: a bin's keys are spread over every key range, so
+    /// this reads every key, and one batch's cursor steps in order where
+    /// the trace's merged cursor compares keys across all its batches at
+    /// every step (most of a step's time before). A key in several batches
+    /// is sent once per batch; the receiving arrangement sums them.
     fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, (Row, Row), Diff)) {
-        let (mut cursor, storage) = self.0.borrow_mut().cursor();
-        while let Some(key) = cursor.get_key(&storage) {
-            let bin = bin_of(key.hashed());
-            if leaving[bin] {
-                while let Some(val) = cursor.get_val(&storage) {
-                    let mut sum: Diff = 0;
-                    cursor.map_times(&storage, |_, d| sum += *d);
-                    if sum != 0 {
-                        out(bin, (key.to_row(), val.to_row()), sum);
+        self.0.borrow().map_batches(|batch| {
+            let mut cursor = batch.cursor();
+            while let Some(key) = cursor.get_key(batch) {
+                let bin = bin_of(key.hashed());
+                if leaving[bin] {
+                    while let Some(val) = cursor.get_val(batch) {
+                        let mut sum: Diff = 0;
+                        cursor.map_times(batch, |_, d| sum += *d);
+                        if sum != 0 {
+                            out(bin, (key.to_row(), val.to_row()), sum);
+                        }
+                        cursor.step_val(batch);
                     }
-                    cursor.step_val(&storage);
                 }
+                cursor.step_key(batch);
             }
-            cursor.step_key(&storage);
-        }
+        });
     }
 }
 

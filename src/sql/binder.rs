@@ -6,7 +6,7 @@ use crate::expr::{RelationExpr, ScalarExpr};
 use crate::repr::acl::Privs;
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::expr::ExprCtx;
-use crate::sql::plan::{ClusterMoves, ItemKind, Plan, ShowKind, UniqueKey};
+use crate::sql::plan::{ClusterMoves, ItemKind, MigrationSteps, Plan, ShowKind, UniqueKey};
 use crate::sql::query::Cte;
 use crate::sql::scope::Scope;
 use crate::sql::subquery::{self, CorrFrame};
@@ -164,9 +164,6 @@ pub fn bind_statement(catalog: &dyn SqlCatalog, stmt: &Stmt, params: &mut Params
     Ok(plan)
 }
 
-/// Bins per step of a batched migration unless `batch` says otherwise.
-pub const DEFAULT_BATCH_BINS: usize = 16;
-
 /// `ALTER CLUSTER`: only the superuser moves state between workers; the
 /// one cluster is `default`.
 fn bind_alter_cluster(b: &Binder<'_>, a: &crate::sql::parse_cluster::AlterCluster) -> Result<Plan, Error> {
@@ -198,12 +195,13 @@ fn bind_alter_cluster(b: &Binder<'_>, a: &crate::sql::parse_cluster::AlterCluste
             other => return Err(Error::InvalidParameter(format!("unrecognized ALTER CLUSTER option \"{other}\" (expected strategy or batch)"))),
         }
     }
-    let step = match (strategy, batch) {
+    let steps = match (strategy, batch) {
         (Some(false), Some(_)) => {
             return Err(Error::InvalidParameter("option \"batch\" applies to the batched strategy, not all_at_once".into()))
         }
-        (Some(false), None) => None,
-        (_, batch) => Some(batch.unwrap_or(DEFAULT_BATCH_BINS)),
+        (Some(false), None) => MigrationSteps::AllAtOnce,
+        (_, Some(n)) => MigrationSteps::Bins(n),
+        (_, None) => MigrationSteps::Paced,
     };
     let moves = match &a.action {
         ClusterAction::Rebalance => ClusterMoves::Balance,
@@ -215,7 +213,7 @@ fn bind_alter_cluster(b: &Binder<'_>, a: &crate::sql::parse_cluster::AlterCluste
             ClusterMoves::Bins { bins: bins.iter().map(|b| *b as u32).collect(), worker }
         }
     };
-    Ok(Plan::AlterCluster { moves, step })
+    Ok(Plan::AlterCluster { moves, steps })
 }
 
 impl Binder<'_> {

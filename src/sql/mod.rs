@@ -36,11 +36,11 @@ mod types;
 mod upsert;
 mod window;
 
-pub use binder::{bind_statement, Params, DEFAULT_BATCH_BINS};
+pub use binder::{bind_statement, Params};
 pub use parse::{parse, FetchDirection, Stmt, PARSER_RECURSION_LIMIT};
 pub use copy::{CopyFormat, CopyOptions};
 pub use functions::finish_plan;
-pub use plan::{ClusterMoves, ConflictUpdate, Finishing, ItemKind, OnConflict, Plan, Returning, ShowKind, UniqueKey, CONFLICT_PAIRS};
+pub use plan::{ClusterMoves, MigrationSteps, ConflictUpdate, Finishing, ItemKind, OnConflict, Plan, Returning, ShowKind, UniqueKey, CONFLICT_PAIRS};
 pub use binder::QualifiedName;
 pub use role::RoleOptions;
 pub use grant::{GrantObject, PrivilegeChange};

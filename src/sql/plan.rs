@@ -252,9 +252,8 @@ pub enum Plan {
     /// `CHECKPOINT`: checkpoint every materialized view now.
     Checkpoint,
     /// `ALTER CLUSTER default REBALANCE | MOVE BINS ...`: bins of keyed
-    /// state move between the workers, `step` bins at a time (`None`: all
-    /// at once).
-    AlterCluster { moves: ClusterMoves, step: Option<usize> },
+    /// state move between the workers, in `steps`.
+    AlterCluster { moves: ClusterMoves, steps: MigrationSteps },
     /// `LOCK TABLE`: its tables exist; ripple's transactions read one
     /// snapshot and conflicting writes abort, so there is nothing to lock.
     Lock,
@@ -298,6 +297,20 @@ impl Plan {
             _ => None,
         }
     }
+}
+
+/// How an `ALTER CLUSTER` divides its moves into steps, each committed at
+/// a timestamp of its own (`coord/rebalance.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationSteps {
+    /// `strategy = 'all_at_once'`: one step.
+    AllAtOnce,
+    /// `batch = n`: `n` bins per step.
+    Bins(usize),
+    /// `strategy = 'batched'` (the default) without `batch`: steps sized
+    /// as they go so that each takes about as long as a target, since a
+    /// bin's cost depends on its state and on the work downstream of it.
+    Paced,
 }
 
 /// Which bins an `ALTER CLUSTER` moves.
