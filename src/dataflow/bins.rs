@@ -134,9 +134,6 @@ pub struct Bins {
     routed: Vec<u64>,
     /// Records sent to other workers by migrations.
     migrated: u64,
-    /// Per live router, the earliest time it may still route an update
-    /// or do a move at: the maps it will read (`compact` keeps them).
-    routers: Vec<std::rc::Weak<std::cell::Cell<Timestamp>>>,
 }
 
 pub type SharedBins = Rc<RefCell<Bins>>;
@@ -152,7 +149,7 @@ pub struct BinStats {
 
 impl Bins {
     pub fn new(map: BinMap) -> Bins {
-        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0, routers: Vec::new() }
+        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0 }
     }
 
     /// Bins that never move: every time's map is known (dataflows built
@@ -201,26 +198,12 @@ impl Bins {
 
     /// Forgets the maps no update can be routed by any more: those
     /// superseded at or before `since`.
-    ///
-    /// Never past a live router's progress: a router reads the map before
-    /// a move's time when its control message comes, and the map at an
-    /// update's time when the update comes, both possibly after the
-    /// coordinator has allowed compaction past them.
     pub fn compact(&mut self, since: Timestamp) {
-        self.routers.retain(|r| r.strong_count() > 0);
-        let since = self.routers.iter().filter_map(|r| r.upgrade()).map(|r| r.get()).fold(since, Timestamp::min);
         let keep_from = self.history.partition_point(|(t, _)| *t <= since).saturating_sub(1);
         if keep_from > 0 {
             self.history.drain(..keep_from);
             self.history[0].0 = 0;
         }
-    }
-
-    /// A new router's progress cell, which `compact` waits for.
-    fn register_router(&mut self, from: Timestamp) -> Rc<std::cell::Cell<Timestamp>> {
-        let cell = Rc::new(std::cell::Cell::new(from));
-        self.routers.push(Rc::downgrade(&cell));
-        cell
     }
 
     pub fn stats(&self) -> BinStats {
@@ -303,11 +286,9 @@ where
                 b.known()
             };
             drop(initial);
-            // How far this router is: the history before it may go.
-            let progress = bins.borrow_mut().register_router(0);
             // Updates at times whose map this worker does not know yet.
             let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
-            move |(data, data_frontier), (control, control_frontier), output| {
+            move |(data, _), (control, _), output| {
                 control.for_each(|cap, moves| {
                     let t = *cap.time();
                     if t <= created {
@@ -388,17 +369,6 @@ where
                 if !stash.is_empty() || !pending.is_empty() {
                     activator.activate_after(POLL);
                 }
-                // The earliest time an update or move may still come at or
-                // wait at here; the map just before it is read too.
-                let low = [data_frontier.frontier().first(), control_frontier.frontier().first()]
-                    .into_iter()
-                    .flatten()
-                    .copied()
-                    .chain(pending.iter().map(|(cap, _)| *cap.time()))
-                    .chain(stash.iter().map(|(cap, _)| *cap.time()))
-                    .min()
-                    .unwrap_or(Timestamp::MAX);
-                progress.set(low.saturating_sub(1));
             }
         },
     )
