@@ -16,9 +16,11 @@
 //! timestamp: the same work in one step, as systems that migrate all
 //! state at once do.
 //!
-//! Which bins to move (`balance`): the workers' loads are the updates
-//! their bins were routed over a second (since the last rebalance if that
-//! second was quiet); bins leave the most loaded worker for the least
+//! Which bins to move (`balance`): the workers' loads are the work of
+//! their bins over a second (since the last rebalance if that second was
+//! quiet), where a bin's work is the updates routed to it and the records
+//! its joins produced (`bins::BinWork`: a hot key joined to eight rows
+//! costs its worker eight outputs per update); bins leave the most loaded worker for the least
 //! loaded one while that lowers the maximum, the heaviest bins that do
 //! not overshoot first. A single hot key's bin cannot be split, and it
 //! holds the most state, so it stays and the others leave its worker.
@@ -42,15 +44,15 @@ const STEP_LIMIT: Duration = Duration::from_secs(120);
 /// How long `REBALANCE` watches the routers to weigh the bins.
 const LOAD_WINDOW: Duration = Duration::from_secs(1);
 
-/// Fewer updates than this in the window: weigh the bins by what they
-/// were routed since the last rebalance instead.
+/// Less work than this in the window (updates routed and join outputs):
+/// weigh the bins by their work since the last rebalance instead.
 const LOAD_WINDOW_MIN: u64 = 1_000;
 
 /// How often the automatic response looks at the workers' loads.
 const SKEW_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Fewer routed updates than this in an interval are not a skew worth
-/// moving state for.
+/// Less work than this in an interval (updates routed and join outputs)
+/// is not a skew worth moving state for.
 const SKEW_MIN_UPDATES: u64 = 10_000;
 
 /// What a paced step should take: commit to every moved bin's state
@@ -115,8 +117,8 @@ pub(super) struct Rebalancer {
     /// Held for a whole migration: one at a time.
     running: tokio::sync::Mutex<()>,
     progress: parking_lot::Mutex<Option<Progress>>,
-    /// Updates routed per bin (summed over the workers) when the last
-    /// migration ended: loads are counted from there.
+    /// Work per bin (`Coordinator::load`, summed over the workers) when
+    /// the last migration ended: loads are counted from there.
     baseline: parking_lot::Mutex<Vec<u64>>,
 }
 
@@ -199,13 +201,25 @@ impl Coordinator {
 
     /// Updates routed per bin, summed over the workers.
     fn routed(stats: &[BinStats]) -> Vec<u64> {
-        let mut routed = vec![0u64; BINS];
+        Self::per_bin(stats, |s| &s.routed)
+    }
+
+    /// The work per bin, summed over the workers: the updates routed to
+    /// it and the records its joins produced (a key joined to many rows
+    /// costs more than its updates).
+    fn load(stats: &[BinStats]) -> Vec<u64> {
+        let produced = Self::per_bin(stats, |s| &s.produced);
+        Self::routed(stats).iter().zip(produced).map(|(r, p)| r + p).collect()
+    }
+
+    fn per_bin(stats: &[BinStats], counts: impl Fn(&BinStats) -> &Vec<u64>) -> Vec<u64> {
+        let mut sum = vec![0u64; BINS];
         for s in stats {
-            for (b, n) in s.routed.iter().enumerate().take(BINS) {
-                routed[b] += n;
+            for (b, n) in counts(s).iter().enumerate().take(BINS) {
+                sum[b] += n;
             }
         }
-        routed
+        sum
     }
 
     /// `ALTER CLUSTER`: the moves, committed step by step.
@@ -233,14 +247,14 @@ impl Coordinator {
         let workers = self.dataflow.workers();
         let current = self.state.lock().await.bins.clone();
         let stats = self.bin_stats().await;
-        let routed = Self::routed(&stats);
+        let loaded = Self::load(&stats);
         let target = match moves {
             ClusterMoves::Balance => {
-                // The load now: the updates routed over the next second,
-                // or, if that is quiet, since the last rebalance.
+                // The load now: the work of the next second, or, if that
+                // is quiet, since the last rebalance.
                 tokio::time::sleep(LOAD_WINDOW).await;
-                let now = Self::routed(&self.bin_stats().await);
-                let recent: Vec<u64> = now.iter().zip(&routed).map(|(n, r)| n.saturating_sub(*r)).collect();
+                let now = Self::load(&self.bin_stats().await);
+                let recent: Vec<u64> = now.iter().zip(&loaded).map(|(n, r)| n.saturating_sub(*r)).collect();
                 let load = if recent.iter().sum::<u64>() >= LOAD_WINDOW_MIN {
                     recent
                 } else {
@@ -271,7 +285,7 @@ impl Coordinator {
         });
         let result = self.run_steps(&all, &mut pace, migrated_before).await;
         let end = self.bin_stats().await;
-        *self.rebalancer.baseline.lock() = Self::routed(&end);
+        *self.rebalancer.baseline.lock() = Self::load(&end);
         if let Some(p) = self.rebalancer.progress.lock().as_mut() {
             p.finished = Some(chrono::Utc::now());
             p.records_moved = end.iter().map(|s| s.migrated).sum::<u64>().saturating_sub(migrated_before);
@@ -319,13 +333,13 @@ impl Coordinator {
     }
 
     /// The automatic response to skew: every few seconds, if one worker
-    /// took more than `share` of the updates routed since the last look
+    /// took more than `share` of the work since the last look
     /// (and enough of them), a batched rebalance.
     pub(super) async fn watch_skew(&self, share: f64) {
-        let mut last = Self::routed(&self.bin_stats().await);
+        let mut last = Self::load(&self.bin_stats().await);
         loop {
             tokio::time::sleep(SKEW_INTERVAL).await;
-            let now = Self::routed(&self.bin_stats().await);
+            let now = Self::load(&self.bin_stats().await);
             let load: Vec<u64> = now.iter().zip(&last).map(|(n, l)| n.saturating_sub(*l)).collect();
             last = now;
             if load.iter().sum::<u64>() < SKEW_MIN_UPDATES {
@@ -336,21 +350,26 @@ impl Coordinator {
             if top <= share || balance(&map, &load, self.dataflow.workers()) == map {
                 continue;
             }
-            tracing::info!(share = top, threshold = share, "a worker takes more than its share of the updates: rebalancing");
+            tracing::info!(share = top, threshold = share, "a worker takes more than its share of the work: rebalancing");
             if let Err(e) = self.migrate(ClusterMoves::Balance, MigrationSteps::Paced, "skew").await {
                 tracing::warn!(error = %e, "the automatic rebalance failed");
             }
-            last = Self::routed(&self.bin_stats().await);
+            last = Self::load(&self.bin_stats().await);
         }
     }
 
-    /// `ripple_catalog.cluster_bins`: each bin's worker and the updates
-    /// routed to it since the server started.
+    /// `ripple_catalog.cluster_bins`: each bin's worker, the updates
+    /// routed to it and the records its joins produced since the server
+    /// started.
     pub(super) async fn cluster_bin_rows(&self) -> Vec<Vec<Datum>> {
         let map = self.state.lock().await.bins.clone();
-        let routed = Self::routed(&self.bin_stats().await);
+        let stats = self.bin_stats().await;
+        let (routed, produced) = (Self::routed(&stats), Self::per_bin(&stats, |s| &s.produced));
         (0..BINS)
-            .map(|b| vec![Datum::Int32(b as i32), Datum::Int32(map.owner(b) as i32), Datum::Int64(routed[b] as i64)])
+            .map(|b| {
+                let owner = Datum::Int32(map.owner(b) as i32);
+                vec![Datum::Int32(b as i32), owner, Datum::Int64(routed[b] as i64), Datum::Int64(produced[b] as i64)]
+            })
             .collect()
     }
 
@@ -383,6 +402,19 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bins_load_is_its_routed_updates_and_its_join_outputs() {
+        let mut a = BinStats { routed: vec![0; BINS], produced: vec![0; BINS], migrated: 0 };
+        a.routed[3] = 5;
+        a.produced[3] = 40;
+        let mut b = a.clone();
+        b.produced[7] = 2;
+        let load = Coordinator::load(&[a, b]);
+        assert_eq!((load[3], load[7], load[0]), (90, 2, 0));
+        // A worker that reported nothing (no slot filled) counts nothing.
+        assert_eq!(Coordinator::load(&[BinStats::default()]), vec![0; BINS]);
+    }
 
     #[test]
     fn a_hot_bin_keeps_its_worker_and_the_others_leave_it() {

@@ -2,7 +2,8 @@
 //! flowing: Megaphone's mechanism (`../shared/papers/megaphone-state-
 //! migration.txt`) on differential's collections.
 //!
-//! Every key belongs to one of [`BINS`] bins (the top bits of its hash),
+//! Every key belongs to one of [`BINS`] bins (the top bits of its hash,
+//! mixed),
 //! and a bin belongs to one worker through the bin map. The map changes at
 //! chosen timestamps (`Command::Rebalance`); every worker keeps its
 //! history ([`Bins`]). In front of each keyed operator of the top scope (the
@@ -25,6 +26,17 @@
 //! cancels in any result read at `t` or later. Updates at `t` and after
 //! are routed to `w` already, in any order with the state: within a time,
 //! differential's updates commute.
+//!
+//! Every router of a dataflow must send an update where the same dataflow's
+//! routers on the other workers expect it, and its state where the moves
+//! say. So routers read the maps only at times that every worker still
+//! has in its history: a new dataflow's routers route every update before
+//! its floor (the oldest time any trace keeps, as the worker's commands
+//! set it, so the same on every worker) by the map at the floor, and redo
+//! the moves after it themselves; and a worker compacts its history no
+//! further than the floor of new dataflows and the progress of its live
+//! routers. (A history compacted on one worker past a time another still
+//! routed by split a moved group across two workers.)
 //!
 //! Arrangements made inside a recursive query's loop, and the operators
 //! that keep state by their own hash (top-k, min/max, window functions,
@@ -61,10 +73,23 @@ pub const BIN_BITS: u32 = 8;
 /// Bins per map: a bin is the unit that moves.
 pub const BINS: usize = 1 << BIN_BITS;
 
-/// The bin of a key with hash `hash`: its top bits (as Megaphone takes
-/// them; the low bits are what hash maps index by).
+/// The bin of a key with hash `hash`: the top bits (as Megaphone takes
+/// them; the low bits are what hash maps index by) of the hash mixed
+/// once more. The keys' hash is differential's FNV, whose top bits hardly
+/// change between short keys: 200 small integers fell into 48 of the 256
+/// bins, so a bin held several hot keys and the bins could not even out.
 pub fn bin_of(hash: u64) -> usize {
-    (hash >> (64 - BIN_BITS)) as usize
+    (mix(hash) >> (64 - BIN_BITS)) as usize
+}
+
+/// MurmurHash3's 64-bit finalizer: every bit of the input moves every bit
+/// of the output.
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// The bin of a key row.
@@ -132,24 +157,53 @@ pub struct Bins {
     known: Timestamp,
     /// Updates this worker's routers sent, per bin.
     routed: Vec<u64>,
+    /// Records this worker's joins produced, per bin of their join key
+    /// ([`BinWork`]).
+    work: BinWork,
     /// Records sent to other workers by migrations.
     migrated: u64,
+    /// Per live router, the earliest time it may still route an update
+    /// or do a move at: the maps it will read (`compact` keeps them).
+    routers: Vec<std::rc::Weak<std::cell::Cell<Timestamp>>>,
 }
 
 pub type SharedBins = Rc<RefCell<Bins>>;
+
+/// Per bin, the records a worker's joins produced from keys in it: what
+/// an update costs downstream of its router, which the routed count does
+/// not show (a hot key joined to eight rows costs eight outputs per
+/// update). Counters a join's output closure adds to without borrowing
+/// the bins.
+pub type BinWork = Rc<Vec<std::cell::Cell<u64>>>;
+
+/// Counts one record produced from a key with hash `hash`.
+pub fn count_work(work: &BinWork, hash: u64) {
+    if let Some(c) = work.get(bin_of(hash)) {
+        c.set(c.get() + 1);
+    }
+}
 
 /// What a worker reports of its bins (`Command::BinStats`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BinStats {
     /// Updates routed per bin since the worker started.
     pub routed: Vec<u64>,
+    /// Records joins produced per bin (of the join key) since then.
+    pub produced: Vec<u64>,
     /// Records migrated away.
     pub migrated: u64,
 }
 
 impl Bins {
     pub fn new(map: BinMap) -> Bins {
-        Bins { history: vec![(0, Rc::new(map))], known: 0, routed: vec![0; BINS], migrated: 0 }
+        Bins {
+            history: vec![(0, Rc::new(map))],
+            known: 0,
+            routed: vec![0; BINS],
+            work: Rc::new(vec![std::cell::Cell::new(0); BINS]),
+            migrated: 0,
+            routers: Vec::new(),
+        }
     }
 
     /// Bins that never move: every time's map is known (dataflows built
@@ -197,8 +251,18 @@ impl Bins {
     }
 
     /// Forgets the maps no update can be routed by any more: those
-    /// superseded at or before `since`.
+    /// superseded at or before `since` (the floor of every dataflow built
+    /// from now on, `Binner::floor`).
+    ///
+    /// Never past a live router's progress: a router reads the map before
+    /// a move's time when its control message comes, and the map at an
+    /// update's time when the update comes, both possibly after the
+    /// coordinator has allowed compaction past them. So the workers'
+    /// histories may be compacted to different times, and agree on every
+    /// map a router still reads.
     pub fn compact(&mut self, since: Timestamp) {
+        self.routers.retain(|r| r.strong_count() > 0);
+        let since = self.routers.iter().filter_map(|r| r.upgrade()).map(|r| r.get()).fold(since, Timestamp::min);
         let keep_from = self.history.partition_point(|(t, _)| *t <= since).saturating_sub(1);
         if keep_from > 0 {
             self.history.drain(..keep_from);
@@ -206,8 +270,20 @@ impl Bins {
         }
     }
 
+    /// A new router's progress cell, which `compact` waits for.
+    fn register_router(&mut self, from: Timestamp) -> Rc<std::cell::Cell<Timestamp>> {
+        let cell = Rc::new(std::cell::Cell::new(from));
+        self.routers.push(Rc::downgrade(&cell));
+        cell
+    }
+
+    /// The counters joins add their outputs to.
+    pub fn work(&self) -> BinWork {
+        self.work.clone()
+    }
+
     pub fn stats(&self) -> BinStats {
-        BinStats { routed: self.routed.clone(), migrated: self.migrated }
+        BinStats { routed: self.routed.clone(), produced: self.work.iter().map(|c| c.get()).collect(), migrated: self.migrated }
     }
 }
 
@@ -241,6 +317,7 @@ pub fn route<'s, D, R, H>(
     data: Stream<'s, Timestamp, Vec<(D, Timestamp, R)>>,
     control: Control<'s>,
     bins: SharedBins,
+    floor: Timestamp,
     hash: H,
     state: StateCell<D, R>,
     name: &str,
@@ -261,15 +338,21 @@ where
             let activator = scope.activator_for(info.address.clone());
             // Moves out of this worker, by time, with their capability.
             let mut pending: Vec<(Capability<Timestamp>, Vec<Move>)> = Vec::new();
-            // Changes at or before this were made before the router: it
-            // does them itself, from the history (its dataflow may read
-            // imported state from before them, which moved then), and
-            // control messages bring the later ones.
+            // Changes after `floor` and at or before this were made before
+            // the router: it does them itself, from the history (its
+            // dataflow may read imported state from before them, which
+            // moved then), and control messages bring the later ones.
+            // Changes at or before `floor` it does not do: it routes every
+            // update before `floor` by the map at `floor`, as every worker
+            // does for this dataflow (their histories may be compacted to
+            // different times, but never past `floor` while this router
+            // lives), and no reader sees its results before `floor`.
             let created = {
                 let b = bins.borrow();
                 let earlier: Vec<(Timestamp, Vec<Move>)> = b
                     .history
                     .windows(2)
+                    .filter(|w| w[1].0 > floor)
                     .map(|w| {
                         let (before, (t, after)) = (&w[0].1, &w[1]);
                         let leaving = (0..BINS)
@@ -286,9 +369,11 @@ where
                 b.known()
             };
             drop(initial);
+            // How far this router is: the history before it may go.
+            let progress = bins.borrow_mut().register_router(floor);
             // Updates at times whose map this worker does not know yet.
             let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
-            move |(data, _), (control, _), output| {
+            move |(data, data_frontier), (control, control_frontier), output| {
                 control.for_each(|cap, moves| {
                     let t = *cap.time();
                     if t <= created {
@@ -316,7 +401,7 @@ where
                             continue;
                         }
                         let bin = bin_of(hash(&d));
-                        let to = b.map_at(t).owner(bin) as u32;
+                        let to = b.map_at(t.max(floor)).owner(bin) as u32;
                         b.routed[bin] += 1;
                         session.give(((to, d), t, r));
                     }
@@ -369,6 +454,17 @@ where
                 if !stash.is_empty() || !pending.is_empty() {
                     activator.activate_after(POLL);
                 }
+                // The earliest time an update or move may still come at or
+                // wait at here; the map just before it is read too.
+                let low = [data_frontier.frontier().first(), control_frontier.frontier().first()]
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .chain(pending.iter().map(|(cap, _)| *cap.time()))
+                    .chain(stash.iter().map(|(cap, _)| *cap.time()))
+                    .min()
+                    .unwrap_or(Timestamp::MAX);
+                progress.set(low.saturating_sub(1).max(floor));
             }
         },
     )
@@ -392,7 +488,7 @@ where
 /// or through the worker's bins with a control input of its own.
 pub enum KeyRouter<'s, T: timely::progress::Timestamp> {
     Fixed,
-    Binned { control: Stream<'s, T, Vec<Move>>, bins: SharedBins },
+    Binned { control: Stream<'s, T, Vec<Move>>, bins: SharedBins, floor: Timestamp },
 }
 
 /// The bins of the worker building a dataflow, and the control inputs the
@@ -400,12 +496,17 @@ pub enum KeyRouter<'s, T: timely::progress::Timestamp> {
 /// tables' inputs).
 pub struct Binner {
     pub bins: SharedBins,
+    /// The dataflow's routers route every update before this time by the
+    /// map at it ([`route`]): a time no reader of the dataflow reads
+    /// before, the same on every worker (the worker's compaction frontier
+    /// as its commands set it, not as its history is compacted).
+    pub floor: Timestamp,
     pub controls: Vec<ControlInput>,
 }
 
 impl Binner {
-    pub fn new(bins: SharedBins) -> Binner {
-        Binner { bins, controls: Vec::new() }
+    pub fn new(bins: SharedBins, floor: Timestamp) -> Binner {
+        Binner { bins, floor, controls: Vec::new() }
     }
 
     /// A control input for one router in `scope`.
@@ -418,13 +519,13 @@ impl Binner {
 
     /// A router for one keyed operator in `scope`.
     pub fn router<'s>(&mut self, scope: timely::dataflow::Scope<'s, Timestamp>) -> KeyRouter<'s, Timestamp> {
-        KeyRouter::Binned { control: self.control(scope), bins: self.bins.clone() }
+        KeyRouter::Binned { control: self.control(scope), bins: self.bins.clone(), floor: self.floor }
     }
 
     /// `coll` arranged by bins ([`arrange_binned`]).
     pub fn arrange<'s>(&mut self, coll: VecCollection<'s, Timestamp, (Row, Row), Diff>, name: &str) -> RowArrangement<'s, Timestamp> {
         let control = self.control(coll.inner.scope());
-        arrange_binned(coll, control, self.bins.clone(), name)
+        arrange_binned(coll, control, self.bins.clone(), self.floor, name)
     }
 }
 
@@ -472,10 +573,11 @@ pub fn arrange_binned<'s>(
     coll: VecCollection<'s, Timestamp, (Row, Row), Diff>,
     control: Control<'s>,
     bins: SharedBins,
+    floor: Timestamp,
     name: &str,
 ) -> RowArrangement<'s, Timestamp> {
     let state: StateCell<(Row, Row), Diff> = Rc::new(RefCell::new(None));
-    let routed = route(coll.inner, control, bins, |(k, _): &(Row, Row)| key_hash(k), state.clone(), &format!("Route {name}"));
+    let routed = route(coll.inner, control, bins, floor, |(k, _): &(Row, Row)| key_hash(k), state.clone(), &format!("Route {name}"));
     let exchange = Exchange::new(|update: &((u32, (Row, Row)), Timestamp, Diff)| u64::from((update.0).0));
     let arranged = arrange_core::<_, _, RowChunker<Timestamp>, RowBatcher<Timestamp>, RowBuilder<Timestamp>, RowSpine<Timestamp>>(
         routed, exchange, name,
@@ -521,14 +623,35 @@ mod tests {
     }
 
     #[test]
-    fn bins_take_the_top_bits_and_spread_keys() {
-        assert_eq!(bin_of(u64::MAX), BINS - 1);
-        assert_eq!(bin_of(1), 0);
+    fn compaction_keeps_the_maps_a_live_router_may_still_read() {
+        let mut bins = Bins::new(BinMap::spread(2));
+        bins.rebalance(10, &[Move { bin: 1, to: 0 }]);
+        bins.rebalance(20, &[Move { bin: 1, to: 1 }]);
+        let router = bins.register_router(5);
+        bins.compact(25);
+        assert_eq!(bins.map_at(9).owner(1), 1, "a router at 5 may still route an update at 9");
+        router.set(15);
+        bins.compact(25);
+        assert_eq!(bins.map_at(9).owner(1), 0, "what was in effect at 15 is the oldest map");
+        assert_eq!(bins.map_at(19).owner(1), 0);
+        drop(router);
+        bins.compact(25);
+        assert_eq!(bins.map_at(19).owner(1), 1, "no router left: compacted to 25");
+    }
+
+    #[test]
+    fn bins_spread_keys_evenly() {
         let mut counts = vec![0usize; BINS];
         for i in 0..100_000 {
             counts[bin_of_key(&Row::from_datums(vec![Datum::Int64(i)]))] += 1;
         }
+        // 390.6 per bin on average; a uniform hash stays within ±25%.
         let (min, max) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
-        assert!(min > 200 && max < 600, "keys spread over the bins ({min}..{max} per bin)");
+        assert!(min > 290 && max < 490, "keys spread over the bins ({min}..{max} per bin)");
+        // A few small keys, as a dimension table's: 200 of them fill
+        // about 139 bins when every bin is as likely.
+        let used: std::collections::BTreeSet<usize> =
+            (0..200).map(|i| bin_of_key(&Row::from_datums(vec![Datum::Int32(i)]))).collect();
+        assert!(used.len() > 115, "200 keys in {} bins", used.len());
     }
 }

@@ -18,7 +18,8 @@
 //! the loop) is the trait's.
 
 use crate::dataflow::accum::Accum;
-use crate::dataflow::bins::{Binner, KeyRouter, StateCell};
+use crate::dataflow::bins::{count_work, BinWork, Binner, KeyRouter, StateCell};
+use differential_dataflow::hashable::Hashable;
 use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
 use crate::dataflow::row_stack::RowStack;
 use crate::dataflow::{reduce, topk};
@@ -182,6 +183,11 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
     /// (`bins.rs`), by a fixed hash elsewhere (inside a loop).
     fn key_router<'s>(_scope: Scope<'s, Self>, _ctx: &mut Ctx<'_, '_>) -> KeyRouter<'s, Self> {
         KeyRouter::Fixed
+    }
+    /// Where a join counts its outputs per bin of its key: the top
+    /// scope's, whose bins move (`bins::BinWork`).
+    fn join_work(_ctx: &Ctx<'_, '_>) -> Option<BinWork> {
+        None
     }
     /// `data` tagged with the worker `router` sends each update to (and,
     /// binned, a moving bin's state from `state`); by a fixed hash unless
@@ -580,10 +586,8 @@ fn render_join<'s, T: RenderTime>(
     for (s, step) in plan.steps.iter().enumerate() {
         if let Some(arr) = start_arr.take() {
             let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-            let budget = ctx.budget.clone();
-            acc = arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| {
-                (!k.has_null() && !budget.exhausted()).then(|| a.concat(b))
-            });
+            let (budget, work) = (ctx.budget.clone(), T::join_work(ctx));
+            acc = arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| join_output(k, a, b, &budget, &work));
             order.push(step.input);
             continue;
         }
@@ -594,10 +598,8 @@ fn render_join<'s, T: RenderTime>(
         let stream_arr = T::arrange_keyed(stream_ok, "JoinStream", ctx);
 
         let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
-        let budget = ctx.budget.clone();
-        acc = stream_arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| {
-            (!k.has_null() && !budget.exhausted()).then(|| a.concat(b))
-        });
+        let (budget, work) = (ctx.budget.clone(), T::join_work(ctx));
+        acc = stream_arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| join_output(k, a, b, &budget, &work));
         order.push(step.input);
     }
     // Restore the inputs' original column order.
@@ -614,6 +616,18 @@ fn render_join<'s, T: RenderTime>(
         acc = acc.map(move |row| row.project(&permutation));
     }
     (acc, errs)
+}
+
+/// A join step's output for a matched pair (none under a NULL key, or
+/// once the memory limit is reached), counted in the key's bin.
+fn join_output(k: RowRef, a: RowRef, b: RowRef, budget: &crate::memory::Budget, work: &Option<BinWork>) -> Option<Row> {
+    if k.has_null() || budget.exhausted() {
+        return None;
+    }
+    if let Some(work) = work {
+        count_work(work, k.hashed());
+    }
+    Some(a.concat(b))
 }
 
 /// Which columns each arrangement a join builds keeps (the others are
@@ -771,6 +785,10 @@ impl RenderTime for Timestamp {
         ctx.binner.router(scope)
     }
 
+    fn join_work(ctx: &Ctx<'_, '_>) -> Option<BinWork> {
+        Some(ctx.binner.bins.borrow().work())
+    }
+
     fn route_keyed<'s, D, R, H>(
         data: Stream<'s, Self, Vec<(D, Self, R)>>,
         router: KeyRouter<'s, Self>,
@@ -785,7 +803,7 @@ impl RenderTime for Timestamp {
     {
         match router {
             KeyRouter::Fixed => crate::dataflow::bins::route_fixed(data, hash),
-            KeyRouter::Binned { control, bins } => crate::dataflow::bins::route(data, control, bins, hash, state, name),
+            KeyRouter::Binned { control, bins, floor } => crate::dataflow::bins::route(data, control, bins, floor, hash, state, name),
         }
     }
 

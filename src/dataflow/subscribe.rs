@@ -98,7 +98,7 @@ pub(super) fn start(worker: &mut Worker, state: &mut WorkerState, plan: &Relatio
     let mut built = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
     let done = Rc::new(Cell::new(false));
-    let mut binner = crate::dataflow::bins::Binner::new(state.bins.clone());
+    let mut binner = state.binner();
     {
         let traces = &mut state.traces;
         let index = state.index;

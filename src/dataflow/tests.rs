@@ -90,7 +90,7 @@ fn check_maintained_as(plan: RelationExpr, reference: Reference, groups: u64, ro
             traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
             let mut built = Vec::new();
             let bins = Bins::fixed(BinMap::spread(scope.peers()));
-            let mut binner = Binner::new(std::rc::Rc::new(std::cell::RefCell::new(bins)));
+            let mut binner = Binner::new(std::rc::Rc::new(std::cell::RefCell::new(bins)), 0);
             let (ok, err) = match (&*p2, rendering) {
                 (RelationExpr::TopK { input, group_key, order, limit, offset }, Rendering::HierarchicalTopK) => {
                     let (ok, err) = render::render_top(scope, input, &mut traces, index, &mut built, None, None, Default::default(), &mut binner);

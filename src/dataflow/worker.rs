@@ -120,6 +120,11 @@ pub struct WorkerState {
     trim_after: Option<Timestamp>,
     /// The bin maps this worker's routers read (`bins.rs`).
     pub(super) bins: SharedBins,
+    /// The oldest time any trace keeps, as this worker's commands have
+    /// set it (so the same on every worker at the same command): the
+    /// floor of new dataflows' routers, and how far the bin maps'
+    /// history may be compacted. Never goes back.
+    bins_floor: Timestamp,
     /// The control inputs of every dataflow's routers, by the dataflow's
     /// timely index: moves are sent into them, and they advance with the
     /// tables' inputs.
@@ -263,6 +268,7 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, respon
         retracting: Vec::new(),
         trim_after: None,
         bins: Rc::new(RefCell::new(Bins::new(BinMap::spread(worker.peers())))),
+        bins_floor: 0,
         controls: BTreeMap::new(),
     };
     loop {
@@ -282,10 +288,9 @@ pub fn run(worker: &mut Worker, rx: crossbeam_channel::Receiver<Command>, respon
                 compact(bundle, state.retention.get(id).map_or(since, |ms| since.saturating_sub(*ms)));
             }
             state.compacted = (since, Instant::now());
-            // No update before the oldest time any trace keeps is routed
-            // again: the maps superseded by then can go.
-            let kept = since.saturating_sub(state.retention.values().copied().max().unwrap_or(0));
-            state.bins.borrow_mut().compact(kept);
+            // No router routes by a map superseded before its dataflow's
+            // floor (and `compact` waits for the live routers too).
+            state.bins.borrow_mut().compact(state.bins_floor);
         }
         let mut upper = Antichain::new();
         let mut oldest_table_upper = Timestamp::MAX;
@@ -381,6 +386,19 @@ fn advance_control(control: &mut ControlInput, time: Timestamp) {
 impl WorkerState {
     /// Keeps the control inputs a dataflow's routers got, advanced with
     /// the other inputs.
+    /// The bin routing of a new dataflow (`bins::Binner`), from the
+    /// floor its routers share with the same dataflow on other workers.
+    pub(super) fn binner(&self) -> Binner {
+        Binner::new(self.bins.clone(), self.bins_floor)
+    }
+
+    /// After the compaction frontier moved: the oldest time any trace
+    /// keeps (a trace that retains history keeps it from before).
+    fn raise_bins_floor(&mut self) {
+        let kept = self.since.saturating_sub(self.retention.values().copied().max().unwrap_or(0));
+        self.bins_floor = self.bins_floor.max(kept);
+    }
+
     pub(super) fn adopt_controls(&mut self, df: usize, binner: Binner) {
         let mut controls = binner.controls;
         for control in controls.iter_mut() {
@@ -468,7 +486,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
         Command::CreateTable { id, name } => {
             let df = worker.next_dataflow_index();
             let first_operator = worker.peek_identifier();
-            let mut binner = Binner::new(state.bins.clone());
+            let mut binner = state.binner();
             let (rows, load, trace) = worker.dataflow_named(&format!("table {name}"), |scope| {
                 let (input, rows) = scope.new_collection::<Row, Diff>();
                 let (load, loaded) = scope.new_collection::<Row, Diff>();
@@ -649,7 +667,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             state.responder.send(Response::Frontiers { request, frontiers: out });
         }
         // Applied to the traces by the worker's loop (`compacted`).
-        Command::AllowCompaction { time } => state.since = state.since.max(time),
+        Command::AllowCompaction { time } => {
+            state.since = state.since.max(time);
+            state.raise_bins_floor();
+        }
         Command::RetainHistory { id, ms } => {
             state.retention.insert(id, ms);
         }
@@ -750,7 +771,7 @@ fn create_dataflow(worker: &mut Worker, state: &mut WorkerState, desc: &Dataflow
     let mut streamed_inputs = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
     state.budgets.insert(desc.id, budget.clone());
-    let mut binner = Binner::new(state.bins.clone());
+    let mut binner = state.binner();
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;
@@ -858,7 +879,7 @@ fn query(
     let df = worker.next_dataflow_index();
     let mut built = Vec::new();
     let budget = Rc::new(crate::memory::Budget::default());
-    let mut binner = Binner::new(state.bins.clone());
+    let mut binner = state.binner();
     let bundle = {
         let traces = &mut state.traces;
         let index = state.index;

@@ -42,8 +42,10 @@
 //!   running, or the last one), `query_start`, `xact_start` (NULL outside
 //!   a transaction) and `backend_start`.
 //! - `cluster_bins`: one row per bin of keyed state (`dataflow/bins.rs`):
-//!   the `worker` that holds it and the `updates` routed to it since the
-//!   server started, summed over the workers' routers.
+//!   the `worker` that holds it, the `updates` routed to it since the
+//!   server started, summed over the workers' routers, and the records
+//!   its joins `produced` (by the bin of the join key); `REBALANCE`
+//!   weighs a bin by the two together.
 //! - `cluster_rebalance`: the last or running bin migration (`ALTER
 //!   CLUSTER`, or the automatic response to skew: `reason` `requested` or
 //!   `skew`): its `state` (`running`, `done`, `failed`), `strategy`
@@ -175,7 +177,7 @@ pub static RELATIONS: &[SystemRelation] = &[
          elapsed_ms float8, activations int8, records_in int8, records_out int8, arranged_records int8",
         |ctx| gathered(ctx, Introspected::Operators),
     ),
-    rel("cluster_bins", 14006, "bin int4, worker int4, updates int8", |ctx| gathered(ctx, Introspected::ClusterBins)),
+    rel("cluster_bins", 14006, "bin int4, worker int4, updates int8, produced int8", |ctx| gathered(ctx, Introspected::ClusterBins)),
     rel(
         "cluster_rebalance",
         14007,
