@@ -429,6 +429,55 @@ fn spawn_writers(
         .collect()
 }
 
+/// Each bin's worker and its work so far (`ripple_catalog.cluster_bins`:
+/// updates routed and join outputs).
+async fn bin_work(client: &tokio_postgres::Client) -> Vec<(usize, u64)> {
+    query_sorted(client, "SELECT bin, worker, updates + produced FROM ripple_catalog.cluster_bins")
+        .await
+        .iter()
+        .map(|r| (r[1].parse().unwrap_or(0), r[2].parse().unwrap_or(0)))
+        .collect()
+}
+
+/// The busiest worker's share of the work between two `bin_work`
+/// snapshots (of the same bins, in the same order), under the placement
+/// of the second.
+fn top_share(from: &[(usize, u64)], to: &[(usize, u64)]) -> f64 {
+    let mut per_worker = std::collections::BTreeMap::<usize, u64>::new();
+    for ((_, a), (w, b)) in from.iter().zip(to) {
+        *per_worker.entry(*w).or_default() += b.saturating_sub(*a);
+    }
+    let total: u64 = per_worker.values().sum();
+    per_worker.values().copied().max().unwrap_or(0) as f64 / total.max(1) as f64
+}
+
+/// CPU seconds each worker thread of the server process `pid` has used,
+/// in thread-name order (Linux's `/proc`; empty elsewhere): whether a
+/// worker idles while the other is the bottleneck.
+fn worker_cpu(pid: Option<u32>) -> Vec<f64> {
+    let Some(tasks) = pid.and_then(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).ok()) else { return Vec::new() };
+    let mut out = std::collections::BTreeMap::new();
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("timely:work") {
+            continue;
+        }
+        // After the parenthesised name: the state (field 3), then utime
+        // and stime are fields 14 and 15, in clock ticks (100 per second).
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let fields: Vec<u64> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+        let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+        out.insert(comm.trim().to_string(), ticks as f64 / 100.0);
+    }
+    out.into_values().collect()
+}
+
+/// Per worker, the CPU seconds used between two `worker_cpu` readings.
+fn cpu_used(from: &[f64], to: &[f64]) -> String {
+    let used: Vec<String> = from.iter().zip(to).map(|(a, b)| format!("{:.1}", b - a)).collect();
+    used.join(" / ")
+}
+
 /// Rows/s the view keeps up with: closed-loop writers for `secs`
 /// seconds, then a read of the view (which waits until it holds every
 /// acknowledged row); the rows over the time until that read answered.
@@ -479,7 +528,9 @@ async fn skew_run(strategy: &str) -> String {
     if rebalance {
         client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");
     }
+    let (work0, cpu0) = (bin_work(&client).await, worker_cpu(server.pid()));
     let before = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (share_before, cpu_before) = (top_share(&work0, &bin_work(&client).await), cpu_used(&cpu0, &worker_cpu(server.pid())));
     let rate = knob("RIPPLE_SKEW_RATE", (before * 0.5) as u64);
 
     // The timeline: writers at `rate`, a probe every 20 ms (a one-row
@@ -535,7 +586,9 @@ async fn skew_run(strategy: &str) -> String {
         t.await.expect("writer");
     }
     probe.await.expect("probe");
+    let (work1, cpu1) = (bin_work(&client).await, worker_cpu(server.pid()));
     let after = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (share_after, cpu_after) = (top_share(&work1, &bin_work(&client).await), cpu_used(&cpu1, &worker_cpu(server.pid())));
 
     let moved = query_sorted(&client, "SELECT steps, bins_moved, records_moved FROM ripple_catalog.cluster_rebalance").await;
     let moved = moved.first().cloned().unwrap_or_else(|| vec!["0".into(); 3]);
@@ -582,13 +635,17 @@ async fn skew_run(strategy: &str) -> String {
     let worst = during.iter().copied().fold(0.0, f64::max);
     let summary = format!(
         "{strategy}: rebalance {:.2} s ({} steps, {} bins, {} records moved); steady p99 {steady_p99:.1} ms, worst during {worst:.1} ms ({:.1}x); \
-         rows/s the view keeps up with before {before:.0}, after {after:.0} ({:+.0}%)",
+         rows/s the view keeps up with before {before:.0}, after {after:.0} ({:+.0}%); \
+         the busiest worker's share of the work before {:.0}%, after {:.0}%; \
+         workers' CPU seconds in the {secs} s window before {cpu_before}, after {cpu_after}",
         took.as_secs_f64(),
         moved[0],
         moved[1],
         moved[2],
         worst / steady_p99.max(0.001),
         (after / before.max(1.0) - 1.0) * 100.0,
+        share_before * 100.0,
+        share_after * 100.0,
     );
     println!("{summary}");
     summary
