@@ -207,11 +207,20 @@ async fn tap_session(
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
     let terminated = Arc::new(AtomicBool::new(false));
+    // Set when the client's side ended (before the tap closes the
+    // server's): a server side that ends after it is the server answering
+    // that close, not dropping the session.
+    let client_ended = Arc::new(AtomicBool::new(false));
     let last_query: Arc<Mutex<Option<String>>> = Arc::default();
 
     let (up_log, up_terminated, up_query) = (log.clone(), terminated.clone(), last_query.clone());
+    let up_client_ended = client_ended.clone();
     let mut up = tokio::spawn(async move {
-        while let Ok((tag, mut body)) = read_message(&mut cr).await {
+        loop {
+            let Ok((tag, mut body)) = read_message(&mut cr).await else {
+                up_client_ended.store(true, Ordering::SeqCst);
+                break;
+            };
             if tag == b'Q' && shim {
                 let text = cstr(&body).0;
                 if let Some((_, replacement)) = SHIMS.iter().find(|(p, _)| text.starts_with(p)) {
@@ -283,10 +292,13 @@ async fn tap_session(
         }
         _ = &mut down => {
             // The server ended the session: lost, unless the client's
-            // Terminate went first.
+            // Terminate or its leaving went first. Read before waiting for
+            // the client's side: once the server's side is gone, the tap
+            // closes the client's, and the client leaves in turn.
+            let client_first = client_ended.load(Ordering::SeqCst);
             let _ = tokio::time::timeout(Duration::from_millis(500), &mut up).await;
             up.abort();
-            if !terminated.load(Ordering::SeqCst) {
+            if !terminated.load(Ordering::SeqCst) && !client_first {
                 log.lock().unwrap().lost.push(last_query.lock().unwrap().clone());
             }
         }
