@@ -20,9 +20,9 @@
 //! their bins over a second (since the last rebalance if that second was
 //! quiet), where a bin's work is the updates routed to it and the records
 //! its joins produced (`bins::BinWork`: a hot key joined to eight rows
-//! costs its worker eight outputs per update); bins leave the most loaded worker for the least
-//! loaded one while that lowers the maximum, the heaviest bins that do
-//! not overshoot first. A single hot key's bin cannot be split, and it
+//! costs its worker eight outputs per update); bins leave the most
+//! loaded worker for the least loaded one while that lowers the maximum,
+//! the heaviest bins that do not overshoot first. A single hot key's bin cannot be split, and it
 //! holds the most state, so it stays and the others leave its worker.
 //!
 //! Owns: choosing moves, committing the steps, the bin map's record, the
@@ -53,7 +53,7 @@ const SKEW_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Less work than this in an interval (updates routed and join outputs)
 /// is not a skew worth moving state for.
-const SKEW_MIN_UPDATES: u64 = 10_000;
+const SKEW_MIN_WORK: u64 = 10_000;
 
 /// What a paced step should take: commit to every moved bin's state
 /// arrived (and the work downstream of it done). Moving a bin costs its
@@ -342,7 +342,7 @@ impl Coordinator {
             let now = Self::load(&self.bin_stats().await);
             let load: Vec<u64> = now.iter().zip(&last).map(|(n, l)| n.saturating_sub(*l)).collect();
             last = now;
-            if load.iter().sum::<u64>() < SKEW_MIN_UPDATES {
+            if load.iter().sum::<u64>() < SKEW_MIN_WORK {
                 continue;
             }
             let map = self.state.lock().await.bins.clone();

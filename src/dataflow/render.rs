@@ -19,12 +19,12 @@
 
 use crate::dataflow::accum::Accum;
 use crate::dataflow::bins::{count_work, BinWork, Binner, KeyRouter, StateCell};
-use differential_dataflow::hashable::Hashable;
 use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
 use crate::dataflow::row_stack::RowStack;
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
+use differential_dataflow::hashable::Hashable;
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
 use crate::dataflow::row_spine::{flat_map_after, RowArrangement, RowSpine};

@@ -384,8 +384,6 @@ fn advance_control(control: &mut ControlInput, time: Timestamp) {
 }
 
 impl WorkerState {
-    /// Keeps the control inputs a dataflow's routers got, advanced with
-    /// the other inputs.
     /// The bin routing of a new dataflow (`bins::Binner`), from the
     /// floor its routers share with the same dataflow on other workers.
     pub(super) fn binner(&self) -> Binner {
@@ -399,6 +397,8 @@ impl WorkerState {
         self.bins_floor = self.bins_floor.max(kept);
     }
 
+    /// Keeps the control inputs a dataflow's routers got, advanced with
+    /// the other inputs.
     pub(super) fn adopt_controls(&mut self, df: usize, binner: Binner) {
         let mut controls = binner.controls;
         for control in controls.iter_mut() {
