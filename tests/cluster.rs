@@ -339,16 +339,20 @@ struct Workload {
 
 impl Workload {
     /// `RIPPLE_SKEW_VIEW`:
-    /// - `join` (the default): `ev` joined on `k` to a dimension table with
-    ///   `RIPPLE_SKEW_FANOUT` rows per key, counted per group. The join's
-    ///   arrangement of `ev` is keyed by `k`, so key 0's bin takes half of
-    ///   every batch and its worker makes `fanout` join outputs for each:
-    ///   the keyed state and work that bins move.
+    /// - `keyed_join` (the default): `ev` joined on `k` to a dimension
+    ///   table with `RIPPLE_SKEW_FANOUT` (32) rows per key, counted per
+    ///   `k`. The join's arrangement of `ev` and the count are keyed by
+    ///   `k`, so key 0's bin takes half of every batch, its worker makes
+    ///   `fanout` join outputs for each and counts them: the keyed state
+    ///   and work that bins move, and a worker busier than the other.
+    /// - `join`: the same join with 8 rows per key, counted per `dim.g`:
+    ///   the count is spread evenly whatever the bins, so the skew is a
+    ///   smaller part of the work.
     /// - `count`: `SELECT k, count(*), sum(w) FROM ev GROUP BY k`. The
     ///   combiner sums a batch's rows of key 0 into one update before the
     ///   accumulation, so this skew costs nothing (docs/cluster.md).
     fn from_env(keys: u64) -> Workload {
-        match std::env::var("RIPPLE_SKEW_VIEW").as_deref().unwrap_or("join") {
+        match std::env::var("RIPPLE_SKEW_VIEW").as_deref().unwrap_or("keyed_join") {
             "count" => Workload {
                 setup: format!(
                     "CREATE TABLE ev (k int8, w int4);
@@ -360,24 +364,38 @@ impl Workload {
                 probe_insert: "INSERT INTO ev VALUES (-1, 1)",
                 probe_read: "SELECT n FROM v WHERE k = -1",
             },
-            "join" => {
-                let fanout = knob("RIPPLE_SKEW_FANOUT", 8);
-                Workload {
-                    setup: format!(
-                        "CREATE TABLE dim (k int8, g int4);
-                         INSERT INTO dim SELECT i / {fanout}, i % 1000 FROM generate_series(0, {} - 1) i;
-                         INSERT INTO dim VALUES (-1, -1);
-                         CREATE TABLE ev (k int8, w int4);
-                         CREATE MATERIALIZED VIEW v AS SELECT d.g, count(*) AS n, sum(e.w) AS s FROM ev e JOIN dim d ON e.k = d.k GROUP BY d.g;
-                         INSERT INTO ev VALUES (-1, 1);",
-                        (keys + 1) * fanout
-                    ),
-                    query: "SELECT d.g, count(*) AS n, sum(e.w) AS s FROM ev e JOIN dim d ON e.k = d.k GROUP BY d.g",
-                    probe_insert: "INSERT INTO ev VALUES (-1, 1)",
-                    probe_read: "SELECT n FROM v WHERE g = -1",
-                }
-            }
-            other => panic!("RIPPLE_SKEW_VIEW is join or count, not {other}"),
+            "keyed_join" => Workload::join(
+                keys,
+                knob("RIPPLE_SKEW_FANOUT", 32),
+                "SELECT e.k, count(*) AS n, sum(d.g) AS s FROM ev e JOIN dim d ON e.k = d.k GROUP BY e.k",
+                "SELECT n FROM v WHERE k = -1",
+            ),
+            "join" => Workload::join(
+                keys,
+                knob("RIPPLE_SKEW_FANOUT", 8),
+                "SELECT d.g, count(*) AS n, sum(e.w) AS s FROM ev e JOIN dim d ON e.k = d.k GROUP BY d.g",
+                "SELECT n FROM v WHERE g = -1",
+            ),
+            other => panic!("RIPPLE_SKEW_VIEW is keyed_join, join or count, not {other}"),
+        }
+    }
+
+    /// `ev` joined on `k` to `dim`, with `fanout` rows per key (and one
+    /// for the probe's key, -1), maintained as `query`.
+    fn join(keys: u64, fanout: u64, query: &'static str, probe_read: &'static str) -> Workload {
+        Workload {
+            setup: format!(
+                "CREATE TABLE dim (k int8, g int4);
+                 INSERT INTO dim SELECT i / {fanout}, i % 1000 FROM generate_series(0, {} - 1) i;
+                 INSERT INTO dim VALUES (-1, -1);
+                 CREATE TABLE ev (k int8, w int4);
+                 CREATE MATERIALIZED VIEW v AS {query};
+                 INSERT INTO ev VALUES (-1, 1);",
+                (keys + 1) * fanout
+            ),
+            query,
+            probe_insert: "INSERT INTO ev VALUES (-1, 1)",
+            probe_read,
         }
     }
 }
@@ -481,7 +499,9 @@ fn cpu_used(from: &[f64], to: &[f64]) -> String {
 /// Rows/s the view keeps up with: closed-loop writers for `secs`
 /// seconds, then a read of the view (which waits until it holds every
 /// acknowledged row); the rows over the time until that read answered.
-async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers: u64, batch: u64, keys: u64, secs: u64) -> f64 {
+/// Also the seconds that took: beyond `secs`, the time the view took to
+/// catch up, when the workers' balance counts most.
+async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers: u64, batch: u64, keys: u64, secs: u64) -> (f64, f64) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let seconds = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -494,7 +514,7 @@ async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers:
     }
     client.query_one("SELECT sum(n) FROM v", &[]).await.expect("read the view");
     let rows: u64 = seconds.lock().unwrap().iter().map(|s| s.rows).sum();
-    rows as f64 / start.elapsed().as_secs_f64()
+    (rows as f64 / start.elapsed().as_secs_f64(), start.elapsed().as_secs_f64())
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -510,8 +530,8 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// rebalance at a fixed rate, capacity after. Returns the summary line.
 async fn skew_run(strategy: &str) -> String {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let view = std::env::var("RIPPLE_SKEW_VIEW").unwrap_or_else(|_| "join".into());
-    let keys = knob("RIPPLE_SKEW_KEYS", if view == "join" { 100_000 } else { 1_000_000 });
+    let view = std::env::var("RIPPLE_SKEW_VIEW").unwrap_or_else(|_| "keyed_join".into());
+    let keys = knob("RIPPLE_SKEW_KEYS", if view.contains("join") { 100_000 } else { 1_000_000 });
     let secs = knob("RIPPLE_SKEW_SECONDS", 10);
     let batch = knob("RIPPLE_SKEW_BATCH", 1_000);
     let writers = knob("RIPPLE_SKEW_WRITERS", 2);
@@ -529,7 +549,7 @@ async fn skew_run(strategy: &str) -> String {
         client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");
     }
     let (work0, cpu0) = (bin_work(&client).await, worker_cpu(server.pid()));
-    let before = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (before, before_secs) = capacity(&server, &client, writers, batch, keys, secs).await;
     let (share_before, cpu_before) = (top_share(&work0, &bin_work(&client).await), cpu_used(&cpu0, &worker_cpu(server.pid())));
     let rate = knob("RIPPLE_SKEW_RATE", (before * 0.5) as u64);
 
@@ -587,7 +607,7 @@ async fn skew_run(strategy: &str) -> String {
     }
     probe.await.expect("probe");
     let (work1, cpu1) = (bin_work(&client).await, worker_cpu(server.pid()));
-    let after = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (after, after_secs) = capacity(&server, &client, writers, batch, keys, secs).await;
     let (share_after, cpu_after) = (top_share(&work1, &bin_work(&client).await), cpu_used(&cpu1, &worker_cpu(server.pid())));
 
     let moved = query_sorted(&client, "SELECT steps, bins_moved, records_moved FROM ripple_catalog.cluster_rebalance").await;
@@ -635,9 +655,9 @@ async fn skew_run(strategy: &str) -> String {
     let worst = during.iter().copied().fold(0.0, f64::max);
     let summary = format!(
         "{strategy}: rebalance {:.2} s ({} steps, {} bins, {} records moved); steady p99 {steady_p99:.1} ms, worst during {worst:.1} ms ({:.1}x); \
-         rows/s the view keeps up with before {before:.0}, after {after:.0} ({:+.0}%); \
+         rows/s the view keeps up with before {before:.0} (in {before_secs:.1} s), after {after:.0} (in {after_secs:.1} s) ({:+.0}%); \
          the busiest worker's share of the work before {:.0}%, after {:.0}%; \
-         workers' CPU seconds in the {secs} s window before {cpu_before}, after {cpu_after}",
+         workers' CPU seconds in those windows before {cpu_before}, after {cpu_after}",
         took.as_secs_f64(),
         moved[0],
         moved[1],
@@ -658,9 +678,10 @@ async fn skew_run(strategy: &str) -> String {
 /// half that rate with a probe measuring update-to-visible latency every
 /// 20 ms through an `ALTER CLUSTER default REBALANCE`, then closed-loop
 /// throughput after.
-/// Knobs: `RIPPLE_SKEW_VIEW` (`join` or `count`), `RIPPLE_SKEW_KEYS`
-/// (100,000 for join, 1,000,000 for count), `RIPPLE_SKEW_FANOUT` (8 rows
-/// per key in the join's dimension), `RIPPLE_SKEW_SECONDS` (10),
+/// Knobs: `RIPPLE_SKEW_VIEW` (`keyed_join`, `join` or `count`),
+/// `RIPPLE_SKEW_KEYS` (100,000 for the joins, 1,000,000 for count),
+/// `RIPPLE_SKEW_FANOUT` (rows per key in the joins' dimension: 32 for
+/// keyed_join, 8 for join), `RIPPLE_SKEW_SECONDS` (10),
 /// `RIPPLE_SKEW_BATCH` (1,000 rows per insert), `RIPPLE_SKEW_WRITERS`
 /// (2), `RIPPLE_SKEW_RATE` (rows/s of the timeline), `RIPPLE_SKEW_WORKERS`
 /// (2), `RIPPLE_SKEW_SERVER` (more server flags, e.g.

@@ -16,14 +16,17 @@
 //! timestamp: the same work in one step, as systems that migrate all
 //! state at once do.
 //!
-//! Which bins to move (`balance`): the workers' loads are the work of
-//! their bins over a second (since the last rebalance if that second was
-//! quiet), where a bin's work is the updates routed to it and the records
-//! its joins produced (`bins::BinWork`: a hot key joined to eight rows
-//! costs its worker eight outputs per update); bins leave the most
-//! loaded worker for the least loaded one while that lowers the maximum,
-//! the heaviest bins that do not overshoot first. A single hot key's bin cannot be split, and it
-//! holds the most state, so it stays and the others leave its worker.
+//! Which bins to move (`balance`): a bin's work over a second (since the
+//! last rebalance if that second was quiet) is the updates routed to it
+//! and the records its joins produced (`bins::BinWork`: a hot key joined
+//! to eight rows costs its worker eight outputs per update); a worker's
+//! load is the CPU time its thread used in that second, priced in work at
+//! the highest cost per unit any worker shows. Bins leave the most loaded
+//! worker for the least loaded one while that lowers the maximum, the
+//! heaviest bins that do not overshoot first. A single hot key's bin
+//! cannot be split, and it holds the most state, so it stays and the
+//! others leave its worker. A balance goes in rounds, each measuring
+//! anew, until the workers' CPU times are near even.
 //!
 //! Owns: choosing moves, committing the steps, the bin map's record, the
 //! progress and the rows of `ripple_catalog.cluster_bins` and
@@ -47,6 +50,13 @@ const LOAD_WINDOW: Duration = Duration::from_secs(1);
 /// Less work than this in the window (updates routed and join outputs):
 /// weigh the bins by their work since the last rebalance instead.
 const LOAD_WINDOW_MIN: u64 = 1_000;
+
+/// At most this many rounds of measuring and moving in one balance.
+const BALANCE_ROUNDS: usize = 4;
+
+/// A round after the first moves nothing when the busiest worker's share
+/// of the workers' CPU time is within this of an even share.
+const BALANCE_SETTLED: f64 = 0.04;
 
 /// How often the automatic response looks at the workers' loads.
 const SKEW_INTERVAL: Duration = Duration::from_secs(5);
@@ -126,7 +136,19 @@ pub(super) struct Rebalancer {
 /// moving as few bins as it can: while some bin of the most loaded worker
 /// is lighter than the gap to the least loaded one, the bin nearest half
 /// the gap moves there (the maximum drops each time).
-pub(super) fn balance(map: &BinMap, load: &[u64], workers: usize) -> BinMap {
+///
+/// `cpu` (per worker, the CPU time used over the same window as `load`;
+/// empty or any zero: unknown) says what a worker's work cost it. A unit
+/// of work does not cost the same everywhere: a hot key's updates are
+/// consolidated into a few records before its state is touched, while
+/// the same count spread over many keys touches as many. Counted in work
+/// alone, a worker holding the hot key looks busier than it is and gives
+/// away too much (the workers' CPU split reversed in the skew benchmark).
+/// So a worker's load is its CPU time, in work units at the highest cost
+/// per unit any worker shows (`cpu / rate`), and a bin moves its work at
+/// that cost: moves err on the side of moving less, and the costliest
+/// worker's load is its work exactly.
+pub(super) fn balance(map: &BinMap, load: &[u64], cpu: &[u64], workers: usize) -> BinMap {
     let workers = workers.max(1);
     // A bin's updates, and a share of one for the bin itself: without
     // traffic the bins even out by count, with it the count only breaks
@@ -136,6 +158,21 @@ pub(super) fn balance(map: &BinMap, load: &[u64], workers: usize) -> BinMap {
     let mut per_worker = vec![0u64; workers];
     for (b, w) in owners.iter().enumerate() {
         per_worker[*w as usize] += weight(b);
+    }
+    if cpu.len() == workers && cpu.iter().all(|c| *c > 0) {
+        // The highest CPU time per unit of work, of the workers with a
+        // fair part of the work: a nearly idle worker's CPU time is its
+        // fixed cost (stepping, progress), not its bins'.
+        let total: u64 = per_worker.iter().sum();
+        let rate = (0..workers)
+            .filter(|w| per_worker[*w] > 0 && per_worker[*w] >= total / (4 * workers as u64))
+            .map(|w| cpu[w] as f64 / per_worker[w] as f64)
+            .fold(0.0, f64::max);
+        if rate > 0.0 {
+            for (w, load) in per_worker.iter_mut().enumerate() {
+                *load = (cpu[w] as f64 / rate).round() as u64;
+            }
+        }
     }
     for _ in 0..BINS {
         let (hi, lo) = {
@@ -157,7 +194,7 @@ pub(super) fn balance(map: &BinMap, load: &[u64], workers: usize) -> BinMap {
         });
         let Some(b) = best else { break };
         owners[b] = lo as u32;
-        per_worker[hi] -= weight(b);
+        per_worker[hi] -= weight(b).min(per_worker[hi]);
         per_worker[lo] += weight(b);
     }
     BinMap::from_owners(owners, workers).unwrap_or_else(|| map.clone())
@@ -212,6 +249,11 @@ impl Coordinator {
         Self::routed(stats).iter().zip(produced).map(|(r, p)| r + p).collect()
     }
 
+    /// Per worker, the CPU time its thread used between two reports.
+    fn cpu_between(before: &[BinStats], after: &[BinStats]) -> Vec<u64> {
+        before.iter().zip(after).map(|(b, a)| a.cpu_ns.saturating_sub(b.cpu_ns)).collect()
+    }
+
     fn per_bin(stats: &[BinStats], counts: impl Fn(&BinStats) -> &Vec<u64>) -> Vec<u64> {
         let mut sum = vec![0u64; BINS];
         for s in stats {
@@ -238,64 +280,108 @@ impl Coordinator {
         Ok(ExecuteResponse::Command { tag: "ALTER CLUSTER".into(), rows: Some(moved as u64) })
     }
 
-    /// Moves bins as `moves` asks, in `steps`; the bins moved.
+    /// Moves bins as `moves` asks, in `steps`; the bins moved. A balance
+    /// goes in rounds (`BALANCE_ROUNDS`): each measures the workers again
+    /// and moves what is still uneven, until their CPU times are within
+    /// `BALANCE_SETTLED` of an even share. The weights price moves at the
+    /// highest cost per unit of work, which counts a worker's fixed cost
+    /// as its bins' and so moves too little rather than too much; the next
+    /// round sees what the last one did.
     async fn migrate(&self, moves: ClusterMoves, steps: MigrationSteps, reason: &'static str) -> Result<usize, Error> {
         let Ok(_running) = self.rebalancer.running.try_lock() else {
             return Err(Error::ObjectInUse("a rebalance of cluster \"default\" is already running".into()));
         };
         self.wait_ready().await?;
         let workers = self.dataflow.workers();
-        let current = self.state.lock().await.bins.clone();
         let stats = self.bin_stats().await;
-        let loaded = Self::load(&stats);
-        let target = match moves {
-            ClusterMoves::Balance => {
-                // The load now: the work of the next second, or, if that
-                // is quiet, since the last rebalance.
-                tokio::time::sleep(LOAD_WINDOW).await;
-                let now = Self::load(&self.bin_stats().await);
-                let recent: Vec<u64> = now.iter().zip(&loaded).map(|(n, r)| n.saturating_sub(*r)).collect();
-                let load = if recent.iter().sum::<u64>() >= LOAD_WINDOW_MIN {
-                    recent
-                } else {
-                    let baseline = self.rebalancer.baseline.lock().clone();
-                    now.iter().enumerate().map(|(b, n)| n.saturating_sub(baseline.get(b).copied().unwrap_or(0))).collect()
-                };
-                balance(&current, &load, workers)
-            }
-            ClusterMoves::Bins { bins, worker } => {
-                let moves: Vec<Move> = bins.iter().map(|bin| Move { bin: *bin, to: worker }).collect();
-                current.with_moves(&moves)
-            }
-        };
-        let all = current.moves_to(&target);
-        let mut pace = Pace::new(steps);
         let migrated_before: u64 = stats.iter().map(|s| s.migrated).sum();
         *self.rebalancer.progress.lock() = Some(Progress {
             reason,
             strategy: if steps == MigrationSteps::AllAtOnce { "all_at_once" } else { "batched" },
-            steps: pace.steps_left(all.len()),
+            steps: 0,
             steps_done: 0,
-            bins: all.len(),
+            bins: 0,
             bins_moved: 0,
             records_moved: 0,
             started: chrono::Utc::now(),
             finished: None,
             error: None,
         });
-        let result = self.run_steps(&all, &mut pace, migrated_before).await;
+        let result = async {
+            let mut moved = 0;
+            for round in 0..BALANCE_ROUNDS {
+                let current = self.state.lock().await.bins.clone();
+                let target = match &moves {
+                    ClusterMoves::Balance => match self.balanced(&current, workers, round > 0).await {
+                        Some(target) => target,
+                        None => break,
+                    },
+                    ClusterMoves::Bins { bins, worker } => {
+                        let moves: Vec<Move> = bins.iter().map(|bin| Move { bin: *bin, to: *worker }).collect();
+                        current.with_moves(&moves)
+                    }
+                };
+                let all = current.moves_to(&target);
+                if all.is_empty() {
+                    break;
+                }
+                let mut pace = Pace::new(steps);
+                if let Some(p) = self.rebalancer.progress.lock().as_mut() {
+                    p.bins = moved + all.len();
+                    p.steps = p.steps_done + pace.steps_left(all.len());
+                }
+                self.run_steps(&all, &mut pace, moved, migrated_before).await?;
+                moved += all.len();
+                if matches!(moves, ClusterMoves::Bins { .. }) {
+                    break;
+                }
+            }
+            Ok(moved)
+        }
+        .await;
         let end = self.bin_stats().await;
         *self.rebalancer.baseline.lock() = Self::load(&end);
         if let Some(p) = self.rebalancer.progress.lock().as_mut() {
             p.finished = Some(chrono::Utc::now());
             p.records_moved = end.iter().map(|s| s.migrated).sum::<u64>().saturating_sub(migrated_before);
-            p.error = result.as_ref().err().map(|e| e.to_string());
+            p.error = result.as_ref().err().map(|e: &Error| e.to_string());
         }
-        result.map(|()| all.len())
+        result
+    }
+
+    /// The map that evens out the workers' load now: their work and CPU
+    /// time over the next second, or, if that is quiet, the work since
+    /// the last rebalance. `settling` (a round after the first): `None`
+    /// when the second is quiet or the workers' CPU times are already
+    /// within `BALANCE_SETTLED` of an even share.
+    async fn balanced(&self, current: &BinMap, workers: usize, settling: bool) -> Option<BinMap> {
+        let stats = self.bin_stats().await;
+        tokio::time::sleep(LOAD_WINDOW).await;
+        let later = self.bin_stats().await;
+        let now = Self::load(&later);
+        let recent: Vec<u64> = now.iter().zip(Self::load(&stats)).map(|(n, r)| n.saturating_sub(r)).collect();
+        if recent.iter().sum::<u64>() >= LOAD_WINDOW_MIN {
+            let cpu = Self::cpu_between(&stats, &later);
+            let total: u64 = cpu.iter().sum();
+            let busiest = cpu.iter().copied().max().unwrap_or(0);
+            if settling && (total == 0 || busiest as f64 <= total as f64 * (1.0 / workers as f64 + BALANCE_SETTLED)) {
+                return None;
+            }
+            Some(balance(current, &recent, &cpu, workers))
+        } else if settling {
+            None
+        } else {
+            // Quiet: the work since the last rebalance, whose CPU cost is
+            // not known (idle time is in it).
+            let baseline = self.rebalancer.baseline.lock().clone();
+            let load: Vec<u64> = now.iter().enumerate().map(|(b, n)| n.saturating_sub(baseline.get(b).copied().unwrap_or(0))).collect();
+            Some(balance(current, &load, &[], workers))
+        }
     }
 
     /// Commits each step and waits for its state to arrive.
-    async fn run_steps(&self, all: &[Move], pace: &mut Pace, migrated_before: u64) -> Result<(), Error> {
+    /// `moved_before`: bins moved by earlier rounds of this migration.
+    async fn run_steps(&self, all: &[Move], pace: &mut Pace, moved_before: usize, migrated_before: u64) -> Result<(), Error> {
         let mut done = 0;
         while done < all.len() {
             let moves = &all[done..(done + pace.size).min(all.len())];
@@ -325,7 +411,7 @@ impl Coordinator {
             if let Some(p) = self.rebalancer.progress.lock().as_mut() {
                 p.steps_done += 1;
                 p.steps = p.steps_done + pace.steps_left(all.len() - done);
-                p.bins_moved = done;
+                p.bins_moved = moved_before + done;
                 p.records_moved = migrated.saturating_sub(migrated_before);
             }
         }
@@ -336,25 +422,26 @@ impl Coordinator {
     /// took more than `share` of the work since the last look
     /// (and enough of them), a batched rebalance.
     pub(super) async fn watch_skew(&self, share: f64) {
-        let mut last = Self::load(&self.bin_stats().await);
+        let mut last = self.bin_stats().await;
         loop {
             tokio::time::sleep(SKEW_INTERVAL).await;
-            let now = Self::load(&self.bin_stats().await);
-            let load: Vec<u64> = now.iter().zip(&last).map(|(n, l)| n.saturating_sub(*l)).collect();
+            let now = self.bin_stats().await;
+            let load: Vec<u64> = Self::load(&now).iter().zip(Self::load(&last)).map(|(n, l)| n.saturating_sub(l)).collect();
+            let cpu = Self::cpu_between(&last, &now);
             last = now;
             if load.iter().sum::<u64>() < SKEW_MIN_WORK {
                 continue;
             }
             let map = self.state.lock().await.bins.clone();
             let top = top_share(&map, &load, self.dataflow.workers());
-            if top <= share || balance(&map, &load, self.dataflow.workers()) == map {
+            if top <= share || balance(&map, &load, &cpu, self.dataflow.workers()) == map {
                 continue;
             }
             tracing::info!(share = top, threshold = share, "a worker takes more than its share of the work: rebalancing");
             if let Err(e) = self.migrate(ClusterMoves::Balance, MigrationSteps::Paced, "skew").await {
                 tracing::warn!(error = %e, "the automatic rebalance failed");
             }
-            last = Self::load(&self.bin_stats().await);
+            last = self.bin_stats().await;
         }
     }
 
@@ -405,7 +492,7 @@ mod tests {
 
     #[test]
     fn a_bins_load_is_its_routed_updates_and_its_join_outputs() {
-        let mut a = BinStats { routed: vec![0; BINS], produced: vec![0; BINS], migrated: 0 };
+        let mut a = BinStats { routed: vec![0; BINS], produced: vec![0; BINS], ..BinStats::default() };
         a.routed[3] = 5;
         a.produced[3] = 40;
         let mut b = a.clone();
@@ -423,7 +510,7 @@ mod tests {
         let mut load = vec![10u64; BINS];
         load[0] = 10 * BINS as u64;
         assert!(top_share(&map, &load, 2) > 0.7);
-        let balanced = balance(&map, &load, 2);
+        let balanced = balance(&map, &load, &[], 2);
         assert_eq!(balanced.owner(0), 0, "the hot bin stays");
         let share = top_share(&balanced, &load, 2);
         assert!(share < 0.52, "evened out to {share}");
@@ -442,12 +529,54 @@ mod tests {
         let map = BinMap::from_owners(owners, 2).unwrap();
         let mut load: Vec<u64> = (0..BINS).map(|b| if b < BINS / 2 { 12 } else { 10 }).collect();
         load[0] = 1200;
-        let balanced = balance(&map, &load, 2);
+        let balanced = balance(&map, &load, &[], 2);
         assert_eq!(balanced.owner(0), 0, "the hot bin stays");
         assert!(top_share(&balanced, &load, 2) < 0.51);
         for m in map.moves_to(&balanced) {
             assert_eq!((map.owner(m.bin as usize), m.to), (0, 1));
         }
+    }
+
+    #[test]
+    fn the_workers_cpu_time_weighs_their_work() {
+        // Bin 0 (worker 0) takes half the updates, but a unit of its work
+        // costs a sixth of the others' (its updates consolidate): worker 0
+        // is busier, though far less than its work says.
+        let map = BinMap::spread(2);
+        let mut load = vec![10u64; BINS];
+        load[0] = 10 * BINS as u64;
+        let cost = |b: usize| if b == 0 { load[b] as f64 / 6.0 } else { load[b] as f64 };
+        let cpu_of = |m: &BinMap| {
+            let mut cpu = [0.0f64; 2];
+            for b in 0..BINS {
+                cpu[m.owner(b)] += cost(b);
+            }
+            cpu
+        };
+        let before = cpu_of(&map);
+        assert!(before[0] > before[1] * 1.3);
+        // Weighed by work alone, worker 0 gives away so much that worker
+        // 1 becomes the busier by far.
+        let by_work = cpu_of(&balance(&map, &load, &[], 2));
+        assert!(by_work[1] > by_work[0] * 1.5, "{by_work:?}");
+        // Weighed by what the work cost (in ns), the two end up even.
+        let ns: Vec<u64> = before.iter().map(|c| (*c * 1e6) as u64).collect();
+        let balanced = balance(&map, &load, &ns, 2);
+        assert_eq!(balanced.owner(0), 0, "the hot bin stays");
+        let after = cpu_of(&balanced);
+        assert!((after[0] - after[1]).abs() < 0.05 * after[0], "{after:?}");
+        // What the CPU time shows balanced moves nothing.
+        assert_eq!(balance(&map, &load, &[1_000_000, 1_000_000], 2), map);
+        // Unknown CPU time (a worker reported none): work alone.
+        assert_eq!(balance(&map, &load, &[5, 0], 2), balance(&map, &load, &[], 2));
+        // A worker with no bins spends a little CPU time all the same; it
+        // does not make the others' work look cheap: half the bins go to
+        // it.
+        let all_on_one = BinMap::from_owners(vec![0; BINS], 2).unwrap();
+        let even = vec![10u64; BINS];
+        let spread = balance(&all_on_one, &even, &[1_000_000_000, 10_000_000], 2);
+        let on_1 = (0..BINS).filter(|b| spread.owner(*b) == 1).count();
+        assert!((BINS / 2 - 2..=BINS / 2).contains(&on_1), "{on_1} bins moved");
     }
 
     #[test]
@@ -471,9 +600,9 @@ mod tests {
     #[test]
     fn an_even_load_moves_nothing_and_no_traffic_evens_the_counts() {
         let map = BinMap::spread(4);
-        assert_eq!(balance(&map, &vec![5u64; BINS], 4), map);
+        assert_eq!(balance(&map, &vec![5u64; BINS], &[], 4), map);
         let all_on_one = BinMap::from_owners(vec![0; BINS], 4).unwrap();
-        let spread = balance(&all_on_one, &vec![0u64; BINS], 4);
+        let spread = balance(&all_on_one, &vec![0u64; BINS], &[], 4);
         let mut counts = [0usize; 4];
         for b in 0..BINS {
             counts[spread.owner(b)] += 1;

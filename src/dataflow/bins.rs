@@ -192,6 +192,10 @@ pub struct BinStats {
     pub produced: Vec<u64>,
     /// Records migrated away.
     pub migrated: u64,
+    /// CPU time the worker's thread has used (ns): what its bins' work
+    /// cost it (`coord/rebalance.rs` weighs the two against each other).
+    #[serde(default)]
+    pub cpu_ns: u64,
 }
 
 impl Bins {
@@ -282,8 +286,15 @@ impl Bins {
         self.work.clone()
     }
 
+    /// What this worker reports; called on its thread (`cpu_ns` is the
+    /// calling thread's).
     pub fn stats(&self) -> BinStats {
-        BinStats { routed: self.routed.clone(), produced: self.work.iter().map(|c| c.get()).collect(), migrated: self.migrated }
+        BinStats {
+            routed: self.routed.clone(),
+            produced: self.work.iter().map(|c| c.get()).collect(),
+            migrated: self.migrated,
+            cpu_ns: crate::priority::this_thread_cpu_ns(),
+        }
     }
 }
 
