@@ -514,7 +514,8 @@ async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers:
     }
     client.query_one("SELECT sum(n) FROM v", &[]).await.expect("read the view");
     let rows: u64 = seconds.lock().unwrap().iter().map(|s| s.rows).sum();
-    (rows as f64 / start.elapsed().as_secs_f64(), start.elapsed().as_secs_f64())
+    let took = start.elapsed().as_secs_f64();
+    (rows as f64 / took, took)
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {

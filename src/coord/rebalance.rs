@@ -21,12 +21,13 @@
 //! and the records its joins produced (`bins::BinWork`: a hot key joined
 //! to eight rows costs its worker eight outputs per update); a worker's
 //! load is the CPU time its thread used in that second, priced in work at
-//! the highest cost per unit any worker shows. Bins leave the most loaded
-//! worker for the least loaded one while that lowers the maximum, the
-//! heaviest bins that do not overshoot first. A single hot key's bin
-//! cannot be split, and it holds the most state, so it stays and the
-//! others leave its worker. A balance goes in rounds, each measuring
-//! anew, until the workers' CPU times are near even.
+//! the highest cost per unit among the workers holding a fair part of the
+//! work. Bins leave the most loaded worker for the least loaded one while
+//! that lowers the maximum, the heaviest bins that do not overshoot
+//! first. A single hot key's bin cannot be split, and it holds the most
+//! state, so it stays and the others leave its worker. A balance goes in
+//! rounds, each measuring anew, until the workers' CPU times are near
+//! even.
 //!
 //! Owns: choosing moves, committing the steps, the bin map's record, the
 //! progress and the rows of `ripple_catalog.cluster_bins` and
@@ -145,7 +146,8 @@ pub(super) struct Rebalancer {
 /// alone, a worker holding the hot key looks busier than it is and gives
 /// away too much (the workers' CPU split reversed in the skew benchmark).
 /// So a worker's load is its CPU time, in work units at the highest cost
-/// per unit any worker shows (`cpu / rate`), and a bin moves its work at
+/// per unit among the workers holding at least a quarter of an even share
+/// of the work (`cpu / rate`), and a bin moves its work at
 /// that cost: moves err on the side of moving less, and the costliest
 /// worker's load is its work exactly.
 pub(super) fn balance(map: &BinMap, load: &[u64], cpu: &[u64], workers: usize) -> BinMap {
