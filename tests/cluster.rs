@@ -400,15 +400,18 @@ impl Workload {
     }
 }
 
-/// Writers inserting skewed batches until `stop`, each at most `rate`
-/// rows/s (0: as fast as it can); the rows committed per second since
-/// `start` are added to `seconds`.
+/// Writers inserting skewed batches until `stop` (or, with `limit` > 0,
+/// until they have written `limit` rows between them), each at most
+/// `rate` rows/s (0: as fast as it can); the rows committed per second
+/// since `start` are added to `seconds`.
+#[allow(clippy::too_many_arguments)]
 fn spawn_writers(
     server: &TestServer,
     writers: u64,
     batch: u64,
     keys: u64,
     rate: u64,
+    limit: u64,
     start: Instant,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     seconds: std::sync::Arc<std::sync::Mutex<Vec<Second>>>,
@@ -425,7 +428,8 @@ fn spawn_writers(
                 let began = Instant::now();
                 let mut sent = 0u64;
                 let mut seed = w * 1_000_000_007;
-                while !stop.load(Ordering::Relaxed) {
+                let own_limit = limit.div_ceil(writers.max(1));
+                while !stop.load(Ordering::Relaxed) && (limit == 0 || sent < own_limit) {
                     if per_writer > 0 {
                         let due = began + Duration::from_secs_f64(sent as f64 / per_writer as f64);
                         if let Some(wait) = due.checked_duration_since(Instant::now()) {
@@ -496,26 +500,25 @@ fn cpu_used(from: &[f64], to: &[f64]) -> String {
     used.join(" / ")
 }
 
-/// Rows/s the view keeps up with: closed-loop writers for `secs`
-/// seconds, then a read of the view (which waits until it holds every
+/// Rows/s the view keeps up with: closed-loop writers insert `rows`
+/// rows, then a read of the view (which waits until it holds every
 /// acknowledged row); the rows over the time until that read answered.
-/// Also the seconds that took: beyond `secs`, the time the view took to
-/// catch up, when the workers' balance counts most.
-async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers: u64, batch: u64, keys: u64, secs: u64) -> (f64, f64) {
-    use std::sync::atomic::{AtomicBool, Ordering};
+/// A fixed number of rows, not a fixed time, so that the windows before
+/// and after a rebalance do the same work however fast the writers were.
+/// Also the seconds it took.
+async fn capacity(server: &TestServer, client: &tokio_postgres::Client, writers: u64, batch: u64, keys: u64, rows: u64) -> (f64, f64) {
+    use std::sync::atomic::AtomicBool;
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let seconds = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let start = Instant::now();
-    let tasks = spawn_writers(server, writers, batch, keys, 0, start, stop.clone(), seconds.clone());
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    stop.store(true, Ordering::Relaxed);
+    let tasks = spawn_writers(server, writers, batch, keys, 0, rows, start, stop, seconds.clone());
     for t in tasks {
         t.await.expect("writer");
     }
     client.query_one("SELECT sum(n) FROM v", &[]).await.expect("read the view");
-    let rows: u64 = seconds.lock().unwrap().iter().map(|s| s.rows).sum();
+    let written: u64 = seconds.lock().unwrap().iter().map(|s| s.rows).sum();
     let took = start.elapsed().as_secs_f64();
-    (rows as f64 / took, took)
+    (written as f64 / took, took)
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -536,6 +539,7 @@ async fn skew_run(strategy: &str) -> String {
     let secs = knob("RIPPLE_SKEW_SECONDS", 10);
     let batch = knob("RIPPLE_SKEW_BATCH", 1_000);
     let writers = knob("RIPPLE_SKEW_WRITERS", 2);
+    let rows = knob("RIPPLE_SKEW_ROWS", 2_000_000);
     let extra: Vec<String> = std::env::var("RIPPLE_SKEW_SERVER").unwrap_or_default().split_whitespace().map(String::from).collect();
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let server = TestServer::start_with(knob("RIPPLE_SKEW_WORKERS", 2) as usize, &extra);
@@ -550,7 +554,7 @@ async fn skew_run(strategy: &str) -> String {
         client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");
     }
     let (work0, cpu0) = (bin_work(&client).await, worker_cpu(server.pid()));
-    let (before, before_secs) = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (before, before_secs) = capacity(&server, &client, writers, batch, keys, rows).await;
     let (share_before, cpu_before) = (top_share(&work0, &bin_work(&client).await), cpu_used(&cpu0, &worker_cpu(server.pid())));
     let rate = knob("RIPPLE_SKEW_RATE", (before * 0.5) as u64);
 
@@ -560,7 +564,7 @@ async fn skew_run(strategy: &str) -> String {
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let seconds = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Second>::new()));
     let start = Instant::now();
-    let tasks = spawn_writers(&server, writers, batch, keys, rate, start, stop.clone(), seconds.clone());
+    let tasks = spawn_writers(&server, writers, batch, keys, rate, 0, start, stop.clone(), seconds.clone());
     let migrating = std::sync::Arc::new(AtomicBool::new(false));
     let probe = {
         let (conn, stop, seconds, migrating) = (server.conn_str(), stop.clone(), seconds.clone(), migrating.clone());
@@ -608,7 +612,7 @@ async fn skew_run(strategy: &str) -> String {
     }
     probe.await.expect("probe");
     let (work1, cpu1) = (bin_work(&client).await, worker_cpu(server.pid()));
-    let (after, after_secs) = capacity(&server, &client, writers, batch, keys, secs).await;
+    let (after, after_secs) = capacity(&server, &client, writers, batch, keys, rows).await;
     let (share_after, cpu_after) = (top_share(&work1, &bin_work(&client).await), cpu_used(&cpu1, &worker_cpu(server.pid())));
 
     let moved = query_sorted(&client, "SELECT steps, bins_moved, records_moved FROM ripple_catalog.cluster_rebalance").await;
@@ -656,7 +660,7 @@ async fn skew_run(strategy: &str) -> String {
     let worst = during.iter().copied().fold(0.0, f64::max);
     let summary = format!(
         "{strategy}: rebalance {:.2} s ({} steps, {} bins, {} records moved); steady p99 {steady_p99:.1} ms, worst during {worst:.1} ms ({:.1}x); \
-         rows/s the view keeps up with before {before:.0} (in {before_secs:.1} s), after {after:.0} (in {after_secs:.1} s) ({:+.0}%); \
+         rows/s the view keeps up with ({rows} rows) before {before:.0} (in {before_secs:.1} s), after {after:.0} (in {after_secs:.1} s) ({:+.0}%); \
          the busiest worker's share of the work before {:.0}%, after {:.0}%; \
          workers' CPU seconds in those windows before {cpu_before}, after {cpu_after}",
         took.as_secs_f64(),
@@ -675,8 +679,9 @@ async fn skew_run(strategy: &str) -> String {
 /// The skew benchmark of movable bins (docs/cluster.md): one key takes
 /// half the updates of a table whose view keeps keyed state by that key
 /// (`Workload`), on two workers. Per strategy (batched, then all at once,
-/// each on a fresh server): closed-loop throughput before, then writers at
-/// half that rate with a probe measuring update-to-visible latency every
+/// each on a fresh server): closed-loop throughput before (a fixed number
+/// of rows, timed until the view holds them), then writers at half that
+/// rate with a probe measuring update-to-visible latency every
 /// 20 ms through an `ALTER CLUSTER default REBALANCE`, then closed-loop
 /// throughput after.
 /// Knobs: `RIPPLE_SKEW_VIEW` (`keyed_join`, `join` or `count`),
@@ -684,15 +689,18 @@ async fn skew_run(strategy: &str) -> String {
 /// `RIPPLE_SKEW_FANOUT` (rows per key in the joins' dimension: 32 for
 /// keyed_join, 8 for join), `RIPPLE_SKEW_SECONDS` (10),
 /// `RIPPLE_SKEW_BATCH` (1,000 rows per insert), `RIPPLE_SKEW_WRITERS`
-/// (2), `RIPPLE_SKEW_RATE` (rows/s of the timeline), `RIPPLE_SKEW_WORKERS`
-/// (2), `RIPPLE_SKEW_SERVER` (more server flags, e.g.
-/// `--cluster-processes 2`), `RIPPLE_SKEW_REBALANCE=0` (no `ALTER CLUSTER`
-/// at all: the same run without a migration).
+/// (2), `RIPPLE_SKEW_ROWS` (rows per throughput window: 2,000,000),
+/// `RIPPLE_SKEW_STRATEGIES` (`batched all_at_once`), `RIPPLE_SKEW_RATE`
+/// (rows/s of the timeline), `RIPPLE_SKEW_WORKERS` (2),
+/// `RIPPLE_SKEW_SERVER` (more server flags, e.g. `--cluster-processes
+/// 2`), `RIPPLE_SKEW_REBALANCE=0` (no `ALTER CLUSTER` at all: the same
+/// run without a migration).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a benchmark: cargo test --release --test cluster -- --ignored bench_skewed_rebalance --nocapture"]
 async fn bench_skewed_rebalance() {
     let mut summaries = Vec::new();
-    for strategy in ["batched", "all_at_once"] {
+    let strategies = std::env::var("RIPPLE_SKEW_STRATEGIES").unwrap_or_else(|_| "batched all_at_once".into());
+    for strategy in strategies.split_whitespace() {
         summaries.push(skew_run(strategy).await);
     }
     println!("\n{}", summaries.join("\n"));

@@ -573,12 +573,12 @@ mod tests {
         assert_eq!(balance(&map, &load, &[5, 0], 2), balance(&map, &load, &[], 2));
         // A worker with no bins spends a little CPU time all the same; it
         // does not make the others' work look cheap: half the bins go to
-        // it.
+        // it, less what its 1 % of the CPU time counts for.
         let all_on_one = BinMap::from_owners(vec![0; BINS], 2).unwrap();
         let even = vec![10u64; BINS];
         let spread = balance(&all_on_one, &even, &[1_000_000_000, 10_000_000], 2);
         let on_1 = (0..BINS).filter(|b| spread.owner(*b) == 1).count();
-        assert!((BINS / 2 - 2..=BINS / 2).contains(&on_1), "{on_1} bins moved");
+        assert!((BINS / 2 - BINS / 100 - 1..=BINS / 2).contains(&on_1), "{on_1} bins moved");
     }
 
     #[test]

@@ -48,18 +48,19 @@
 //! `coord/rebalance.rs`) or know what the records mean.
 
 use crate::dataflow::row_batcher::RowChunker;
-use crate::dataflow::row_spine::{key_hash, RowArrangement, RowBatcher, RowBuilder, RowSpine};
+use crate::dataflow::row_spine::{key_hash, RowArrangement, RowBatcher, RowBuilder, RowLayout, RowSpine};
 use crate::repr::{Diff, Row, Timestamp};
 use differential_dataflow::difference::Abelian;
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::cursor::Cursor;
-use differential_dataflow::trace::{Navigable, TraceReader};
+use differential_dataflow::trace::implementations::containers::BatchContainer;
+use differential_dataflow::trace::implementations::ord_neu::OrdValBatch;
+use differential_dataflow::trace::TraceReader;
 use differential_dataflow::VecCollection;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
@@ -68,10 +69,18 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::Stream;
 use timely::progress::frontier::Antichain;
 
-/// Bits of a key's hash that name its bin.
-pub const BIN_BITS: u32 = 8;
+/// Bits of a key's hash that name its bin: 1,024 bins. What a bin's
+/// move costs is its share of the state and of the outputs downstream
+/// operators derive from it anew (a join recomputes the moved keys'
+/// matches on both workers, where they cancel), and a batched
+/// migration's step moves at least one bin while updates behind it wait.
+/// With 256 bins, a bin of a keyed join holding 3.2M records (32 rows per
+/// key) took 0.5–1 s to move.
+pub const BIN_BITS: u32 = 10;
 /// Bins per map: a bin is the unit that moves.
 pub const BINS: usize = 1 << BIN_BITS;
+// A batch's key bins are kept as `u16` (`TraceState`).
+const _: () = assert!(BINS <= 1 << 16);
 
 /// The bin of a key with hash `hash`: the top bits (as Megaphone takes
 /// them; the low bits are what hash maps index by) of the hash mixed
@@ -310,6 +319,9 @@ pub trait BinState<D, R> {
     /// Each record in a bin `leaving` marks, with its accumulated
     /// difference (non-zero), and the bin.
     fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, D, R));
+    /// No move is pending: what `contents` kept for the next step of a
+    /// migration may go.
+    fn settled(&self) {}
 }
 
 /// Where an operator registers its state for its router (after the
@@ -318,6 +330,10 @@ pub type StateCell<D, R> = Rc<RefCell<Option<Box<dyn BinState<D, R>>>>>;
 
 /// How long a router waits before looking again at state it waits for.
 const POLL: Duration = Duration::from_millis(1);
+/// How long after its last move out a router tells its state that the
+/// migration is over ([`BinState::settled`]): a batched migration's
+/// steps come well within it.
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// Megaphone's F operator: `data` routed to the owners of their keys'
 /// bins at their times, tagged with the worker, and the state of bins
@@ -384,6 +400,9 @@ where
             let progress = bins.borrow_mut().register_router(floor);
             // Updates at times whose map this worker does not know yet.
             let mut stash: Vec<(Capability<Timestamp>, Vec<(D, Timestamp, R)>)> = Vec::new();
+            // When the last move out of this worker is `SETTLE` old: the
+            // state may drop what it kept for the migration's next step.
+            let mut settle_at: Option<std::time::Instant> = None;
             move |(data, data_frontier), (control, control_frontier), output| {
                 control.for_each(|cap, moves| {
                     let t = *cap.time();
@@ -461,6 +480,16 @@ where
                     }
                     bins.borrow_mut().migrated += sent;
                     pending.remove(0);
+                    if pending.is_empty() {
+                        settle_at = Some(std::time::Instant::now() + SETTLE);
+                        activator.activate_after(SETTLE);
+                    }
+                }
+                if pending.is_empty() && settle_at.is_some_and(|at| at <= std::time::Instant::now()) {
+                    settle_at = None;
+                    if let Some(s) = state.borrow().as_ref() {
+                        s.settled();
+                    }
                 }
                 if !stash.is_empty() || !pending.is_empty() {
                     activator.activate_after(POLL);
@@ -541,39 +570,72 @@ impl Binner {
 }
 
 /// The state of a binned row arrangement: its trace, read through a
-/// handle that holds back no compaction.
-struct TraceState(RefCell<TraceAgent<RowSpine<Timestamp>>>);
+/// handle that holds back no compaction, and while a migration lasts, the
+/// bin of every key of each batch it read.
+struct TraceState {
+    trace: RefCell<TraceAgent<RowSpine<Timestamp>>>,
+    /// Per batch (batches never change; a merged-away one's entry goes at
+    /// the next read), the bin of each of its keys in key order. A bin's
+    /// keys are spread over every key range, so without this every step
+    /// of a migration hashed every key of the arrangement: with the
+    /// 1,024 bins of a batched migration, most of a step's time on a
+    /// table of a few million rows.
+    key_bins: RefCell<Vec<(Weak<RowBatch>, Vec<u16>)>>,
+}
+
+type RowBatch = OrdValBatch<RowLayout<Timestamp>>;
+
+impl TraceState {
+    /// The bin of each key of `batch`, from the cache or computed (and
+    /// kept in `next`).
+    fn key_bins(cached: &mut Vec<(Weak<RowBatch>, Vec<u16>)>, batch: &Rc<RowBatch>) -> Vec<u16> {
+        if let Some(i) = cached.iter().position(|(b, _)| std::ptr::eq(b.as_ptr(), Rc::as_ptr(batch))) {
+            return cached.swap_remove(i).1;
+        }
+        let keys = &batch.storage.keys;
+        (0..keys.len()).map(|i| bin_of(keys.index(i).hashed()) as u16).collect()
+    }
+}
 
 impl BinState<(Row, Row), Diff> for TraceState {
     fn complete_before(&self, time: Timestamp) -> bool {
         let mut upper = Antichain::new();
-        self.0.borrow_mut().read_upper(&mut upper);
+        self.trace.borrow_mut().read_upper(&mut upper);
         upper.elements().iter().all(|u| *u >= time)
     }
 
-    /// Batch by batch: a bin's keys are spread over every key range, so
-    /// this reads every key, and one batch's cursor steps in order where
-    /// the trace's merged cursor compares keys across all its batches at
-    /// every step (most of a step's time before). A key in several batches
-    /// is sent once per batch; the receiving arrangement sums them.
+    /// Batch by batch, by position: the keys of leaving bins (from the
+    /// batch's key bins), their values and the sum of each value's
+    /// updates. A key in several batches is sent once per batch; the
+    /// receiving arrangement sums them.
     fn contents(&self, leaving: &[bool], out: &mut dyn FnMut(usize, (Row, Row), Diff)) {
-        self.0.borrow().map_batches(|batch| {
-            let mut cursor = batch.cursor();
-            while let Some(key) = cursor.get_key(batch) {
-                let bin = bin_of(key.hashed());
-                if leaving[bin] {
-                    while let Some(val) = cursor.get_val(batch) {
-                        let mut sum: Diff = 0;
-                        cursor.map_times(batch, |_, d| sum += *d);
-                        if sum != 0 {
-                            out(bin, (key.to_row(), val.to_row()), sum);
-                        }
-                        cursor.step_val(batch);
+        let mut cached = std::mem::take(&mut *self.key_bins.borrow_mut());
+        let mut next = Vec::new();
+        self.trace.borrow().map_batches(|batch| {
+            let bins = TraceState::key_bins(&mut cached, batch);
+            let storage = &batch.storage;
+            for (k, bin) in bins.iter().enumerate() {
+                let bin = *bin as usize;
+                if !leaving[bin] {
+                    continue;
+                }
+                let key = storage.keys.index(k);
+                let (vals_lo, vals_hi) = storage.vals.bounds(k);
+                for v in vals_lo..vals_hi {
+                    let (lo, hi) = storage.upds.bounds(v);
+                    let sum: Diff = (lo..hi).map(|u| *storage.upds.diffs.index(u)).sum();
+                    if sum != 0 {
+                        out(bin, (key.to_row(), storage.vals.get_abs(v).to_row()), sum);
                     }
                 }
-                cursor.step_key(batch);
             }
+            next.push((Rc::downgrade(batch), bins));
         });
+        *self.key_bins.borrow_mut() = next;
+    }
+
+    fn settled(&self) {
+        self.key_bins.borrow_mut().clear();
     }
 }
 
@@ -596,7 +658,7 @@ pub fn arrange_binned<'s>(
     let mut handle = arranged.trace.clone();
     handle.set_logical_compaction(Antichain::new().borrow());
     handle.set_physical_compaction(Antichain::new().borrow());
-    *state.borrow_mut() = Some(Box::new(TraceState(RefCell::new(handle))));
+    *state.borrow_mut() = Some(Box::new(TraceState { trace: RefCell::new(handle), key_bins: RefCell::new(Vec::new()) }));
     arranged
 }
 
@@ -650,19 +712,137 @@ mod tests {
         assert_eq!(bins.map_at(19).owner(1), 1, "no router left: compacted to 25");
     }
 
+    /// Two workers, one binned arrangement, and moves in consecutive
+    /// steps (the later ones read the key bins the first kept) while
+    /// updates go on: after each step every record is on the worker that
+    /// owns its bin, exactly once.
+    #[test]
+    fn moved_bins_arrive_whole_step_after_step() {
+        use differential_dataflow::input::Input;
+        use differential_dataflow::trace::cursor::Cursor;
+        use std::sync::{Arc, Mutex};
+        // Per worker and step: (key, value, sum) records held, and the
+        // map they were read under.
+        type Held = Vec<(usize, u64, Vec<(i64, i64, Diff)>, BinMap)>;
+        let held: Arc<Mutex<Held>> = Arc::new(Mutex::new(Vec::new()));
+        let h2 = held.clone();
+        let key = |k: i64| Row::from_datums(vec![Datum::Int64(k)]);
+        timely::execute(timely::Config::process(2), move |worker| {
+            let index = worker.index();
+            let bins: SharedBins = Rc::new(RefCell::new(Bins::new(BinMap::spread(2))));
+            let mut binner = Binner::new(bins.clone(), 0);
+            let (mut input, mut trace, probe) = worker.dataflow::<Timestamp, _, _>(|scope| {
+                let (input, rows) = scope.new_collection::<(Row, Row), Diff>();
+                let arranged = binner.arrange(rows, "moved");
+                let (probe, _) = timely::dataflow::operators::core::Probe::probe(arranged.stream);
+                (input, arranged.trace, probe)
+            });
+            let mut controls = std::mem::take(&mut binner.controls);
+            // Bins of worker 1 that its keys fill, moved to 0 in three
+            // steps, then some back.
+            let owned_by_1: Vec<u32> = (0..BINS as u32).filter(|b| b % 2 == 1).collect();
+            let steps: Vec<Vec<Move>> = vec![
+                owned_by_1[..100].iter().map(|b| Move { bin: *b, to: 0 }).collect(),
+                owned_by_1[100..300].iter().map(|b| Move { bin: *b, to: 0 }).collect(),
+                owned_by_1[300..].iter().map(|b| Move { bin: *b, to: 0 }).collect(),
+                (0..BINS as u32).filter(|b| b % 3 == 0).map(|b| Move { bin: b, to: 1 }).collect(),
+            ];
+            for time in 1..=(steps.len() as u64 + 1) {
+                if time >= 2 {
+                    let moves = &steps[time as usize - 2];
+                    for c in controls.iter_mut() {
+                        c.advance_to(time);
+                        c.send_batch(&mut moves.clone());
+                        c.flush();
+                    }
+                    bins.borrow_mut().rebalance(time, moves);
+                }
+                // Worker 0 inserts a record per key at every time, and one
+                // at time 1 that some keys retract at time 3.
+                if index == 0 {
+                    for k in 0..500 {
+                        input.update((key(k), key(time as i64)), 1);
+                        if time == 1 {
+                            input.update((key(k), key(0)), 1);
+                        } else if time == 3 && k % 7 == 0 {
+                            input.update((key(k), key(0)), -1);
+                        }
+                    }
+                }
+                bins.borrow_mut().saw(time);
+                input.advance_to(time + 1);
+                input.flush();
+                for c in controls.iter_mut() {
+                    c.advance_to(time + 1);
+                    c.flush();
+                }
+                while probe.less_than(&(time + 1)) {
+                    worker.step();
+                }
+                let mut records = Vec::new();
+                let (mut cursor, storage) = trace.cursor();
+                while let Some(k) = cursor.get_key(&storage) {
+                    while let Some(v) = cursor.get_val(&storage) {
+                        let mut sum = 0;
+                        cursor.map_times(&storage, |_, d| sum += *d);
+                        let int = |r: Row| match r.unpack()[0] {
+                            Datum::Int64(i) => i,
+                            _ => -1,
+                        };
+                        if sum != 0 {
+                            records.push((int(k.to_row()), int(v.to_row()), sum));
+                        }
+                        cursor.step_val(&storage);
+                    }
+                    cursor.step_key(&storage);
+                }
+                let map = (**bins.borrow().current()).clone();
+                h2.lock().unwrap().push((index, time, records, map));
+            }
+        })
+        .expect("timely starts");
+        let held = held.lock().unwrap();
+        for time in 1..=5u64 {
+            let at: Vec<_> = held.iter().filter(|h| h.1 == time).collect();
+            assert_eq!(at.len(), 2);
+            let mut all = Vec::new();
+            for (worker, _, records, map) in &at {
+                for (k, v, d) in records {
+                    assert_eq!(map.owner(bin_of_key(&key(*k))), *worker, "key {k} on worker {worker} at {time}");
+                    all.push((*k, *v, *d));
+                }
+            }
+            all.sort();
+            let mut expected = Vec::new();
+            for k in 0..500i64 {
+                for t in 1..=time as i64 {
+                    expected.push((k, t, 1));
+                }
+                if k % 7 != 0 || time < 3 {
+                    expected.push((k, 0, 1));
+                }
+            }
+            expected.sort();
+            assert_eq!(all, expected, "every record once, at {time}");
+        }
+    }
+
     #[test]
     fn bins_spread_keys_evenly() {
+        let keys = 1_000 * BINS as i64;
         let mut counts = vec![0usize; BINS];
-        for i in 0..100_000 {
+        for i in 0..keys {
             counts[bin_of_key(&Row::from_datums(vec![Datum::Int64(i)]))] += 1;
         }
-        // 390.6 per bin on average; a uniform hash stays within ±25%.
+        // 1,000 per bin on average (σ ≈ 32 for a uniform hash): every bin
+        // within ±15%.
         let (min, max) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
-        assert!(min > 290 && max < 490, "keys spread over the bins ({min}..{max} per bin)");
+        assert!(min > 850 && max < 1_150, "keys spread over the bins ({min}..{max} per bin)");
         // A few small keys, as a dimension table's: 200 of them fill
-        // about 139 bins when every bin is as likely.
+        // 1,024 · (1 − (1 − 1/1,024)^200) ≈ 182 bins when every bin is as
+        // likely.
         let used: std::collections::BTreeSet<usize> =
             (0..200).map(|i| bin_of_key(&Row::from_datums(vec![Datum::Int32(i)]))).collect();
-        assert!(used.len() > 115, "200 keys in {} bins", used.len());
+        assert!(used.len() > 165, "200 keys in {} bins", used.len());
     }
 }
