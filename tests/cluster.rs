@@ -531,8 +531,9 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 
 /// One run of the skew benchmark with `strategy` (`ALTER CLUSTER ... WITH
 /// (strategy = ...)`): capacity before, the latency timeline through the
-/// rebalance at a fixed rate, capacity after. Returns the summary line.
-async fn skew_run(strategy: &str) -> String {
+/// rebalance at a fixed rate, capacity after. Returns the summary line
+/// and the capacity after.
+async fn skew_run(strategy: &str) -> (String, f64) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let view = std::env::var("RIPPLE_SKEW_VIEW").unwrap_or_else(|_| "keyed_join".into());
     let keys = knob("RIPPLE_SKEW_KEYS", if view.contains("join") { 100_000 } else { 1_000_000 });
@@ -547,9 +548,10 @@ async fn skew_run(strategy: &str) -> String {
     let workload = Workload::from_env(keys);
     client.batch_execute(&workload.setup).await.expect("set up");
     // Counting the routers' load from here (the load above is uniform).
-    // RIPPLE_SKEW_REBALANCE=0: the same run with no migration at all (to
+    // Strategy `none` (or RIPPLE_SKEW_REBALANCE=0): the same run with no
+    // migration at all (to
     // tell a migration's effect from the workload's).
-    let rebalance = knob("RIPPLE_SKEW_REBALANCE", 1) != 0;
+    let rebalance = knob("RIPPLE_SKEW_REBALANCE", 1) != 0 && strategy != "none";
     if rebalance {
         client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");
     }
@@ -673,13 +675,13 @@ async fn skew_run(strategy: &str) -> String {
         share_after * 100.0,
     );
     println!("{summary}");
-    summary
+    (summary, after)
 }
 
 /// The skew benchmark of movable bins (docs/cluster.md): one key takes
 /// half the updates of a table whose view keeps keyed state by that key
-/// (`Workload`), on two workers. Per strategy (batched, then all at once,
-/// each on a fresh server): closed-loop throughput before (a fixed number
+/// (`Workload`), on two workers. Per strategy (batched, all at once, and
+/// none, each on a fresh server): closed-loop throughput before (a fixed number
 /// of rows, timed until the view holds them), then writers at half that
 /// rate with a probe measuring update-to-visible latency every
 /// 20 ms through an `ALTER CLUSTER default REBALANCE`, then closed-loop
@@ -690,7 +692,8 @@ async fn skew_run(strategy: &str) -> String {
 /// keyed_join, 8 for join), `RIPPLE_SKEW_SECONDS` (10),
 /// `RIPPLE_SKEW_BATCH` (1,000 rows per insert), `RIPPLE_SKEW_WRITERS`
 /// (2), `RIPPLE_SKEW_ROWS` (rows per throughput window: 2,000,000),
-/// `RIPPLE_SKEW_STRATEGIES` (`batched all_at_once`), `RIPPLE_SKEW_RATE`
+/// `RIPPLE_SKEW_STRATEGIES` (`batched all_at_once none`; `none` is the
+/// same run with no `ALTER CLUSTER`), `RIPPLE_SKEW_RATE`
 /// (rows/s of the timeline), `RIPPLE_SKEW_WORKERS` (2),
 /// `RIPPLE_SKEW_SERVER` (more server flags, e.g. `--cluster-processes
 /// 2`), `RIPPLE_SKEW_REBALANCE=0` (no `ALTER CLUSTER` at all: the same
@@ -699,9 +702,21 @@ async fn skew_run(strategy: &str) -> String {
 #[ignore = "a benchmark: cargo test --release --test cluster -- --ignored bench_skewed_rebalance --nocapture"]
 async fn bench_skewed_rebalance() {
     let mut summaries = Vec::new();
-    let strategies = std::env::var("RIPPLE_SKEW_STRATEGIES").unwrap_or_else(|_| "batched all_at_once".into());
+    let mut after = Vec::new();
+    let strategies = std::env::var("RIPPLE_SKEW_STRATEGIES").unwrap_or_else(|_| "batched all_at_once none".into());
     for strategy in strategies.split_whitespace() {
-        summaries.push(skew_run(strategy).await);
+        let (summary, rate) = skew_run(strategy).await;
+        summaries.push(summary);
+        after.push((strategy, rate));
     }
     println!("\n{}", summaries.join("\n"));
+    // The first window of a fresh server is slower than the next one
+    // with or without a migration (the state and the server warm up), so
+    // a rebalance's gain is its throughput after against the same window
+    // of the run with none.
+    if let Some((_, none)) = after.iter().find(|(s, _)| *s == "none") {
+        for (strategy, rate) in after.iter().filter(|(s, _)| *s != "none") {
+            println!("{strategy}: throughput after the rebalance against the run with none: {:+.0}%", (rate / none.max(1.0) - 1.0) * 100.0);
+        }
+    }
 }
