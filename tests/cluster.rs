@@ -549,8 +549,7 @@ async fn skew_run(strategy: &str) -> (String, f64) {
     client.batch_execute(&workload.setup).await.expect("set up");
     // Counting the routers' load from here (the load above is uniform).
     // Strategy `none` (or RIPPLE_SKEW_REBALANCE=0): the same run with no
-    // migration at all (to
-    // tell a migration's effect from the workload's).
+    // migration at all, to tell a migration's effect from the workload's.
     let rebalance = knob("RIPPLE_SKEW_REBALANCE", 1) != 0 && strategy != "none";
     if rebalance {
         client.batch_execute("ALTER CLUSTER default REBALANCE").await.expect("first rebalance");

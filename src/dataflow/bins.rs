@@ -586,8 +586,8 @@ struct TraceState {
 type RowBatch = OrdValBatch<RowLayout<Timestamp>>;
 
 impl TraceState {
-    /// The bin of each key of `batch`, from the cache or computed (and
-    /// kept in `next`).
+    /// The bin of each key of `batch`: taken out of `cached` if it is
+    /// there, computed otherwise (the caller keeps it for the next step).
     fn key_bins(cached: &mut Vec<(Weak<RowBatch>, Vec<u16>)>, batch: &Rc<RowBatch>) -> Vec<u16> {
         if let Some(i) = cached.iter().position(|(b, _)| std::ptr::eq(b.as_ptr(), Rc::as_ptr(batch))) {
             return cached.swap_remove(i).1;
@@ -738,8 +738,8 @@ mod tests {
                 (input, arranged.trace, probe)
             });
             let mut controls = std::mem::take(&mut binner.controls);
-            // Bins of worker 1 that its keys fill, moved to 0 in three
-            // steps, then some back.
+            // Every bin of worker 1 moved to worker 0 in three steps, then
+            // every third bin to worker 1.
             let owned_by_1: Vec<u32> = (0..BINS as u32).filter(|b| b % 2 == 1).collect();
             let steps: Vec<Vec<Move>> = vec![
                 owned_by_1[..100].iter().map(|b| Move { bin: *b, to: 0 }).collect(),
