@@ -12,6 +12,8 @@
 //!   than the new cluster is refused with 40001.
 //! - A compute process is a process of this server: killing the server
 //!   ends its compute processes too.
+//! - A cluster whose process cannot bind the port chosen for it (taken by
+//!   someone else after it was chosen) is started again on new ports.
 
 mod common;
 
@@ -182,6 +184,42 @@ fn two_ports() -> [u16; 2] {
     let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let b = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     [a.local_addr().expect("addr").port(), b.local_addr().expect("addr").port()]
+}
+
+/// The supervisor chooses ports that are free, but nothing holds them
+/// until the processes bind them: here the first choice for process 1 is
+/// a port held by this test, so process 1 exits as it starts. The start
+/// must give up on that cluster at once (not wait for its hello until the
+/// connection deadline) and start a new one on other ports.
+#[test]
+fn a_cluster_that_loses_a_process_as_it_starts_is_started_again() {
+    use ripple::dataflow::cluster::{supervise, Cluster, Compute, Health};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port();
+    let choices = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&choices);
+    let launcher = supervise::Launcher {
+        exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_ripple")),
+        ports: Box::new(move |n| {
+            let mut ports = supervise::free_ports(n)?;
+            if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                ports[n - 1] = taken_port;
+            }
+            Ok(ports)
+        }),
+    };
+    let health = Arc::new(Health::default());
+    let started = Instant::now();
+    let cluster = Cluster::start_with(&Compute::Spawn { processes: 2, workers: 1 }, &health, Some(&launcher))
+        .expect("the second attempt starts");
+    eprintln!("started after {:?}", started.elapsed());
+    assert_eq!(choices.load(Ordering::SeqCst), 2, "the first cluster fails, the second serves");
+    assert_eq!(cluster.workers(), 2);
+    assert!(health.lost.borrow().is_none(), "a loss while starting is not a loss of the serving cluster");
+    cluster.close();
+    drop(taken);
 }
 
 /// `ripple compute` process `index` of two, as an external supervisor

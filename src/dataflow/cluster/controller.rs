@@ -41,14 +41,21 @@ pub struct Remote {
 
 impl Remote {
     /// Connects to the processes at `addresses` (process 0 first), retrying
-    /// until `wait` has passed (they may still be starting), and checks
-    /// that they form one cluster in that order.
-    pub fn connect(addresses: &[String], router: Arc<Router>, lost: OnLost, wait: Duration) -> Result<Remote, String> {
+    /// until `wait` has passed (they may still be starting) or `abort`
+    /// says to give up (one of them is known lost), and checks that they
+    /// form one cluster in that order.
+    pub fn connect(
+        addresses: &[String],
+        router: Arc<Router>,
+        lost: OnLost,
+        wait: Duration,
+        abort: &dyn Fn() -> bool,
+    ) -> Result<Remote, String> {
         let deadline = Instant::now() + wait;
         let mut streams = Vec::new();
         let mut workers_per_process = None;
         for (index, address) in addresses.iter().enumerate() {
-            let (stream, hello) = handshake(address, deadline)?;
+            let (stream, hello) = handshake(address, deadline, abort)?;
             let FromCompute::Hello { process, processes, workers } = hello else {
                 return Err(format!("compute process at {address} did not say hello"));
             };
@@ -141,16 +148,25 @@ impl Remote {
     }
 }
 
-/// Connects to `address` and exchanges the magic for the process's hello.
-fn handshake(address: &str, deadline: Instant) -> Result<(TcpStream, FromCompute), String> {
+/// Connects to `address` and exchanges the magic for the process's hello
+/// (sent once its workers are up, so after its peers are reached).
+fn handshake(address: &str, deadline: Instant, abort: &dyn Fn() -> bool) -> Result<(TcpStream, FromCompute), String> {
     let mut last = String::new();
     while Instant::now() < deadline {
+        if abort() {
+            return Err(format!("gave up on the compute process at {address}: {last}"));
+        }
         match TcpStream::connect(address) {
             Ok(mut stream) => {
                 let _ = stream.set_nodelay(true);
-                let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
-                let _ = stream.set_read_timeout(Some(left));
-                let hello = stream.write_all(wire::MAGIC).and_then(|()| wire::read::<FromCompute>(&mut stream));
+                let hello = stream
+                    .write_all(wire::MAGIC)
+                    .and_then(|()| await_bytes(&stream, deadline, abort))
+                    .and_then(|()| {
+                        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+                        stream.set_read_timeout(Some(left))?;
+                        wire::read::<FromCompute>(&mut stream)
+                    });
                 match hello {
                     Ok(Some(hello)) => {
                         let _ = stream.set_read_timeout(None);
@@ -165,6 +181,27 @@ fn handshake(address: &str, deadline: Instant) -> Result<(TcpStream, FromCompute
         std::thread::sleep(Duration::from_millis(50));
     }
     Err(format!("could not reach the compute process at {address}: {last}"))
+}
+
+/// Waits until `stream` has bytes to read (or is closed), looking at
+/// `abort` between short waits: a process waits for its peers before it
+/// says hello, and a peer that died means it never will.
+fn await_bytes(stream: &TcpStream, deadline: Instant, abort: &dyn Fn() -> bool) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+    loop {
+        match stream.peek(&mut [0u8; 1]) {
+            Ok(_) => return Ok(()),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e),
+        }
+        if abort() {
+            return Err(std::io::Error::other("a process of the cluster was lost while it started"));
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(ErrorKind::TimedOut, "no hello in time"));
+        }
+    }
 }
 
 fn send_commands(stream: TcpStream, rx: crossbeam_channel::Receiver<Arc<Vec<u8>>>) -> std::io::Result<()> {

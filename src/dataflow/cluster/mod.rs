@@ -110,24 +110,106 @@ pub struct Cluster {
     supervisor: Mutex<Option<supervise::Supervisor>>,
 }
 
+/// How many times the server starts its own processes before it gives up:
+/// a process can fail as it starts (a port chosen for timely's networking
+/// taken by someone else in the meantime), and the next attempt chooses
+/// new ports.
+const SPAWN_ATTEMPTS: usize = 4;
+
+/// Whether a cluster being started has lost a process yet. A loss while
+/// starting fails the start (to be tried again); once it serves, a loss
+/// goes to `Health`.
+enum Gate {
+    Starting,
+    LostStarting(String),
+    Serving,
+}
+
 impl Cluster {
     /// Starts (or connects to) the processes `compute` names, as the
-    /// serving generation of `health`.
+    /// serving generation of `health`. Processes the server starts itself
+    /// are started again, on new ports, when one is lost as they start.
     pub fn start(compute: &Compute, health: &Arc<Health>) -> Result<Cluster, String> {
+        let launcher = match compute {
+            Compute::Spawn { .. } => Some(supervise::Launcher::this_executable()?),
+            _ => None,
+        };
+        Cluster::start_with(compute, health, launcher.as_ref())
+    }
+
+    /// `start`, with the processes started by `launcher` (needed for
+    /// `Compute::Spawn`).
+    pub fn start_with(compute: &Compute, health: &Arc<Health>, launcher: Option<&supervise::Launcher>) -> Result<Cluster, String> {
+        let attempts = if matches!(compute, Compute::Spawn { .. }) { SPAWN_ATTEMPTS } else { 1 };
+        let mut attempt = 1;
+        loop {
+            match Cluster::start_once(compute, health, launcher) {
+                Ok(cluster) => return Ok(cluster),
+                Err(e) if attempt < attempts => {
+                    tracing::warn!(attempt, error = %e, "the compute cluster did not start; starting it again");
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn start_once(compute: &Compute, health: &Arc<Health>, launcher: Option<&supervise::Launcher>) -> Result<Cluster, String> {
         let generation = health.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let on_lost = health.on_lost(generation);
+        let serving = health.on_lost(generation);
+        let gate = Arc::new(Mutex::new(Gate::Starting));
+        let on_lost: controller::OnLost = {
+            let gate = Arc::clone(&gate);
+            Arc::new(move |what: String| {
+                {
+                    let mut gate = gate.lock();
+                    match &*gate {
+                        Gate::Starting => {
+                            *gate = Gate::LostStarting(what);
+                            return;
+                        }
+                        Gate::LostStarting(_) => return,
+                        Gate::Serving => {}
+                    }
+                }
+                serving(what)
+            })
+        };
         let (supervisor, addresses) = match compute {
             Compute::Spawn { processes, workers } => {
-                let supervisor = supervise::Supervisor::start((*processes).max(1), (*workers).max(1), Arc::clone(&on_lost))?;
+                let launcher = launcher.ok_or("processes to start need a launcher")?;
+                let supervisor = supervise::Supervisor::start(launcher, (*processes).max(1), (*workers).max(1), Arc::clone(&on_lost))?;
                 let addresses = supervisor.addresses.clone();
                 (Some(supervisor), addresses)
             }
             Compute::Connect { addresses } => (None, addresses.clone()),
             Compute::Threads(_) => return Err("threads of this process are not a cluster".into()),
         };
-        let remote = controller::Remote::connect(&addresses, Arc::clone(&health.router), on_lost, Duration::from_secs(120))?;
-        tracing::info!(processes = addresses.len(), workers = remote.workers(), generation, "connected to the compute cluster");
-        Ok(Cluster { remote, supervisor: Mutex::new(supervisor) })
+        let lost_starting = || matches!(&*gate.lock(), Gate::LostStarting(_));
+        let remote = controller::Remote::connect(
+            &addresses,
+            Arc::clone(&health.router),
+            on_lost,
+            Duration::from_secs(120),
+            &lost_starting,
+        );
+        let lost_as_started = |gate: &Gate| match gate {
+            Gate::LostStarting(what) => Some(format!("a compute process was lost as the cluster started: {what}")),
+            _ => None,
+        };
+        // (On an error, dropping the supervisor stops what did start.)
+        let remote = remote.map_err(|e| lost_as_started(&gate.lock()).unwrap_or(e))?;
+        let cluster = Cluster { remote, supervisor: Mutex::new(supervisor) };
+        let mut gate = gate.lock();
+        if let Some(error) = lost_as_started(&gate) {
+            drop(gate);
+            cluster.close();
+            return Err(error);
+        }
+        *gate = Gate::Serving;
+        drop(gate);
+        tracing::info!(processes = addresses.len(), workers = cluster.workers(), generation, "connected to the compute cluster");
+        Ok(cluster)
     }
 
     /// Lets the processes go: the connections close (a process run by

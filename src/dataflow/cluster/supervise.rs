@@ -50,8 +50,27 @@ pub struct Supervisor {
     hosts: PathBuf,
 }
 
+/// What starts the processes: an executable that understands `ripple
+/// compute`, and how ports for timely's networking are chosen.
+pub struct Launcher {
+    pub exe: PathBuf,
+    /// `n` ports on loopback that are free now. Nothing holds them until
+    /// the processes bind them, so one can be taken in between: the
+    /// process that finds it taken exits, and the cluster is started
+    /// again (`Cluster::start`).
+    pub ports: Box<dyn Fn(usize) -> Result<Vec<u16>, String> + Send + Sync>,
+}
+
+impl Launcher {
+    /// This executable, and ports the kernel says are free.
+    pub fn this_executable() -> Result<Launcher, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("could not find the ripple executable: {e}"))?;
+        Ok(Launcher { exe, ports: Box::new(free_ports) })
+    }
+}
+
 /// `n` free ports on loopback, held together while they are chosen.
-fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+pub fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     let listeners: Vec<TcpListener> = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<_, _>>()
@@ -62,9 +81,9 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
 impl Supervisor {
     /// Starts `processes` processes of `workers` workers each and waits
     /// until each has said where the coordinator may connect.
-    pub fn start(processes: usize, workers: usize, lost: OnLost) -> Result<Supervisor, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("could not find the ripple executable: {e}"))?;
-        let ports = free_ports(processes)?;
+    pub fn start(launcher: &Launcher, processes: usize, workers: usize, lost: OnLost) -> Result<Supervisor, String> {
+        let exe = launcher.exe.clone();
+        let ports = (launcher.ports)(processes)?;
         static GENERATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let hosts = std::env::temp_dir().join(format!(
             "ripple-cluster-{}-{}.hosts",
