@@ -756,7 +756,8 @@ async fn skew_run(strategy: &str) -> (String, f64) {
 /// (rows/s of the timeline), `RIPPLE_SKEW_WORKERS` (2),
 /// `RIPPLE_SKEW_SERVER` (more server flags, e.g. `--cluster-processes
 /// 2`), `RIPPLE_SKEW_REBALANCE=0` (no `ALTER CLUSTER` at all: the same
-/// run without a migration).
+/// run without a migration), `RIPPLE_SKEW_QUIET` (seconds without writes
+/// before the window after: 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a benchmark: cargo test --release --test cluster -- --ignored bench_skewed_rebalance --nocapture"]
 async fn bench_skewed_rebalance() {
