@@ -68,9 +68,9 @@ const BALANCE_SETTLED: f64 = 0.02;
 /// that just arrived is merged into its new worker's arrangements, and
 /// updates held behind the last step catch up, both costs of the move
 /// and not of the bins. Measured at once, the receiving worker looked
-/// busier than it would be, and a batched balance stopped short (61 %
-/// of the work on one worker against 58 % all at once, and throughput
-/// after 13 % below a run with no rebalance in the skew benchmark).
+/// busier than it would be, and a batched balance stopped short in the
+/// skew benchmark (61 % of the work on one worker against 58 % all at
+/// once, and throughput after 13 % below its own window before).
 const SETTLE_PAUSE: Duration = Duration::from_secs(2);
 
 /// How long a round after the first measures (longer than the first: the
