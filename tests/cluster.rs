@@ -728,7 +728,9 @@ async fn skew_run(strategy: &str) -> (String, f64) {
         share_before * 100.0,
         share_after * 100.0,
     );
-    for line in server.stderr().lines().filter(|l| l.contains("a balance round")) {
+    // The balance rounds, and (with `RUST_LOG=info,ripple::dataflow::row_spine=debug`)
+    // the merge work each binned arrangement owed and paid after the migration.
+    for line in server.stderr().lines().filter(|l| l.contains("a balance round") || l.contains("after a migration")) {
         println!("  server: {}", line.trim());
     }
     println!("{summary}");

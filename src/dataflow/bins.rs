@@ -409,6 +409,9 @@ where
                     if t <= created {
                         return;
                     }
+                    if !moves.is_empty() {
+                        crate::dataflow::merging::moved();
+                    }
                     let before = bins.borrow().map_at(t - 1).clone();
                     let leaving: Vec<Move> = moves
                         .iter()
@@ -655,6 +658,7 @@ pub fn arrange_binned<'s>(
     let arranged = arrange_core::<_, _, RowChunker<Timestamp>, RowBatcher<Timestamp>, RowBuilder<Timestamp>, RowSpine<Timestamp>>(
         routed, exchange, name,
     );
+    arranged.trace.trace_box_unstable().borrow().trace().set_binned();
     let mut handle = arranged.trace.clone();
     handle.set_logical_compaction(Antichain::new().borrow());
     handle.set_physical_compaction(Antichain::new().borrow());

@@ -26,6 +26,9 @@ use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdVal
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::rc_blanket_impls::RcBuilder;
+use crate::dataflow::merging::AfterMoves;
+use differential_dataflow::trace::{BatchReader, ExertionLogic, Trace, TraceReader};
+use timely::progress::frontier::AntichainRef;
 use differential_dataflow::{ExchangeData, VecCollection};
 use std::rc::Rc;
 use timely::container::PushInto;
@@ -205,8 +208,108 @@ impl<'a> PushInto<RowRef<'a>> for RowContainer {
 
 /// Keys and values in row containers; times, diffs and offsets as usual.
 pub type RowLayout<T> = (RowContainer, RowContainer, Vec<T>, Vec<Diff>, OffsetList);
-/// A trace of rows keyed by rows.
-pub type RowSpine<T> = Spine<Rc<OrdValBatch<RowLayout<T>>>>;
+/// A batch of rows keyed by rows.
+pub type RowBatchRc<T> = Rc<OrdValBatch<RowLayout<T>>>;
+
+/// A trace of rows keyed by rows: differential's spine, with an account
+/// of the merge work a migration of bins left it (`merging::AfterMoves`),
+/// paid through its own exertion logic.
+pub struct RowSpine<T: TimelyTimestamp + Lattice + Ord + Clone + 'static> {
+    spine: Spine<RowBatchRc<T>>,
+    after_moves: AfterMoves,
+}
+
+impl<T: TimelyTimestamp + Lattice + Ord + Clone + 'static> RowSpine<T> {
+    /// The trace is a binned arrangement's (`bins::arrange_binned`): it
+    /// pays for the state migrations move into it.
+    pub fn set_binned(&self) {
+        self.after_moves.set_binned();
+    }
+
+    fn log_paid_off(&mut self) {
+        if self.after_moves.paid_off() {
+            let (records, batches) = batches(&self.spine);
+            tracing::debug!(records, batches, "a binned arrangement paid for its merges after a migration");
+        }
+    }
+}
+
+/// Records and non-empty batches of a trace.
+fn batches<Tr: TraceReader>(trace: &Tr) -> (usize, usize) {
+    let (mut records, mut batches) = (0, 0);
+    trace.map_batches(|batch| {
+        records += batch.len();
+        batches += usize::from(!batch.is_empty());
+    });
+    (records, batches)
+}
+
+impl<T> TraceReader for RowSpine<T>
+where
+    T: TimelyTimestamp + Lattice + Ord + Clone + 'static,
+    RowBatchRc<T>: differential_dataflow::trace::Batch<Time = T>,
+{
+    type Time = T;
+    type Batch = RowBatchRc<T>;
+
+    fn batches_through(&mut self, upper: AntichainRef<T>) -> Option<Vec<Self::Batch>> {
+        self.spine.batches_through(upper)
+    }
+    fn set_logical_compaction(&mut self, frontier: AntichainRef<T>) {
+        self.spine.set_logical_compaction(frontier)
+    }
+    fn get_logical_compaction(&mut self) -> AntichainRef<'_, T> {
+        self.spine.get_logical_compaction()
+    }
+    fn set_physical_compaction(&mut self, frontier: AntichainRef<'_, T>) {
+        self.spine.set_physical_compaction(frontier)
+    }
+    fn get_physical_compaction(&mut self) -> AntichainRef<'_, T> {
+        self.spine.get_physical_compaction()
+    }
+    fn map_batches<F: FnMut(&Self::Batch)>(&self, f: F) {
+        self.spine.map_batches(f)
+    }
+}
+
+impl<T> Trace for RowSpine<T>
+where
+    T: TimelyTimestamp + Lattice + Ord + Clone + 'static,
+    RowBatchRc<T>: differential_dataflow::trace::Batch<Time = T>,
+{
+    fn new(
+        info: timely::dataflow::operators::generic::OperatorInfo,
+        logging: Option<differential_dataflow::logging::Logger>,
+        activator: Option<timely::scheduling::activate::Activator>,
+    ) -> Self {
+        let after_moves = AfterMoves::new(activator.clone());
+        let mut spine = Spine::new(info, logging, activator);
+        spine.set_exert_logic(after_moves.logic(None));
+        RowSpine { spine, after_moves }
+    }
+    fn exert(&mut self) {
+        if let Some(owed) = self.after_moves.before_exert(|| batches(&self.spine).0) {
+            let (records, batches) = batches(&self.spine);
+            tracing::debug!(records, batches, owed, "a binned arrangement owes merge work after a migration");
+        }
+        self.spine.exert();
+        self.after_moves.after_exert();
+        self.log_paid_off();
+    }
+    /// `logic` (the worker's default, `merging::configure`), and the
+    /// payment of what a migration left beside it.
+    fn set_exert_logic(&mut self, logic: ExertionLogic) {
+        self.spine.set_exert_logic(self.after_moves.logic(Some(logic)))
+    }
+    fn insert(&mut self, batch: Self::Batch) {
+        self.after_moves.inserted();
+        self.spine.insert(batch);
+        self.log_paid_off();
+    }
+    fn close(&mut self) {
+        self.spine.close()
+    }
+}
 /// Waiting updates, kept flat (`row_batcher.rs`).
 pub type RowBatcher<T> = MergeBatcher<RowMerger<T>>;
 pub type RowBuilder<T> = RcBuilder<OrdValBuilder<RowLayout<T>, RowChunk<T>>>;
