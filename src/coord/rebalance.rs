@@ -73,8 +73,8 @@ const BALANCE_SETTLED: f64 = 0.02;
 /// once, and throughput after 13 % below its own window before).
 const SETTLE_PAUSE: Duration = Duration::from_secs(2);
 
-/// How long a round after the first measures (longer than the first: the
-/// gap it looks for is smaller).
+/// How long a round after the first measures (longer than the first
+/// round's `LOAD_WINDOW`: the gap it looks for is smaller).
 const SETTLE_WINDOW: Duration = Duration::from_secs(2);
 
 /// How often the automatic response looks at the workers' loads.

@@ -35,8 +35,8 @@
 //! migration took 282 s instead of 24 to 83). [`AfterMoves`] is that
 //! trace's account; `row_spine.rs`'s `RowSpine` keeps one.
 //!
-//! Owns: the idle-merge policy and what a migration owes. Must not: decide compaction frontiers
-//! (`worker.rs`).
+//! Owns: the idle-merge policy and what a migration owes. Must not:
+//! decide compaction frontiers (`worker.rs`).
 
 use differential_dataflow::trace::ExertionLogic;
 use std::cell::Cell;
@@ -152,11 +152,13 @@ pub struct AfterMoves {
     owed: Arc<AtomicUsize>,
     /// Schedules the trace's operator when the migration will have ended.
     activator: Option<Activator>,
+    /// When the one scheduled look at the migration's end comes.
+    look_at: Option<Instant>,
 }
 
 impl AfterMoves {
     pub fn new(activator: Option<Activator>) -> AfterMoves {
-        AfterMoves { binned: Cell::new(false), took_moves: false, paying: false, owed: Arc::new(AtomicUsize::new(0)), activator }
+        AfterMoves { binned: Cell::new(false), took_moves: false, paying: false, owed: Arc::new(AtomicUsize::new(0)), activator, look_at: None }
     }
 
     /// The trace is a binned arrangement's: it keeps this account.
@@ -187,14 +189,26 @@ impl AfterMoves {
 
     /// The trace took a batch.
     pub fn inserted(&mut self) {
-        if !self.binned.get() {
+        if !self.binned.get() || self.took_moves {
             return;
         }
         if let Some(left) = moves_end_in(Instant::now()) {
             self.took_moves = true;
-            if let Some(activator) = &self.activator {
-                activator.activate_after(left);
-            }
+            self.look_after(left);
+        }
+    }
+
+    /// Schedules the trace's operator `left` from now, unless a look
+    /// already scheduled is still to come (it schedules the next): one
+    /// timer per trace, not one per batch or run while writes go on.
+    fn look_after(&mut self, left: Duration) {
+        let now = Instant::now();
+        if self.look_at.is_some_and(|at| at > now) {
+            return;
+        }
+        self.look_at = Some(now + left);
+        if let Some(activator) = &self.activator {
+            activator.activate_after(left);
         }
     }
 
@@ -206,11 +220,7 @@ impl AfterMoves {
             return None;
         }
         match moves_end_in(Instant::now()) {
-            Some(left) => {
-                if let Some(activator) = &self.activator {
-                    activator.activate_after(left);
-                }
-            }
+            Some(left) => self.look_after(left),
             None => {
                 self.took_moves = false;
                 self.paying = true;

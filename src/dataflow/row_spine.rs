@@ -14,6 +14,7 @@
 //! rows with (the top scope's arrangements are binned, `bins.rs`, on the
 //! same types). Must not know what the rows mean.
 
+use crate::dataflow::merging::AfterMoves;
 use crate::dataflow::row_batcher::{RowChunk, RowChunker, RowMerger};
 use crate::repr::{Diff, Row, RowRef};
 use differential_dataflow::hashable::Hashable;
@@ -26,13 +27,12 @@ use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdVal
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::rc_blanket_impls::RcBuilder;
-use crate::dataflow::merging::AfterMoves;
 use differential_dataflow::trace::{BatchReader, ExertionLogic, Trace, TraceReader};
-use timely::progress::frontier::AntichainRef;
 use differential_dataflow::{ExchangeData, VecCollection};
 use std::rc::Rc;
 use timely::container::PushInto;
 use timely::dataflow::channels::pact::Exchange;
+use timely::progress::frontier::AntichainRef;
 use timely::progress::Timestamp as TimelyTimestamp;
 
 /// Rows stored back to back in one byte vector, with the end offset of each.
