@@ -24,6 +24,7 @@ mod held;
 mod hierarchy;
 mod in_order;
 mod merging;
+mod offsets;
 pub mod operator_stats;
 pub mod protocol;
 mod recursive;

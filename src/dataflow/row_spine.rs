@@ -25,10 +25,10 @@ use differential_dataflow::trace::implementations::containers::BatchContainer;
 use differential_dataflow::trace::implementations::merge_batcher::MergeBatcher;
 use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBuilder};
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
-use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::rc_blanket_impls::RcBuilder;
 use differential_dataflow::trace::{BatchReader, ExertionLogic, Trace, TraceReader};
 use differential_dataflow::{ExchangeData, VecCollection};
+use crate::dataflow::offsets::Offsets;
 use std::rc::Rc;
 use timely::container::PushInto;
 use timely::dataflow::channels::pact::Exchange;
@@ -39,24 +39,24 @@ use timely::progress::Timestamp as TimelyTimestamp;
 pub struct RowContainer {
     /// `ends[i]` is where row `i` ends (and row `i + 1` starts); row 0
     /// starts at 0.
-    ends: OffsetList,
+    ends: Offsets,
     bytes: Vec<u8>,
 }
 
 impl RowContainer {
     /// Heap bytes held (by capacity).
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + 4 * self.ends.smol.capacity() + 8 * self.ends.chonk.capacity()
+        self.bytes.capacity() + self.ends.heap_bytes()
     }
 
     /// Room for `rows` rows of `bytes` bytes in all.
     pub fn with_capacities(rows: usize, bytes: usize) -> Self {
-        RowContainer { ends: OffsetList::with_capacity(rows), bytes: Vec::with_capacity(bytes) }
+        RowContainer { ends: Offsets::with_capacity(rows), bytes: Vec::with_capacity(bytes) }
     }
 
     /// Empties the container, keeping its allocations for reuse.
     pub fn reset(&mut self) {
-        BatchContainer::clear(&mut self.ends);
+        self.ends.clear();
         self.bytes.clear();
     }
 
@@ -103,17 +103,17 @@ impl BatchContainer for RowContainer {
     }
 
     fn clear(&mut self) {
-        self.ends = OffsetList::with_capacity(0);
+        self.ends = Offsets::with_capacity(0);
         self.bytes.clear();
     }
 
     fn with_capacity(size: usize) -> Self {
-        RowContainer { ends: OffsetList::with_capacity(size), bytes: Vec::new() }
+        RowContainer { ends: Offsets::with_capacity(size), bytes: Vec::new() }
     }
 
     fn merge_capacity(cont1: &Self, cont2: &Self) -> Self {
         RowContainer {
-            ends: OffsetList::with_capacity(cont1.len() + cont2.len()),
+            ends: Offsets::with_capacity(cont1.len() + cont2.len()),
             bytes: Vec::with_capacity(cont1.bytes.len() + cont2.bytes.len()),
         }
     }
@@ -207,7 +207,7 @@ impl<'a> PushInto<RowRef<'a>> for RowContainer {
 }
 
 /// Keys and values in row containers; times, diffs and offsets as usual.
-pub type RowLayout<T> = (RowContainer, RowContainer, Vec<T>, Vec<Diff>, OffsetList);
+pub type RowLayout<T> = (RowContainer, RowContainer, Vec<T>, Vec<Diff>, Offsets);
 /// A batch of rows keyed by rows.
 pub type RowBatchRc<T> = Rc<OrdValBatch<RowLayout<T>>>;
 

@@ -19,6 +19,7 @@
 
 use crate::dataflow::render::{ErrTrace, RowTrace};
 use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
+use crate::dataflow::offsets::Offsets;
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::{BatchReader, TraceReader};
 use std::cell::RefCell;
@@ -114,6 +115,10 @@ fn offsets_bytes(o: &OffsetList) -> usize {
     vec_bytes(&o.smol) + vec_bytes(&o.chonk)
 }
 
+fn row_offsets_bytes(o: &Offsets) -> usize {
+    o.heap_bytes()
+}
+
 /// Exact heap size of a row trace: every batch's keys, values, offsets,
 /// times and diffs, and the bytes of the packed rows.
 pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
@@ -129,9 +134,9 @@ pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
         size.records += batch.len();
         size.batches += 1;
         size.bytes += s.keys.heap_bytes()
-            + offsets_bytes(&s.vals.offs)
+            + row_offsets_bytes(&s.vals.offs)
             + s.vals.vals.heap_bytes()
-            + offsets_bytes(&s.upds.offs)
+            + row_offsets_bytes(&s.upds.offs)
             + vec_bytes(&s.upds.times)
             + vec_bytes(&s.upds.diffs);
     });
