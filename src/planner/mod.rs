@@ -17,6 +17,7 @@
 
 mod cse;
 mod demand;
+mod join_fusion;
 mod projections;
 pub mod fast_path;
 pub mod lets;
@@ -62,6 +63,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("fold constants, compare dates with timestamp constants as dates (unwrap_casts.rs)", |e, _| fold_constants(e)),
     ("read plain columns through projections, not maps (projections.rs)", |e, _| projections::fold_column_maps(e)),
     ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
+    ("fuse joins under maps into the joins above them (join_fusion.rs)", |e, _| join_fusion::fuse_nested_joins(e)),
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
     ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
@@ -533,8 +535,16 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
     // input): a key over several inputs (`a.x + b.x = c.x`) is usable only
     // if the input its single-input side reads is joined after the others.
     // (Searched among the first few inputs only: each try is quadratic.)
+    // Among starts without cross joins, a join of three inputs or more
+    // starts from a distinct input (the keys of an `IN` or `EXISTS`
+    // subquery, at most one row per key), so that the others are looked up
+    // by those keys instead of being joined whole and arranged to meet
+    // them (TPC-H Q18).
     let start = if cross_steps(0, n, &pairs_for) == 0 {
-        0
+        (0..n)
+            .filter(|_| n >= 3)
+            .find(|&s| matches!(inputs[s], RelationExpr::Distinct { .. }) && cross_steps(s, n, &pairs_for) == 0)
+            .unwrap_or(0)
     } else {
         (0..n.min(MAX_START_SEARCH)).min_by_key(|&s| cross_steps(s, n, &pairs_for)).unwrap_or(0)
     };
