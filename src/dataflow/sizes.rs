@@ -19,7 +19,6 @@
 
 use crate::dataflow::render::{ErrTrace, RowTrace};
 use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
-use crate::dataflow::offsets::Offsets;
 use differential_dataflow::trace::implementations::OffsetList;
 use differential_dataflow::trace::{BatchReader, TraceReader};
 use std::cell::RefCell;
@@ -115,10 +114,6 @@ fn offsets_bytes(o: &OffsetList) -> usize {
     vec_bytes(&o.smol) + vec_bytes(&o.chonk)
 }
 
-fn row_offsets_bytes(o: &Offsets) -> usize {
-    o.heap_bytes()
-}
-
 /// Exact heap size of a row trace: every batch's keys, values, offsets,
 /// times and diffs, and the bytes of the packed rows.
 pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
@@ -134,9 +129,9 @@ pub fn row_trace_size(trace: &RowTrace) -> TraceSize {
         size.records += batch.len();
         size.batches += 1;
         size.bytes += s.keys.heap_bytes()
-            + row_offsets_bytes(&s.vals.offs)
+            + s.vals.offs.heap_bytes()
             + s.vals.vals.heap_bytes()
-            + row_offsets_bytes(&s.upds.offs)
+            + s.upds.offs.heap_bytes()
             + vec_bytes(&s.upds.times)
             + vec_bytes(&s.upds.diffs);
     });

@@ -534,17 +534,15 @@ fn plan_join(mut inputs: Vec<RelationExpr>, equivalences: Vec<Vec<ScalarExpr>>, 
     // Start where the fewest steps are cross joins (ties: the first
     // input): a key over several inputs (`a.x + b.x = c.x`) is usable only
     // if the input its single-input side reads is joined after the others.
-    // (Searched among the first few inputs only: each try is quadratic.)
-    // Among starts without cross joins, a join of three inputs or more
-    // starts from a distinct input (the keys of an `IN` or `EXISTS`
-    // subquery, at most one row per key), so that the others are looked up
-    // by those keys instead of being joined whole and arranged to meet
-    // them (TPC-H Q18).
+    // But when the first input needs no cross join, a join of three inputs
+    // or more starts from a distinct input that needs none either (the keys
+    // of an `IN` or `EXISTS` subquery, at most one row per key), so that
+    // the others are looked up by those keys instead of being joined whole
+    // and arranged to meet them (TPC-H Q18). (Searched among the first few
+    // candidates only: each try is quadratic.)
     let start = if cross_steps(0, n, &pairs_for) == 0 {
-        (0..n)
-            .filter(|_| n >= 3)
-            .find(|&s| matches!(inputs[s], RelationExpr::Distinct { .. }) && cross_steps(s, n, &pairs_for) == 0)
-            .unwrap_or(0)
+        let mut distinct = (0..n).filter(|&s| n >= 3 && matches!(inputs[s], RelationExpr::Distinct { .. })).take(MAX_START_SEARCH);
+        distinct.find(|&s| cross_steps(s, n, &pairs_for) == 0).unwrap_or(0)
     } else {
         (0..n.min(MAX_START_SEARCH)).min_by_key(|&s| cross_steps(s, n, &pairs_for)).unwrap_or(0)
     };
