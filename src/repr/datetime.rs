@@ -584,7 +584,7 @@ pub fn parse_date(text: &str) -> Result<NaiveDate, EvalError> {
 /// A date written `YYYY-MM-DD` (year 1 or later), the usual form and the
 /// one dates are output in, read without the general parser; `None` for
 /// anything else (which the general parser reads, or rejects).
-fn iso_date(text: &str) -> Option<NaiveDate> {
+pub(crate) fn iso_date(text: &str) -> Option<NaiveDate> {
     let b = text.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
