@@ -99,6 +99,10 @@ pub struct Record<'a> {
     pub line: u64,
     raw: &'a [u8],
     data: &'a [u8],
+    /// `data` as text, if all of it is UTF-8 without NUL: checked once per
+    /// record (a field is then valid where it starts and ends on a
+    /// character boundary), not once per field.
+    text: Option<&'a str>,
     fields: &'a [Option<(usize, usize)>],
 }
 
@@ -117,7 +121,10 @@ impl<'a> Record<'a> {
     pub fn text(&self, i: usize) -> Result<Option<&'a str>, CopyFormatError> {
         match self.fields.get(i).copied().flatten() {
             None => Ok(None),
-            Some((start, end)) => utf8(&self.data[start..end]).map(Some),
+            Some((start, end)) => match self.text.and_then(|t| t.get(start..end)) {
+                Some(text) => Ok(Some(text)),
+                None => utf8(&self.data[start..end]).map(Some),
+            },
         }
     }
 }
@@ -264,10 +271,12 @@ impl CopyDecoder {
             }
             self.current = Some((start, end.end));
             self.split(start, end.end)?;
+            let text = std::str::from_utf8(&self.data).ok().filter(|_| !self.data.contains(&0));
             return Ok(Some(Record {
                 line: self.line,
                 raw: &self.buf[start..end.end],
                 data: &self.data,
+                text,
                 fields: &self.fields,
             }));
         }
@@ -855,6 +864,10 @@ mod tests {
             "a\\000\n",
             CopyFormatError::InvalidUtf8("0x00".into()),
         );
+        // Each field must be UTF-8 by itself: halves of one character in
+        // two fields are not (though the record's bytes together are).
+        assert_fails(&text_opts(), "\\303\t\\251\n", CopyFormatError::InvalidUtf8("0xc3".into()));
+        assert_fails(&text_opts(), "ok\t\\000\n", CopyFormatError::InvalidUtf8("0x00".into()));
         // the last line needs no newline; an empty line is one empty field
         assert_rows(
             &text_opts(),
