@@ -38,7 +38,8 @@ use timely::progress::frontier::Antichain;
 use std::rc::Rc;
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::{AsCollection, VecCollection};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Operator;
 
@@ -64,7 +65,7 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
     let scope = input.inner.scope();
     // The groups and how far they are applied, shared with the router
     // (Megaphone's S and F): a bin that moves leaves as its totals.
-    let groups: Rc<RefCell<HashMap<Row, Group>>> = Rc::new(RefCell::new(HashMap::new()));
+    let groups: Rc<RefCell<FxHashMap<Row, Group>>> = Rc::new(RefCell::new(FxHashMap::default()));
     // The input frontier the groups hold every change before (none yet:
     // the minimum; empty once the input has ended).
     let applied: Rc<RefCell<Antichain<T>>> = Rc::new(RefCell::new(Antichain::from_elem(T::minimum())));
@@ -78,14 +79,14 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
             // A time's changes are added up per group as they arrive: a
             // load of millions of rows at a few times into a few groups
             // (TPC-H Q1) stashes a few totals, not a row's totals per row.
-            let mut pending: InOrder<T, HashMap<Row, Accum>> = InOrder::new();
+            let mut pending: InOrder<T, FxHashMap<Row, Accum>> = InOrder::new();
             move |(input, frontier), output| {
                 let mut groups = groups.borrow_mut();
                 input.for_each(|cap, data| {
                     for ((_, key), t, change) in data.drain(..) {
                         match pending.at(&cap, t).entry(key) {
-                            std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().plus_equals(&change),
-                            std::collections::hash_map::Entry::Vacant(e) => {
+                            Entry::Occupied(mut e) => e.get_mut().plus_equals(&change),
+                            Entry::Vacant(e) => {
                                 e.insert(change);
                             }
                         }
@@ -137,7 +138,7 @@ pub fn render_ordered_accumulate<'s, T: RenderTime>(
 /// The groups as a router reads them: a group's totals are the
 /// accumulation of its input.
 struct GroupState<T> {
-    groups: Rc<RefCell<HashMap<Row, Group>>>,
+    groups: Rc<RefCell<FxHashMap<Row, Group>>>,
     applied: Rc<RefCell<Antichain<T>>>,
 }
 
