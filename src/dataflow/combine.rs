@@ -25,6 +25,7 @@ use crate::dataflow::accum::Accum;
 use crate::dataflow::fused::{Fused, Op};
 use crate::dataflow::render::{Coll, ErrColl, KeyShape};
 use crate::dataflow::row_spine::RowArrangement;
+use crate::dataflow::streamed::SharedRows;
 use crate::expr::{AggregateExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, Row, RowPacker, RowRef};
 use differential_dataflow::{AsCollection, VecCollection};
@@ -164,6 +165,28 @@ pub fn combine_rows<'s, T: Timestamp + std::hash::Hash>(rows: Coll<'s, T>, mut c
                     combiner.row(row.as_ref(), [(time, diff)]);
                 }
                 // Records carry their own times (at or after the batch's).
+                output.session(&cap).give_iterator(combiner.drain());
+            });
+        }
+    });
+    split(combined)
+}
+
+/// As `combine_rows`, reading a streamed table's shared records
+/// (`streamed.rs`) where the rows lie, without copying them out.
+pub fn combine_streamed<'s>(
+    shared: Stream<'s, u64, Vec<SharedRows>>,
+    mut combiner: Combiner<u64>,
+) -> (VecCollection<'s, u64, Row, Accum>, ErrColl<'s, u64>) {
+    let combined = shared.unary::<CapacityContainerBuilder<Combined<u64>>, _, _, _>(Pipeline, "Combine totals", move |_, _| {
+        move |input, output| {
+            input.for_each(|cap, data| {
+                let time = *cap.time();
+                for record in data.iter() {
+                    for (row, diff) in record.rows() {
+                        combiner.row(row, [(time, diff)]);
+                    }
+                }
                 output.session(&cap).give_iterator(combiner.drain());
             });
         }

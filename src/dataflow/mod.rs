@@ -35,6 +35,7 @@ mod row_batcher;
 mod row_stack;
 pub mod row_spine;
 mod sizes;
+mod streamed;
 pub mod subscribe;
 #[cfg(test)]
 mod tests;

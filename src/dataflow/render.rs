@@ -19,7 +19,8 @@
 
 use crate::dataflow::accum::Accum;
 use crate::dataflow::bins::{count_work, BinWork, Binner, KeyRouter, StateCell};
-use crate::dataflow::combine::{combine_arranged, combine_rows, Combiner};
+use crate::dataflow::combine::{combine_arranged, combine_rows, combine_streamed, Combiner};
+use crate::dataflow::streamed;
 use crate::dataflow::row_stack::RowStack;
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
@@ -127,8 +128,7 @@ pub struct Ctx<'a, 'o> {
     pub binner: &'a mut Binner,
 }
 
-/// The input of one read of a streamed table.
-pub type StreamedInput = differential_dataflow::input::InputSession<Timestamp, Row, Diff>;
+pub use crate::dataflow::streamed::StreamedInput;
 
 /// A timestamp that MIR renders at: the top scope's, or an iterative
 /// subscope's.
@@ -821,12 +821,8 @@ impl RenderTime for Timestamp {
     }
 
     fn import_rows<'s>(scope: Scope<'s, Self>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<(Coll<'s>, ErrColl<'s>)> {
-        if let Some(streamed) = ctx.streamed.as_mut().filter(|s| s.tables.contains(&id)) {
-            use differential_dataflow::input::Input;
-            let (input, rows) = scope.new_collection::<Row, Diff>();
-            streamed.inputs.push((id, input));
-            ctx.built.push(format!("input of streamed table {id}"));
-            return Some((rows, empty(scope)));
+        if let Some(shared) = streamed_input(scope, id, ctx) {
+            return Some((streamed::flat_map_rows(shared, |row: RowRef| Some(row.to_row())), empty(scope)));
         }
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = match ctx.resume_after {
@@ -846,9 +842,8 @@ impl RenderTime for Timestamp {
     where
         F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
     {
-        if ctx.streamed.as_ref().is_some_and(|s| s.tables.contains(&id)) {
-            let (ok, err) = Self::import_rows(scope, id, ctx)?;
-            return Some((ok.flat_map(move |row| logic(row.as_ref())), err));
+        if let Some(shared) = streamed_input(scope, id, ctx) {
+            return Some((streamed::flat_map_rows(shared, logic), empty(scope)));
         }
         let bundle = ctx.traces.get_mut(&id)?;
         let ok = match ctx.resume_after {
@@ -865,8 +860,11 @@ impl RenderTime for Timestamp {
         ctx: &mut Ctx<'_, '_>,
         combiner: Combiner<Self>,
     ) -> Option<(VecCollection<'s, Self, Row, Accum>, ErrColl<'s>)> {
-        let streamed = ctx.streamed.as_ref().is_some_and(|s| s.tables.contains(&id));
-        if streamed || ctx.resume_after.is_some() {
+        if let Some(shared) = streamed_input(scope, id, ctx) {
+            let (totals, combine_err) = combine_streamed(shared, combiner);
+            return Some((totals, combine_err));
+        }
+        if ctx.resume_after.is_some() {
             let (ok, err) = Self::import_rows(scope, id, ctx)?;
             let (totals, combine_err) = combine_rows(ok, combiner);
             return Some((totals, err.concat(combine_err)));
@@ -886,6 +884,17 @@ impl RenderTime for Timestamp {
     fn render_recursive<'s>(scope: Scope<'s, Self>, expr: &RelationExpr, ctx: &mut Ctx<'_, '_>) -> (Coll<'s>, ErrColl<'s>) {
         crate::dataflow::recursive::render_recursive(scope, expr, ctx)
     }
+}
+
+/// When `id` is a streamed table this dataflow may read: a new input of
+/// its own for this read (the worker feeds it), as its stream of shared
+/// records.
+fn streamed_input<'s>(scope: Scope<'s, Timestamp>, id: GlobalId, ctx: &mut Ctx<'_, '_>) -> Option<Stream<'s, Timestamp, Vec<streamed::SharedRows>>> {
+    let streamed = ctx.streamed.as_mut().filter(|s| s.tables.contains(&id))?;
+    let (input, shared) = streamed::new_input(scope);
+    streamed.inputs.push((id, input));
+    ctx.built.push(format!("input of streamed table {id}"));
+    Some(shared)
 }
 
 /// Arranges the relation `on` by `key` for an index.

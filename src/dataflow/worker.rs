@@ -10,6 +10,7 @@ use crate::dataflow::sizes::{self, ArrangeLog, OperatorRange};
 use crate::dataflow::arrangement_read::{complete_through, read_changes, read_errors, read_prefixes, read_rows, read_rows_from};
 use crate::dataflow::reads;
 use crate::dataflow::subscribe;
+use crate::dataflow::streamed;
 use crate::dataflow::{ArrangementInfo, ArrangementList, Command, DataflowDesc, DataflowSize, Export, ReadReply, RequestId, Responder, Response};
 use crate::expr::RelationExpr;
 use crate::repr::{Diff, EvalError, GlobalId, PackedRows, Row, Timestamp};
@@ -368,8 +369,8 @@ fn release_inputs(state: &mut WorkerState) {
 }
 
 /// Feeds this worker's share of `rows` (every `peers`-th, from `index`)
-/// into `input` at its current time.
-fn take_share(input: &mut StreamedInput, rows: &[(Row, Diff)], peers: usize, index: usize) {
+/// into a table's `input` at its current time.
+fn take_share(input: &mut InputSession<Timestamp, Row, Diff>, rows: &[(Row, Diff)], peers: usize, index: usize) {
     for (row, diff) in rows.iter().skip(index).step_by(peers.max(1)) {
         input.update(row.clone(), *diff);
     }
@@ -514,13 +515,10 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             if updates.iter().any(|(_, rows)| !rows.is_empty()) {
                 state.merging.wrote();
             }
-            for (id, rows) in updates.iter() {
+            for (entry, (id, rows)) in updates.iter().enumerate() {
                 let (peers, index) = (state.peers, state.index);
                 for (_, input) in state.streamed.get_mut(id).into_iter().flatten() {
-                    if *input.time() < time {
-                        input.advance_to(time);
-                    }
-                    take_share(input, rows, peers, index);
+                    streamed::feed(input, &updates, entry, (peers, index), time);
                 }
                 if let Some(input) = state.inputs.get_mut(id) {
                     if *input.rows.time() < time {
