@@ -5,7 +5,8 @@
 //! (`unwrap_casts.rs`),
 //! flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
-//! join's inputs, bind repeated subexpressions once (`cse.rs`), and plan
+//! join's inputs (and, from a disjunction over several inputs, the
+//! restriction it implies on each: `restrictions_of_disjunction`), bind repeated subexpressions once (`cse.rs`), and plan
 //! each join as a chain of lookups, choosing
 //! existing indexes (shared arrangements) where their key matches; then
 //! record in each join's plan which of its columns are read above it
@@ -314,6 +315,13 @@ fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExp
             }
             None => {}
         }
+        for (i, mut restriction) in restrictions_of_disjunction(&p, &owner, inputs.len()) {
+            let off = offs[i];
+            restriction.permute(&|c| c - off);
+            if !pushed[i].contains(&restriction) && !filters_by(&inputs[i], &restriction) {
+                pushed[i].push(restriction);
+            }
+        }
         if let ScalarExpr::CallBinary { func: BinaryFunc::Eq, left, right } = &p {
             let (li, ri) = (single_input(left, &owner), single_input(right, &owner));
             if let (Some(Some(a)), Some(Some(b))) = (li, ri) {
@@ -347,6 +355,53 @@ fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExp
     } else {
         RelationExpr::Filter { input: Box::new(join), predicates: residual }
     }
+}
+
+/// PostgreSQL's extraction of restrictions from OR clauses (its
+/// `orclauses.c`): for a disjunction over several of a join's inputs, and
+/// each input of which every branch has conjuncts over that input alone,
+/// the disjunction of those conjuncts. It is implied by the predicate, so
+/// as a filter on that input it drops only rows the predicate would drop
+/// after the join; the predicate itself stays above the join. TPC-H Q07's
+/// `(n1 = 'FRANCE' AND n2 = 'GERMANY') OR (n1 = 'GERMANY' AND n2 =
+/// 'FRANCE')` restricts each nation to two rows before the join, Q19's
+/// branches restrict part and lineitem each. Only disjunctions, so that a
+/// plain predicate over one input (already pushed whole) adds nothing.
+fn restrictions_of_disjunction(p: &ScalarExpr, owner: &[(usize, usize)], inputs: usize) -> Vec<(usize, ScalarExpr)> {
+    fn disjuncts<'a>(e: &'a ScalarExpr, out: &mut Vec<&'a ScalarExpr>) {
+        match e {
+            ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs } => exprs.iter().for_each(|x| disjuncts(x, out)),
+            other => out.push(other),
+        }
+    }
+    if !matches!(p, ScalarExpr::CallVariadic { func: VariadicFunc::Or, .. }) {
+        return Vec::new();
+    }
+    let mut branches = Vec::new();
+    disjuncts(p, &mut branches);
+    let branches: Vec<Vec<ScalarExpr>> = branches.into_iter().map(|b| b.clone().into_conjuncts()).collect();
+    let mut out = Vec::new();
+    for input in 0..inputs {
+        let mut parts = Vec::with_capacity(branches.len());
+        for branch in &branches {
+            let own: Vec<ScalarExpr> =
+                branch.iter().filter(|c| single_input(c, owner) == Some(Some(input))).cloned().collect();
+            match own.len() {
+                0 => break,
+                1 => parts.extend(own),
+                _ => parts.push(ScalarExpr::CallVariadic { func: VariadicFunc::And, exprs: own }),
+            }
+        }
+        if parts.len() == branches.len() {
+            out.push((input, ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs: parts }));
+        }
+    }
+    out
+}
+
+/// Whether `input` is a filter with `predicate` among its predicates.
+fn filters_by(input: &RelationExpr, predicate: &ScalarExpr) -> bool {
+    matches!(input, RelationExpr::Filter { predicates, .. } if predicates.contains(predicate))
 }
 
 fn add_equivalence(classes: &mut Vec<Vec<ScalarExpr>>, a: ScalarExpr, b: ScalarExpr) {
@@ -744,6 +799,32 @@ mod tests {
         let RelationExpr::Filter { input, .. } = &out else { panic!("{out:?}") };
         let RelationExpr::Join { equivalences, .. } = input.as_ref() else { panic!("{out:?}") };
         assert!(equivalences.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn a_disjunction_over_two_inputs_restricts_each() {
+        use crate::repr::Datum;
+        let lit = |v: i32| ScalarExpr::Literal(Datum::Int32(v), ScalarType::Int32);
+        let eq = |c: usize, v: i32| ScalarExpr::Column(c).call_binary(lit(v), BinaryFunc::Eq);
+        let and = |exprs: Vec<ScalarExpr>| ScalarExpr::CallVariadic { func: VariadicFunc::And, exprs };
+        let or = |exprs: Vec<ScalarExpr>| ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs };
+        // (a.0 = 1 AND b.0 = 2) OR (a.0 = 2 AND b.0 = 1 AND c.0 = 3): a and
+        // b are restricted, c is not (its first branch says nothing of it).
+        let join = RelationExpr::Join { inputs: vec![get(1, 1), get(2, 1), get(3, 1)], equivalences: vec![], plan: None };
+        let p = or(vec![and(vec![eq(0, 1), eq(1, 2)]), and(vec![eq(0, 2), eq(1, 1), eq(2, 3)])]);
+        let out = fuse_filters(RelationExpr::Filter { input: Box::new(join), predicates: vec![p.clone()] });
+        let RelationExpr::Filter { input, predicates } = &out else { panic!("expected the disjunction kept: {out:?}") };
+        assert_eq!(predicates, &vec![p]);
+        let RelationExpr::Join { inputs, .. } = input.as_ref() else { panic!("{out:?}") };
+        let filter_of = |i: usize| match &inputs[i] {
+            RelationExpr::Filter { predicates, .. } => predicates.clone(),
+            _ => vec![],
+        };
+        assert_eq!(filter_of(0), vec![or(vec![eq(0, 1), eq(0, 2)])]);
+        assert_eq!(filter_of(1), vec![or(vec![eq(0, 2), eq(0, 1)])]);
+        assert_eq!(filter_of(2), vec![]);
+        // Fusing again derives nothing new.
+        assert_eq!(fuse_filters(out.clone()), out);
     }
 
     #[test]
