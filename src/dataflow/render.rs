@@ -21,6 +21,7 @@ use crate::dataflow::accum::Accum;
 use crate::dataflow::bins::{count_work, BinWork, Binner, KeyRouter, StateCell};
 use crate::dataflow::combine::{combine_arranged, combine_rows, combine_streamed, Combiner};
 use crate::dataflow::streamed;
+use crate::expr::row_bound;
 use crate::dataflow::row_stack::RowStack;
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
@@ -60,17 +61,24 @@ pub struct Locals<'s, T: RenderTime> {
     /// Rendered subexpressions by their text, with the local relations
     /// each reads.
     rendered: RefCell<HashMap<String, (BTreeSet<LocalId>, Coll<'s, T>, ErrColl<'s, T>)>>,
+    /// The bound on the records of each bound relation that has one
+    /// (`expr::row_bound`).
+    bounds: RefCell<BTreeMap<LocalId, u64>>,
 }
 
 impl<'s, T: RenderTime> Locals<'s, T> {
     /// No recursive relation in scope.
     pub fn new() -> Self {
-        Locals { vars: RefCell::new(BTreeMap::new()), rendered: RefCell::new(HashMap::new()) }
+        Locals { vars: RefCell::new(BTreeMap::new()), rendered: RefCell::new(HashMap::new()), bounds: RefCell::new(BTreeMap::new()) }
     }
 
     /// The recursive relation `id` is `coll`.
     pub fn with(id: LocalId, coll: Coll<'s, T>) -> Self {
-        Locals { vars: RefCell::new(BTreeMap::from([(id, coll)])), rendered: RefCell::new(HashMap::new()) }
+        Locals {
+            vars: RefCell::new(BTreeMap::from([(id, coll)])),
+            rendered: RefCell::new(HashMap::new()),
+            bounds: RefCell::new(BTreeMap::new()),
+        }
     }
 
     pub fn get(&self, id: &LocalId) -> Option<Coll<'s, T>> {
@@ -81,19 +89,33 @@ impl<'s, T: RenderTime> Locals<'s, T> {
         self.vars.borrow().contains_key(id)
     }
 
+    /// The bound on the records of the relation bound as `id`, if known.
+    pub fn bound(&self, id: LocalId) -> Option<u64> {
+        self.bounds.borrow().get(&id).copied()
+    }
+
     /// Renders `body` with `id` bound to `coll`. Rendered subexpressions
     /// that read `id` are forgotten before and after: the same id may be
     /// bound to another relation elsewhere in the plan (a copied
     /// subquery instantiated with other keys), and a shared rendering
-    /// must not cross from one binding to the other.
-    fn with_binding<R>(&self, id: LocalId, coll: Coll<'s, T>, body: impl FnOnce() -> R) -> R {
+    /// must not cross from one binding to the other. `bound` bounds its
+    /// records (`expr::row_bound`), if anything does.
+    fn with_binding<R>(&self, id: LocalId, coll: Coll<'s, T>, bound: Option<u64>, body: impl FnOnce() -> R) -> R {
         let forget = || self.rendered.borrow_mut().retain(|_, (reads, _, _)| !reads.contains(&id));
         forget();
         let previous = self.vars.borrow_mut().insert(id, coll);
+        let previous_bound = match bound {
+            Some(b) => self.bounds.borrow_mut().insert(id, b),
+            None => self.bounds.borrow_mut().remove(&id),
+        };
         let out = body();
         match previous {
             Some(p) => self.vars.borrow_mut().insert(id, p),
             None => self.vars.borrow_mut().remove(&id),
+        };
+        match previous_bound {
+            Some(b) => self.bounds.borrow_mut().insert(id, b),
+            None => self.bounds.borrow_mut().remove(&id),
         };
         forget();
         out
@@ -441,7 +463,8 @@ fn render_uncached<'s, T: RenderTime>(
             // The value's errors are the plan's once, however often the
             // body reads it.
             let (value_ok, value_err) = render(scope, value, ctx, locals);
-            let (ok, err) = locals.with_binding(*id, value_ok, || render(scope, body, ctx, locals));
+            let bound = row_bound::max_rows(value, &|id| locals.bound(id));
+            let (ok, err) = locals.with_binding(*id, value_ok, bound, || render(scope, body, ctx, locals));
             (ok, err.concat(value_err))
         }
         RelationExpr::Recursive { .. } => T::render_recursive(scope, expr, ctx),
@@ -585,7 +608,7 @@ fn render_join<'s, T: RenderTime>(
     let mut order = vec![plan.start];
     for (s, step) in plan.steps.iter().enumerate() {
         if let Some(arr) = start_arr.take() {
-            let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
+            let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), false, ctx, locals, &mut errs);
             let (budget, work) = (ctx.budget.clone(), T::join_work(ctx));
             acc = arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| join_output(k, a, b, &budget, &work));
             order.push(step.input);
@@ -594,10 +617,20 @@ fn render_join<'s, T: RenderTime>(
         // The stream side: the rows joined so far, keyed by `stream_key`.
         let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
         errs = errs.concat(key_errs);
-        ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
+        let spread = spreads(inputs, step, locals);
+        let stream_ok = match spread {
+            true => {
+                ctx.built.push(format!("join stream spread over {SPREAD_BUCKETS} buckets"));
+                stream_ok.map(|(_, row)| (bucket_key(row.as_ref().hashed() % SPREAD_BUCKETS), row))
+            }
+            false => {
+                ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
+                stream_ok
+            }
+        };
         let stream_arr = T::arrange_keyed(stream_ok, "JoinStream", ctx);
 
-        let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), ctx, locals, &mut errs);
+        let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), spread, ctx, locals, &mut errs);
         let (budget, work) = (ctx.budget.clone(), T::join_work(ctx));
         acc = stream_arr.join_core(lookup_arr, move |k: RowRef, a: RowRef, b: RowRef| join_output(k, a, b, &budget, &work));
         order.push(step.input);
@@ -616,6 +649,36 @@ fn render_join<'s, T: RenderTime>(
         acc = acc.map(move |row| row.project(&permutation));
     }
     (acc, errs)
+}
+
+/// Buckets of a join step without a key whose lookup input is small
+/// (`spreads`).
+const SPREAD_BUCKETS: u64 = 64;
+
+/// The most records a keyless join step's lookup input may hold for the
+/// step to be spread: it is copied into every bucket.
+const SPREAD_MAX_ROWS: u64 = 16;
+
+/// Whether a join step without a key spreads its stream side over
+/// buckets (by a hash of each row), with its lookup input copied into
+/// each: done when the lookup input is provably small
+/// (`expr::row_bound`: a scalar subquery's value). Differential's join
+/// computes all of one key's output for all the times of a batch before
+/// it yields, so under one empty key a change to the small side re-joins
+/// the whole stream side at once, for every time in the batch: TPC-H
+/// Q11's `HAVING sum(...) > (SELECT ...)` held 2.5 GB at SF 1 with a
+/// thousand times per batch (217 MB one time at a time). The result is
+/// the same: every stream row meets every lookup row in its own bucket.
+fn spreads<T: RenderTime>(inputs: &[RelationExpr], step: &crate::expr::JoinStep, locals: &Locals<'_, T>) -> bool {
+    step.stream_key.is_empty()
+        && step.lookup_key.is_empty()
+        && step.index.is_none()
+        && inputs.get(step.input).and_then(|i| row_bound::max_rows(i, &|id| locals.bound(id))).is_some_and(|n| n <= SPREAD_MAX_ROWS)
+}
+
+/// The key of bucket `b` of a spread join step.
+fn bucket_key(b: u64) -> Row {
+    Row::from_datums(vec![Datum::Int64(b as i64)])
 }
 
 /// A join step's output for a matched pair (none under a NULL key, or
@@ -727,12 +790,15 @@ fn keyed_by<'s, T: RenderTime>(
 }
 
 /// The lookup side of a join step: an imported index, or the input
-/// rendered and arranged by the step's lookup key.
+/// rendered and arranged by the step's lookup key (`spread`: copied into
+/// every bucket, `spreads`).
+#[allow(clippy::too_many_arguments)]
 fn lookup_side<'s, T: RenderTime>(
     scope: Scope<'s, T>,
     inputs: &[RelationExpr],
     step: &crate::expr::JoinStep,
     keep: Option<Vec<bool>>,
+    spread: bool,
     ctx: &mut Ctx<'_, '_>,
     locals: &Locals<'s, T>,
     errs: &mut ErrColl<'s, T>,
@@ -743,6 +809,11 @@ fn lookup_side<'s, T: RenderTime>(
     let (ok, err) = render(scope, &inputs[step.input], ctx, locals);
     let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
     *errs = errs.clone().concat(err).concat(key_errs);
+    if spread {
+        ctx.built.push(format!("join input {} copied into {SPREAD_BUCKETS} buckets", step.input));
+        let copies = keyed.flat_map(|(_, row)| (0..SPREAD_BUCKETS).map(move |b| (bucket_key(b), row.clone())));
+        return T::arrange_keyed(copies, "JoinLookup", ctx);
+    }
     ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
     T::arrange_keyed(keyed, "JoinLookup", ctx)
 }

@@ -373,3 +373,50 @@ fn distinct_matches_recomputation() {
     let plan = RelationExpr::Distinct { input: Box::new(RelationExpr::Project { input: Box::new(get()), outputs: vec![0, 1] }) };
     check_maintained(plan, reference_distinct, 3, 30);
 }
+
+/// `t` joined without a key to `SELECT count(*) FROM t`, the shape of a
+/// comparison with a scalar subquery (TPC-H Q11).
+fn join_with_count() -> RelationExpr {
+    let count = RelationExpr::Reduce { input: Box::new(get()), group_key: vec![], aggregates: vec![AggregateExpr::new(AggregateFunc::Count, col(0), false)] };
+    RelationExpr::Join { inputs: vec![get(), count], equivalences: vec![], plan: None }
+}
+
+/// Every row followed by the number of rows.
+fn reference_with_count(rows: &[(Row, Diff)], _plan: &RelationExpr) -> Vec<Row> {
+    let n = Row::from_datums(vec![Datum::Int64(rows.len() as i64)]);
+    rows.iter().map(|(r, _)| r.concat(&n)).collect()
+}
+
+#[test]
+fn keyless_join_with_a_small_side_matches_recomputation() {
+    check_maintained(join_with_count(), reference_with_count, 4, 30);
+}
+
+/// The renderer's descriptions of what it built for `plan` over table 1.
+fn built_for(plan: RelationExpr) -> Vec<String> {
+    timely::execute_directly(move |worker| {
+        worker.dataflow::<Timestamp, _, _>(|scope| {
+            let (_input, rows) = scope.new_collection::<Row, Diff>();
+            let arranged = crate::dataflow::row_spine::arrange_rows(rows.map(|r| (r, Row::empty())), "table");
+            let mut traces = BTreeMap::new();
+            traces.insert(1, TraceBundle { ok: arranged.trace, err: None, index_of: None });
+            let mut built = Vec::new();
+            let bins = Bins::fixed(BinMap::spread(1));
+            let mut binner = Binner::new(std::rc::Rc::new(std::cell::RefCell::new(bins)), 0);
+            render::render_top(scope, &plan, &mut traces, 0, &mut built, None, None, Default::default(), &mut binner);
+            built
+        })
+    })
+}
+
+#[test]
+fn a_keyless_join_spreads_only_over_a_small_side() {
+    let built = built_for(join_with_count());
+    assert!(built.iter().any(|b| b.contains("spread over")), "{built:?}");
+    assert!(built.iter().any(|b| b.contains("copied into")), "{built:?}");
+    // A table on the lookup side has no bound: one key, as before.
+    let cross = RelationExpr::Join { inputs: vec![get(), get()], equivalences: vec![], plan: None };
+    let built = built_for(cross);
+    assert!(!built.iter().any(|b| b.contains("spread")), "{built:?}");
+    assert!(built.iter().any(|b| b.contains("join stream by ()")), "{built:?}");
+}

@@ -11,6 +11,7 @@ pub mod byte_pred;
 pub mod fold;
 pub mod func;
 pub mod relation;
+pub mod row_bound;
 pub mod scalar;
 pub mod window;
 
