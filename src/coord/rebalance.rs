@@ -405,14 +405,17 @@ impl Coordinator {
         }
     }
 
-    /// Commits each step and waits for its state to arrive.
+    /// Commits each step and waits for its state to arrive and for its
+    /// map to be durable (a step reported done survives a crash right
+    /// after; a restarted server found the last steps of a just-finished
+    /// `ALTER CLUSTER` undone when their commit had not been synced).
     /// `moved_before`: bins moved by earlier rounds of this migration.
     async fn run_steps(&self, all: &[Move], pace: &mut Pace, moved_before: usize, migrated_before: u64) -> Result<(), Error> {
         let mut done = 0;
         while done < all.len() {
             let moves = &all[done..(done + pace.size).min(all.len())];
             let began = std::time::Instant::now();
-            let ts = {
+            let (ts, commits) = {
                 // As DDL: alone among writers, so that no write is at the
                 // step's timestamp before its moves reach the workers.
                 let _token = self.write_token.write().await;
@@ -428,9 +431,10 @@ impl Coordinator {
                 self.dataflow.broadcast(Command::Advance { time: ts, updates: Arc::new(Vec::new()) });
                 st.bins = next;
                 st.allow_compaction();
-                ts
+                (ts, st.commits.clone())
             };
             self.settle(ts, STEP_LIMIT).await;
+            commits.wait(ts).await?;
             done += moves.len();
             pace.took(began.elapsed());
             let migrated: u64 = self.bin_stats().await.iter().map(|s| s.migrated).sum();
