@@ -161,22 +161,26 @@ fn fuse_filters(expr: RelationExpr) -> RelationExpr {
     }
 }
 
+/// The branches of a disjunction (nested `OR`s flattened; the
+/// expression itself when it is not one). Expressions are at most
+/// `sql::expr::MAX_EXPR_DEPTH` deep (the binder refuses deeper ones).
+fn disjuncts<'a>(e: &'a ScalarExpr, out: &mut Vec<&'a ScalarExpr>) {
+    match e {
+        ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs } => exprs.iter().for_each(|x| disjuncts(x, out)),
+        other => out.push(other),
+    }
+}
+
 /// `(a AND b) OR (a AND c)` → `a`, `(b OR c)`: conjuncts common to every
 /// branch of a disjunction become predicates of their own, so that a join
 /// condition repeated in each branch (TPC-H Q19) can become a join key.
 fn factor_disjunction(p: ScalarExpr) -> Vec<ScalarExpr> {
-    fn disjuncts(e: &ScalarExpr, out: &mut Vec<ScalarExpr>) {
-        match e {
-            ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs } => exprs.iter().for_each(|x| disjuncts(x, out)),
-            other => out.push(other.clone()),
-        }
-    }
     if !matches!(p, ScalarExpr::CallVariadic { func: VariadicFunc::Or, .. }) {
         return vec![p];
     }
     let mut exprs = Vec::new();
     disjuncts(&p, &mut exprs);
-    let branches: Vec<Vec<ScalarExpr>> = exprs.iter().map(|e| e.clone().into_conjuncts()).collect();
+    let branches: Vec<Vec<ScalarExpr>> = exprs.iter().map(|e| (*e).clone().into_conjuncts()).collect();
     let Some(first) = branches.first() else {
         return vec![p];
     };
@@ -368,12 +372,6 @@ fn push_into_join(inputs: Vec<RelationExpr>, mut equivalences: Vec<Vec<ScalarExp
 /// branches restrict part and lineitem each. Only disjunctions, so that a
 /// plain predicate over one input (already pushed whole) adds nothing.
 fn restrictions_of_disjunction(p: &ScalarExpr, owner: &[(usize, usize)], inputs: usize) -> Vec<(usize, ScalarExpr)> {
-    fn disjuncts<'a>(e: &'a ScalarExpr, out: &mut Vec<&'a ScalarExpr>) {
-        match e {
-            ScalarExpr::CallVariadic { func: VariadicFunc::Or, exprs } => exprs.iter().for_each(|x| disjuncts(x, out)),
-            other => out.push(other),
-        }
-    }
     if !matches!(p, ScalarExpr::CallVariadic { func: VariadicFunc::Or, .. }) {
         return Vec::new();
     }
