@@ -88,17 +88,21 @@ pub struct Measurement {
 /// One `Advance` of the stream.
 type Batch = (Timestamp, Arc<Vec<(GlobalId, Vec<(Row, Diff)>)>>);
 
+/// The plan of `query`'s view. As the harness does, a view whose ORDER
+/// BY/LIMIT cannot be kept is created without them (and read in order).
+pub fn plan_of(catalog: &TpchCatalog, query: &Query) -> Result<ripple::expr::RelationExpr> {
+    match catalog.view_plan(&query.create_view(false)) {
+        Ok(plan) => Ok(plan),
+        Err(_) => catalog.view_plan(&query.create_view(true)),
+    }
+}
+
 /// Runs `query` as a view over the `.tbl` files in `tbl_dir` and measures it.
 pub fn run(catalog: &TpchCatalog, tbl_dir: &Path, query: &Query, shape: Shape, answer: Option<&Answer>) -> Result<Measurement> {
     if shape.logical == 0 || shape.physical == 0 {
         bail!("logical and physical batches must be positive");
     }
-    let plan = match catalog.view_plan(&query.create_view(false)) {
-        Ok(plan) => plan,
-        // As the harness does: a view whose ORDER BY/LIMIT cannot be kept
-        // is created without them (and read in order).
-        Err(_) => catalog.view_plan(&query.create_view(true))?,
-    };
+    let plan = plan_of(catalog, query)?;
     let reads = plan.depends_on();
     let mut relations = Vec::new();
     for (off, name) in TPCHLIKE_ORDER.iter().enumerate() {

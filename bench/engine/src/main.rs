@@ -75,6 +75,18 @@ enum Cmd {
     },
     /// Run tpchlike and ripple's engine on the same data, query by query.
     Compare(compare::Options),
+    /// Print the optimized plan the engine renders for one query's view
+    /// (as `EXPLAIN` prints it in the server, with no indexes).
+    Explain {
+        #[arg(long)]
+        query: usize,
+        /// Scale factor the query's parameters are chosen for.
+        #[arg(long, default_value = "1")]
+        sf: String,
+        /// Directory with schema.sql, queries/ and answers/.
+        #[arg(long, value_name = "DIR")]
+        tpch_dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -87,6 +99,9 @@ fn main() -> ExitCode {
             run_one(&tbl, &sf, query, Shape { logical, physical, workers: workers.max(1), tables }, &tpch_dir)
         }
         Cmd::Compare(options) => compare::run(&options),
+        Cmd::Explain { query, sf, tpch_dir } => {
+            explain(query, &sf, &tpch_dir.unwrap_or_else(ripple_tpch::Config::default_tpch_dir))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,17 +123,30 @@ pub fn write_tables(sf: &str, out: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// `run`: one measurement, printed as one JSON line. A view that differs
-/// from its reference answer is an error (after the line is printed).
-fn run_one(tbl: &std::path::Path, sf: &str, number: usize, shape: Shape, tpch_dir: &std::path::Path) -> Result<()> {
+/// `explain`: the view's plan, as `drive::run` renders it.
+fn explain(number: usize, sf: &str, tpch_dir: &std::path::Path) -> Result<()> {
+    let (catalog, query, _) = load_query(number, sf, tpch_dir)?;
+    print!("{}", drive::plan_of(&catalog, &query)?.explain());
+    Ok(())
+}
+
+/// The TPC-H catalog, query `number` with its parameters for `sf`, and
+/// the scale factor as the answers name it.
+fn load_query(number: usize, sf: &str, tpch_dir: &std::path::Path) -> Result<(TpchCatalog, ripple_tpch::queries::Query, String)> {
     let (_, sf) = ripple_tpch::queries::scale_factor(sf)?;
     let schema = std::fs::read_to_string(tpch_dir.join("schema.sql"))
         .with_context(|| format!("read {}", tpch_dir.join("schema.sql").display()))?;
     let catalog = TpchCatalog::new(&schema)?;
-    let queries = ripple_tpch::queries::load(tpch_dir, &[number], &sf)?;
-    let query = queries.first().context("no such query")?;
+    let query = ripple_tpch::queries::load(tpch_dir, &[number], &sf)?.into_iter().next().context("no such query")?;
+    Ok((catalog, query, sf))
+}
+
+/// `run`: one measurement, printed as one JSON line. A view that differs
+/// from its reference answer is an error (after the line is printed).
+fn run_one(tbl: &std::path::Path, sf: &str, number: usize, shape: Shape, tpch_dir: &std::path::Path) -> Result<()> {
+    let (catalog, query, sf) = load_query(number, sf, tpch_dir)?;
     let answer = ripple_tpch::verify::load_answer(tpch_dir, &sf, number)?;
-    let m = drive::run(&catalog, tbl, query, shape, answer.as_ref())?;
+    let m = drive::run(&catalog, tbl, &query, shape, answer.as_ref())?;
     println!("{}", serde_json::to_string(&m)?);
     if let Some(check) = m.check.as_ref().filter(|c| !c.ok) {
         bail!("q{number:02} differs from its answer:\n{}", check.diff.as_deref().unwrap_or(""));
