@@ -186,6 +186,34 @@ fn two_ports() -> [u16; 2] {
     [a.local_addr().expect("addr").port(), b.local_addr().expect("addr").port()]
 }
 
+/// Two free ports below the kernel's ephemeral range (which no connection
+/// takes as its source port), from a start that differs per process so
+/// that concurrent test runs rarely try the same ones.
+fn two_fixed_ports() -> [u16; 2] {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse::<u16>().ok()))
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, ephemeral_low.max(12_000));
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let seed = (std::process::id() ^ nanos) as usize;
+    let span = usize::from(high - low);
+    let mut found = Vec::new();
+    for i in 0..span {
+        let port = low + ((seed + i * 7919) % span) as u16;
+        if found.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            found.push(port);
+            if found.len() == 2 {
+                return [found[0], found[1]];
+            }
+        }
+    }
+    panic!("no two free ports in {low}..{high}");
+}
+
 /// The supervisor chooses ports that are free, but nothing holds them
 /// until the processes bind them: here the first choice for process 1 is
 /// a port held by this test, so process 1 exits as it starts. The start
@@ -245,8 +273,13 @@ fn start_compute(index: usize, hosts: &std::path::Path, listen: u16, log: &std::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_external_cluster_is_driven_and_reconnected() {
     let dir = tempfile::tempdir().expect("dir");
-    let peers = two_ports();
-    let coordinator = two_ports();
+    // The processes come back at the same addresses, so the ports must stay
+    // free while they are down: ports the kernel hands out for connections
+    // (its ephemeral range, where `two_ports` picks) can be taken meanwhile,
+    // by another test's connection or by a reconnect attempt's own source
+    // port, as a real deployment's fixed ports are not.
+    let peers = two_fixed_ports();
+    let coordinator = two_fixed_ports();
     let hosts = dir.path().join("hosts.txt");
     std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", peers[0], peers[1])).expect("hosts");
     let compute_hosts = dir.path().join("compute.txt");
