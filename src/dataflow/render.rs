@@ -61,6 +61,13 @@ pub struct Locals<'s, T: RenderTime> {
     /// Rendered subexpressions by their text, with the local relations
     /// each reads.
     rendered: RefCell<HashMap<String, (BTreeSet<LocalId>, Coll<'s, T>, ErrColl<'s, T>)>>,
+    /// Join inputs arranged so far, by the input's text, key and kept
+    /// columns (`shared_arrangement`), with the local relations each reads.
+    arranged: RefCell<HashMap<String, (BTreeSet<LocalId>, RowArranged<'s, T>, ErrColl<'s, T>)>>,
+    /// The columns kept by all the arrangements of each join input by
+    /// each key in the plan being rendered (`join_keeps`; empty in a
+    /// recursive step's scope, whose joins keep their own).
+    keeps: HashMap<String, Option<Vec<bool>>>,
     /// The bound on the records of each bound relation that has one
     /// (`expr::row_bound`).
     bounds: RefCell<BTreeMap<LocalId, u64>>,
@@ -69,7 +76,13 @@ pub struct Locals<'s, T: RenderTime> {
 impl<'s, T: RenderTime> Locals<'s, T> {
     /// No recursive relation in scope.
     pub fn new() -> Self {
-        Locals { vars: RefCell::new(BTreeMap::new()), rendered: RefCell::new(HashMap::new()), bounds: RefCell::new(BTreeMap::new()) }
+        Locals {
+            vars: RefCell::new(BTreeMap::new()),
+            rendered: RefCell::new(HashMap::new()),
+            arranged: RefCell::new(HashMap::new()),
+            keeps: HashMap::new(),
+            bounds: RefCell::new(BTreeMap::new()),
+        }
     }
 
     /// The recursive relation `id` is `coll`.
@@ -77,6 +90,8 @@ impl<'s, T: RenderTime> Locals<'s, T> {
         Locals {
             vars: RefCell::new(BTreeMap::from([(id, coll)])),
             rendered: RefCell::new(HashMap::new()),
+            arranged: RefCell::new(HashMap::new()),
+            keeps: HashMap::new(),
             bounds: RefCell::new(BTreeMap::new()),
         }
     }
@@ -101,7 +116,10 @@ impl<'s, T: RenderTime> Locals<'s, T> {
     /// must not cross from one binding to the other. `bound` bounds its
     /// records (`expr::row_bound`), if anything does.
     fn with_binding<R>(&self, id: LocalId, coll: Coll<'s, T>, bound: Option<u64>, body: impl FnOnce() -> R) -> R {
-        let forget = || self.rendered.borrow_mut().retain(|_, (reads, _, _)| !reads.contains(&id));
+        let forget = || {
+            self.rendered.borrow_mut().retain(|_, (reads, _, _)| !reads.contains(&id));
+            self.arranged.borrow_mut().retain(|_, (reads, _, _)| !reads.contains(&id));
+        };
         forget();
         let previous = self.vars.borrow_mut().insert(id, coll);
         let previous_bound = match bound {
@@ -404,7 +422,8 @@ pub fn render_top<'s>(
     binner: &mut Binner,
 ) -> (Coll<'s>, ErrColl<'s>) {
     let mut ctx = Ctx { top: scope, traces, worker_index, built, resume_after, streamed, budget, binner };
-    render(scope, expr, &mut ctx, &Locals::new())
+    let locals = Locals { keeps: join_keeps(expr), ..Locals::new() };
+    render(scope, expr, &mut ctx, &locals)
 }
 
 /// The collection of an internal error (a plan the renderer cannot read).
@@ -604,6 +623,7 @@ fn render_join<'s, T: RenderTime>(
         Some(_) => (empty(scope), empty(scope)),
         None => render(scope, &inputs[plan.start], ctx, locals),
     };
+    let start_index_absent = start_arr.is_none();
     let mut start_arr = start_arr;
     let mut order = vec![plan.start];
     for (s, step) in plan.steps.iter().enumerate() {
@@ -615,20 +635,34 @@ fn render_join<'s, T: RenderTime>(
             continue;
         }
         // The stream side: the rows joined so far, keyed by `stream_key`.
-        let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
-        errs = errs.concat(key_errs);
         let spread = spreads(inputs, step, locals);
-        let stream_ok = match spread {
-            true => {
-                ctx.built.push(format!("join stream spread over {SPREAD_BUCKETS} buckets"));
-                stream_ok.map(|(_, row)| (bucket_key(row.as_ref().hashed() % SPREAD_BUCKETS), row))
-            }
-            false => {
+        let stream_arr = if s == 0 && !spread && start_index_absent {
+            // The start input alone, arranged by its key: as a lookup of
+            // the same input by the same key would be (Q17's lineitem by
+            // part key, read by the query and by its subquery).
+            let rows = acc.clone();
+            let (arr, key_errs) = shared_arrangement(&inputs[plan.start], &step.stream_key, keep.stream(s), locals, ctx, |ctx, keep| {
+                let (stream_ok, key_errs) = keyed_by(rows, step.stream_key.clone(), keep);
                 ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
-                stream_ok
-            }
+                (T::arrange_keyed(stream_ok, "JoinStream", ctx), key_errs)
+            });
+            errs = errs.concat(key_errs);
+            arr
+        } else {
+            let (stream_ok, key_errs) = keyed_by(acc, step.stream_key.clone(), keep.stream(s));
+            errs = errs.concat(key_errs);
+            let stream_ok = match spread {
+                true => {
+                    ctx.built.push(format!("join stream spread over {SPREAD_BUCKETS} buckets"));
+                    stream_ok.map(|(_, row)| (bucket_key(row.as_ref().hashed() % SPREAD_BUCKETS), row))
+                }
+                false => {
+                    ctx.built.push(format!("join stream by {}", fmt_key(&step.stream_key)));
+                    stream_ok
+                }
+            };
+            T::arrange_keyed(stream_ok, "JoinStream", ctx)
         };
-        let stream_arr = T::arrange_keyed(stream_ok, "JoinStream", ctx);
 
         let lookup_arr = lookup_side(scope, inputs, step, keep.lookup(s), spread, ctx, locals, &mut errs);
         let (budget, work) = (ctx.budget.clone(), T::join_work(ctx));
@@ -649,6 +683,53 @@ fn render_join<'s, T: RenderTime>(
         acc = acc.map(move |row| row.project(&permutation));
     }
     (acc, errs)
+}
+
+/// Names a join input arranged by a key: the input's and the key's text.
+fn arrangement_site(input: &RelationExpr, key: &[ScalarExpr]) -> String {
+    format!("{input:?} by {key:?}")
+}
+
+/// For every join input that the joins in `expr` arrange by a key (the
+/// start input by the first stream key, and each lookup input without an
+/// index), the columns that all of those arrangements keep together
+/// (None: all), so that joins keeping different columns of one input
+/// arranged by one key share one arrangement (`shared_arrangement`): Q17's
+/// query keeps lineitem's quantity and price, its subquery the quantity.
+/// Keeping more columns than a join reads is always correct.
+fn join_keeps(expr: &RelationExpr) -> HashMap<String, Option<Vec<bool>>> {
+    let mut keeps: HashMap<String, Option<Vec<bool>>> = HashMap::new();
+    let mut add = |input: &RelationExpr, key: &[ScalarExpr], keep: Option<Vec<bool>>| {
+        if key.is_empty() {
+            return;
+        }
+        let site = arrangement_site(input, key);
+        let merged = match (keeps.get(&site), keep) {
+            (None, keep) => keep,
+            (Some(None), _) | (Some(Some(_)), None) => None,
+            (Some(Some(a)), Some(b)) => Some(a.iter().zip(&b).map(|(x, y)| *x || *y).collect()),
+        };
+        keeps.insert(site, merged);
+    };
+    // An explicit stack: plans nest deeper than the thread's stack allows
+    // a recursive walk.
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        if let RelationExpr::Join { inputs, plan: Some(plan), .. } = e {
+            let arities: Vec<usize> = inputs.iter().map(|i| i.arity()).collect();
+            let keep = JoinKeep::new(plan, &arities);
+            if let (None, Some(first)) = (&plan.start_index, plan.steps.first()) {
+                add(&inputs[plan.start], &first.stream_key, keep.stream(0));
+            }
+            for (s, step) in plan.steps.iter().enumerate() {
+                if step.index.is_none() {
+                    add(&inputs[step.input], &step.lookup_key, keep.lookup(s));
+                }
+            }
+        }
+        stack.extend(e.children());
+    }
+    keeps
 }
 
 /// Buckets of a join step without a key whose lookup input is small
@@ -806,16 +887,55 @@ fn lookup_side<'s, T: RenderTime>(
     if let Some(arr) = step.index.as_ref().and_then(|ix| T::import_arranged(scope, ix.id, ctx)) {
         return arr;
     }
-    let (ok, err) = render(scope, &inputs[step.input], ctx, locals);
-    let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
-    *errs = errs.clone().concat(err).concat(key_errs);
     if spread {
+        let (ok, err) = render(scope, &inputs[step.input], ctx, locals);
+        let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
+        *errs = errs.clone().concat(err).concat(key_errs);
         ctx.built.push(format!("join input {} copied into {SPREAD_BUCKETS} buckets", step.input));
         let copies = keyed.flat_map(|(_, row)| (0..SPREAD_BUCKETS).map(move |b| (bucket_key(b), row.clone())));
         return T::arrange_keyed(copies, "JoinLookup", ctx);
     }
-    ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-    T::arrange_keyed(keyed, "JoinLookup", ctx)
+    let input = &inputs[step.input];
+    let (arr, err) = shared_arrangement(input, &step.lookup_key, keep, locals, ctx, |ctx, keep| {
+        let (ok, err) = render(scope, input, ctx, locals);
+        let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
+        ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
+        (T::arrange_keyed(keyed, "JoinLookup", ctx), err.concat(key_errs))
+    });
+    *errs = errs.clone().concat(err);
+    arr
+}
+
+/// The arrangement of a join input by `key`, built by `build` from the
+/// columns to keep (None: all; it returns the errors of rendering and
+/// keying the input), or, when the same input was already arranged by the
+/// same key in this scope, that one: two joins of one dataflow that
+/// arrange one input alike share the arrangement, as TPC-H Q02's query
+/// and its subquery look up partsupp by part key. The columns kept are
+/// those that every join arranging the input by that key keeps
+/// (`Locals::keeps`, from `join_keeps`) where known, else `keep`. The
+/// errors come with a shared arrangement (as `render` returns a shared
+/// rendering's).
+fn shared_arrangement<'s, T: RenderTime>(
+    input: &RelationExpr,
+    key: &[ScalarExpr],
+    keep: Option<Vec<bool>>,
+    locals: &Locals<'s, T>,
+    ctx: &mut Ctx<'_, '_>,
+    build: impl FnOnce(&mut Ctx<'_, '_>, Option<Vec<bool>>) -> (RowArranged<'s, T>, ErrColl<'s, T>),
+) -> (RowArranged<'s, T>, ErrColl<'s, T>) {
+    let site = arrangement_site(input, key);
+    let keep = match locals.keeps.get(&site) {
+        Some(all) => all.clone(),
+        None => keep,
+    };
+    let text = format!("{site} keeping {keep:?}");
+    if let Some((_, arr, err)) = locals.arranged.borrow().get(&text) {
+        return (arr.clone(), err.clone());
+    }
+    let (arr, err) = build(ctx, keep);
+    locals.arranged.borrow_mut().insert(text, (input.free_locals(), arr.clone(), err.clone()));
+    (arr, err)
 }
 
 fn fmt_key(key: &[ScalarExpr]) -> String {

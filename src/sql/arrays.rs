@@ -503,7 +503,7 @@ fn array_agg_in_place(q: &Query) -> Result<Option<Query>, Error> {
 
 /// Whether an expression holds a subquery (which an aggregate's argument
 /// cannot: the item is computed in a derived table first).
-fn contains_subquery(e: &Expr) -> bool {
+pub(crate) fn contains_subquery(e: &Expr) -> bool {
     use std::ops::ControlFlow;
     sqlparser::ast::visit_expressions(e, |x| match x {
         Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ControlFlow::Break(()),

@@ -12,6 +12,7 @@
 use crate::expr::relation::ColumnOrder;
 use crate::expr::{BinaryFunc, RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
+use crate::sql::arrays::contains_subquery;
 use crate::sql::binder::{ident, object_name, Binder};
 use crate::sql::expr::{contains_aggregate, ExprCtx, Grouping};
 use crate::sql::plan::Finishing;
@@ -45,6 +46,11 @@ pub struct Block {
     pub fields: Vec<Option<String>>,
     /// Order positions index `expr`; `arity` is prefix + outputs.
     pub finishing: Finishing,
+    /// `expr` has exactly one row per prefix value: a global aggregate
+    /// (no group key) without HAVING, which yields its values over no rows
+    /// where the prefix value has none. Before the finishing's LIMIT and
+    /// OFFSET. False wherever that is not known.
+    pub one_row: bool,
 }
 
 impl Block {
@@ -426,10 +432,15 @@ impl Binder<'_> {
         let mut rel = f.rel.clone();
         let w = f.scope.len();
         let mut joins = Vec::new();
+        let mut anti_joins = Vec::new();
         let mut generic = Vec::new();
         for c in split_conjuncts(cond) {
             match c {
                 Expr::Exists { .. } | Expr::InSubquery { negated: false, .. } => joins.push(c),
+                Expr::InSubquery { expr, subquery, negated: true } => match self.non_null_in(expr, subquery, &f.scope, clause)? {
+                    Some(bound) => anti_joins.push(bound),
+                    None => generic.push(c),
+                },
                 other => generic.push(other),
             }
         }
@@ -475,24 +486,18 @@ impl Binder<'_> {
                     let mut ctx = ExprCtx::new(&f.scope, clause);
                     let lhs = self.bind_expr(expr, &mut ctx)?;
                     let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, &f.scope, BinaryFunc::Eq, true)?;
-                    if corr.plain {
-                        rel = self.semi_join_plain(std::mem::replace(&mut rel, unit()), lhs_expr, cmp, corr)?;
-                        continue;
-                    }
-                    let mut lets = Bindings::default();
-                    let ext = lets.share(map(std::mem::replace(&mut rel, unit()), vec![lhs_expr]), "semi-join input");
-                    let mut cols = corr.cols.clone();
-                    cols.push(w);
-                    let n = cols.len();
-                    let keys = distinct(project(ext.clone(), cols.clone()));
-                    let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
-                    let mut p = cmp;
-                    p.permute(&|c| if c == 0 { n - 1 } else { n });
-                    let e = distinct(project(filter(s, vec![p]), (0..n).collect()));
-                    rel = lets.wrap(project(join_on_keys(ext, &cols, e, false), (0..w).collect()));
+                    rel = self.semi_join_in(std::mem::replace(&mut rel, unit()), lhs_expr, cmp, corr)?;
                 }
                 _ => unreachable!("only EXISTS and IN are collected above"),
             }
+        }
+        for (lhs_expr, cmp, corr) in anti_joins {
+            // The rows the semi-join of `IN` keeps, taken away: bound once
+            // for both reads.
+            let mut lets = Bindings::default();
+            let base = lets.share(std::mem::replace(&mut rel, unit()), "anti-join input");
+            let semi = self.semi_join_in(base.clone(), lhs_expr, cmp, corr)?;
+            rel = lets.wrap(union(vec![base, negate(semi)]));
         }
         if !host.pending.is_empty() {
             let ext = self.apply_pending(rel, std::mem::take(&mut host.pending))?;
@@ -502,6 +507,55 @@ impl Binder<'_> {
             rel = project(filter(ext, with_subqueries), (0..w).collect());
         }
         Ok(From { rel, scope: f.scope.clone(), over_left: false })
+    }
+
+    /// `rel` semi-joined with an `IN` subquery: the rows of `rel` (each with
+    /// its multiplicity, once) for which some row of the subquery, bound by
+    /// `bind_quantified` with the left operand `lhs_expr` equated, matches
+    /// by `cmp`.
+    fn semi_join_in(&mut self, rel: RelationExpr, lhs_expr: ScalarExpr, cmp: ScalarExpr, corr: Correlated) -> Result<RelationExpr, Error> {
+        if corr.plain {
+            return self.semi_join_plain(rel, lhs_expr, cmp, corr);
+        }
+        let w = rel.arity();
+        let mut lets = Bindings::default();
+        let ext = lets.share(map(rel, vec![lhs_expr]), "semi-join input");
+        let mut cols = corr.cols.clone();
+        cols.push(w);
+        let n = cols.len();
+        let keys = distinct(project(ext.clone(), cols.clone()));
+        let s = corr.instantiate(&keys, &mut self.copied_nodes)?;
+        let mut p = cmp;
+        p.permute(&|c| if c == 0 { n - 1 } else { n });
+        let e = distinct(project(filter(s, vec![p]), (0..n).collect()));
+        Ok(lets.wrap(project(join_on_keys(ext, &cols, e, false), (0..w).collect())))
+    }
+
+    /// A WHERE conjunct `lhs NOT IN (subquery)` bound as an anti-join, when
+    /// neither the left operand nor the subquery's value can be NULL: then
+    /// it is TRUE exactly when no value equals the operand (an empty
+    /// subquery included), as `NOT EXISTS` is, and FALSE otherwise, so the
+    /// rows it keeps are those the semi-join of `IN` does not. Where a NULL
+    /// can occur, a non-match is NULL instead and the general three-valued
+    /// table (`subquery::in_table`) decides: `None`, and nothing is bound.
+    /// Returns the left operand, the comparison and the bound subquery.
+    fn non_null_in(&mut self, expr: &Expr, subquery: &Query, scope: &Scope, clause: &'static str) -> Result<Option<(ScalarExpr, ScalarExpr, Correlated)>, Error> {
+        if contains_subquery(expr) || contains_aggregate(expr) {
+            return Ok(None);
+        }
+        let mut ctx = ExprCtx::new(scope, clause);
+        let lhs = self.bind_expr(expr, &mut ctx)?;
+        if lhs.nullable {
+            return Ok(None);
+        }
+        // The subquery's nullability is known once it is bound; where it
+        // can yield NULL, the general path binds it again as an expression
+        // subquery.
+        let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, scope, BinaryFunc::Eq, true)?;
+        if corr.desc.types.first().is_none_or(|t| t.nullable) {
+            return Ok(None);
+        }
+        Ok(Some((lhs_expr, cmp, corr)))
     }
 
     /// `rel` semi-joined with an uncorrelated `IN` subquery (`corr.plain`):
@@ -857,7 +911,10 @@ impl Binder<'_> {
         debug_assert!(out_exprs.iter().all(|x| x.support().iter().all(|c| *c < PENDING_COLUMN_BASE)));
         let desc = RelationDesc::new(names, out_types);
         let arity = n + desc.arity();
-        Ok(Block { expr: rel, prefix: n, desc, origins, fields, finishing: Finishing { order, limit: None, offset: 0, arity } })
+        // Set-returning functions run over the FROM rows, before grouping;
+        // DISTINCT and window functions keep a single row.
+        let one_row = grouped && user_keys == 0 && s.having.is_none();
+        Ok(Block { expr: rel, prefix: n, desc, origins, fields, finishing: Finishing { order, limit: None, offset: 0, arity }, one_row })
     }
 
     /// For `x IN (SELECT y FROM ... WHERE ...)` used as a semi-join: the
@@ -1041,7 +1098,7 @@ fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
     let arity = prefix + desc.arity();
     let origins = origin::none(desc.arity());
     let fields = vec![None; desc.arity()];
-    Block { expr, prefix, desc, origins, fields, finishing: Finishing { order: vec![], limit: None, offset: 0, arity } }
+    Block { expr, prefix, desc, origins, fields, finishing: Finishing { order: vec![], limit: None, offset: 0, arity }, one_row: false }
 }
 
 /// Casts the non-prefix columns of `e` to `types` where they differ.

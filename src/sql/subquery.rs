@@ -101,6 +101,10 @@ pub struct Correlated {
     /// reads no outer column, asked for with `equate` (an `IN`), which
     /// the caller joins on its outputs instead of computing it per value.
     pub plain: bool,
+    /// Exactly one row per prefix value (`Block::one_row`, and no LIMIT or
+    /// OFFSET that could remove it): as a scalar subquery it needs neither
+    /// the check for a second row nor a NULL for prefix values without one.
+    pub one_row: bool,
 }
 
 /// The most operators binding may copy into a plan by repeating a
@@ -130,7 +134,8 @@ impl Correlated {
     /// A bound block as a subquery with prefix `cols` read from `placeholder`.
     fn of_block(cols: Vec<usize>, placeholder: GlobalId, block: crate::sql::query::Block) -> Correlated {
         let (desc, origins, fields) = (block.desc.clone(), block.origins.clone(), block.fields.clone());
-        Correlated { cols, placeholder, expr: block.into_relation(), desc, origins, fields, plain: false }
+        let one_row = block.one_row && block.finishing.offset == 0 && block.finishing.limit != Some(0);
+        Correlated { cols, placeholder, expr: block.into_relation(), desc, origins, fields, plain: false, one_row }
     }
 }
 
@@ -544,8 +549,9 @@ impl Binder<'_> {
                     in_table(s, keys, corr_keys, l, r, *negated, &mut lets)?
                 }
                 kind => {
+                    let one_row = p.corr.one_row;
                     let s = p.corr.instantiate(&keys, &mut self.copied_nodes)?;
-                    self.subquery_table(s, n, keys, kind, &p.typ, &mut lets)?
+                    self.subquery_table(s, n, keys, kind, &p.typ, one_row, &mut lets)?
                 }
             };
             for (i, c) in cols.iter().enumerate() {
@@ -559,6 +565,8 @@ impl Binder<'_> {
     }
 
     /// The subquery's value for every key: n key columns and one value.
+    /// `one_row`: `s` has exactly one row per key (`Correlated::one_row`).
+    #[allow(clippy::too_many_arguments)]
     fn subquery_table(
         &mut self,
         s: RelationExpr,
@@ -566,6 +574,7 @@ impl Binder<'_> {
         keys: RelationExpr,
         kind: &SubqueryKind,
         typ: &ColumnType,
+        one_row: bool,
         lets: &mut Bindings,
     ) -> Result<RelationExpr, Error> {
         let count_if = |pred: ScalarExpr| {
@@ -589,6 +598,10 @@ impl Binder<'_> {
                 let sa = s.arity();
                 if sa != n + 1 {
                     return Err(Error::Syntax("subquery must return only one column".into()));
+                }
+                if one_row {
+                    // Already the table: one value for every key.
+                    return Ok(s);
                 }
                 // Read three times: for its rows, to count them, and to
                 // find the keys it has no row for.
