@@ -543,14 +543,26 @@ impl Binder<'_> {
         if contains_subquery(expr) || contains_aggregate(expr) {
             return Ok(None);
         }
+        // Inside a first pass (which only learns what a block reads) the
+        // general path's one binding is enough.
+        if self.discovering > 0 {
+            return Ok(None);
+        }
         let mut ctx = ExprCtx::new(scope, clause);
         let lhs = self.bind_expr(expr, &mut ctx)?;
         if lhs.nullable {
             return Ok(None);
         }
-        // The subquery's nullability is known once it is bound; where it
-        // can yield NULL, the general path binds it again as an expression
-        // subquery.
+        // Whether the subquery's value can be NULL, from a first pass, in
+        // which nested blocks are bound once each: binding it in full here
+        // and again on the general path would double the binding at every
+        // level of nested `NOT IN`s, exponential in the depth.
+        self.discovering += 1;
+        let probe = self.bind_correlated(subquery, scope, vec![]);
+        self.discovering -= 1;
+        if probe?.desc.types.first().is_none_or(|t| t.nullable) {
+            return Ok(None);
+        }
         let (lhs_expr, _lhs_ty, cmp, corr) = self.bind_quantified(lhs, subquery, scope, BinaryFunc::Eq, true)?;
         if corr.desc.types.first().is_none_or(|t| t.nullable) {
             return Ok(None);
