@@ -204,9 +204,20 @@ fn report(text: &str) {
     let _ = err.flush();
 }
 
-/// Runs every file against `start(file)`'s database and panics listing the
-/// failures; `config` names the configuration in the report.
-async fn run_all<F, Fut, G>(config: &str, engine: &'static str, start: F) -> (usize, usize)
+/// The failing records of a run: a test returns them (instead of
+/// panicking) so that they are the last thing it prints, after no
+/// backtrace, where a log cut short in the middle still shows them.
+struct Failures(String);
+
+impl std::fmt::Debug for Failures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs every file against `start(file)`'s database and returns the
+/// failures, if any; `config` names the configuration in the report.
+async fn run_all<F, Fut, G>(config: &str, engine: &'static str, start: F) -> Result<usize, Failures>
 where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = (String, G)>,
@@ -246,12 +257,12 @@ where
     report(&text);
     if !failed.is_empty() {
         let names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
-        panic!("sqllogictest {config}: failing files: {}", names.join(", "));
+        return Err(Failures(format!("{text}sqllogictest {config}: failing files: {}", names.join(", "))));
     }
-    (passed, failed.len())
+    Ok(passed)
 }
 
-async fn run_on_ripple(workers: usize) {
+async fn run_on_ripple(workers: usize) -> Result<(), Failures> {
     let config = format!("--workers {workers}");
     run_all(&config, "ripple", |_name| async move {
         let server = tokio::task::spawn_blocking(move || TestServer::start(workers))
@@ -259,31 +270,33 @@ async fn run_on_ripple(workers: usize) {
             .expect("start server");
         (server.conn_str(), server)
     })
-    .await;
+    .await
+    .map(drop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqllogic_workers_1() {
-    run_on_ripple(1).await;
+async fn sqllogic_workers_1() -> Result<(), Failures> {
+    run_on_ripple(1).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqllogic_workers_2() {
-    run_on_ripple(2).await;
+async fn sqllogic_workers_2() -> Result<(), Failures> {
+    run_on_ripple(2).await
 }
 
 /// Every file again with the workers in two `ripple compute` processes
 /// that the server starts on loopback (one worker each), connected by
 /// timely's networking: the same answers as one process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqllogic_cluster_2_processes() {
+async fn sqllogic_cluster_2_processes() -> Result<(), Failures> {
     run_all("--cluster-processes 2", "ripple", |_name| async move {
         let server = tokio::task::spawn_blocking(|| TestServer::start_with(1, &["--cluster-processes", "2"]))
             .await
             .expect("start server");
         (server.conn_str(), server)
     })
-    .await;
+    .await
+    .map(drop)
 }
 
 /// A fresh database on a real PostgreSQL, dropped when the guard goes.
@@ -321,7 +334,7 @@ impl Drop for PgDatabase {
 /// `RIPPLE_SLT_POSTGRES`; run it with `-- --ignored`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a PostgreSQL server: set RIPPLE_SLT_POSTGRES and run with --ignored"]
-async fn sqllogic_against_postgres() {
+async fn sqllogic_against_postgres() -> Result<(), Failures> {
     let admin = std::env::var("RIPPLE_SLT_POSTGRES")
         .expect("set RIPPLE_SLT_POSTGRES to a PostgreSQL connection string to check the .slt expectations");
     run_all("postgres", "postgres", |name| {
@@ -350,5 +363,6 @@ async fn sqllogic_against_postgres() {
             )
         }
     })
-    .await;
+    .await
+    .map(drop)
 }

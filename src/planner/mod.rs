@@ -6,7 +6,9 @@
 //! flatten nested joins, turn predicates above a join into
 //! equivalence classes (join keys), push single-input predicates into the
 //! join's inputs (and, from a disjunction over several inputs, the
-//! restriction it implies on each: `restrictions_of_disjunction`), bind
+//! restriction it implies on each: `restrictions_of_disjunction`),
+//! aggregate a join's input before the join where the plan computes that
+//! partial aggregate anyway (`eager_agg.rs`), bind
 //! repeated subexpressions once (`cse.rs`), and plan each join as a chain
 //! of lookups (`join_plan.rs`), choosing existing indexes (shared
 //! arrangements) where their key matches and otherwise starting from, and
@@ -21,6 +23,7 @@
 
 mod cse;
 mod demand;
+mod eager_agg;
 mod join_fusion;
 mod join_plan;
 mod projections;
@@ -71,6 +74,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("read plain columns through projections, not maps (projections.rs)", |e, _| projections::fold_column_maps(e)),
     ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
     ("fuse joins under maps into the joins above them (join_fusion.rs)", |e, _| join_fusion::fuse_nested_joins(e)),
+    ("aggregate a join's input first where the plan computes that aggregate anyway (eager_agg.rs)", |e, _| eager_agg::aggregate_early(e)),
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
     ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
