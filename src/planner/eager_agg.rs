@@ -137,11 +137,7 @@ fn substituted(e: &ScalarExpr, by: &[ScalarExpr]) -> Option<ScalarExpr> {
         return None;
     }
     let mut out = e.clone();
-    out.visit_mut(&mut |x| {
-        if let ScalarExpr::Column(c) = x {
-            *x = by[*c].clone();
-        }
-    });
+    super::join_fusion::substitute(&mut out, &|c| by[c].clone());
     Some(out)
 }
 

@@ -82,7 +82,7 @@ enum Origin {
 }
 
 /// Replaces every column reference `c` of `e` by `by(c)`.
-fn substitute(e: &mut ScalarExpr, by: &dyn Fn(usize) -> ScalarExpr) {
+pub(super) fn substitute(e: &mut ScalarExpr, by: &dyn Fn(usize) -> ScalarExpr) {
     // Post-order: a replacement is not visited again.
     e.visit_mut(&mut |x| {
         if let ScalarExpr::Column(c) = x {
