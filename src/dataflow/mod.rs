@@ -17,6 +17,7 @@ mod arrangement_read;
 pub mod bins;
 pub mod cluster;
 mod accum_ordered;
+mod band;
 mod combine;
 mod extreme_ordered;
 mod fused;

@@ -490,6 +490,11 @@ fn render_uncached<'s, T: RenderTime>(
         RelationExpr::Map { .. } | RelationExpr::Filter { .. } | RelationExpr::Project { .. } => {
             // Fuse a stack of Map/Filter/Project into one pass over each row.
             let (ops, cur) = crate::dataflow::fused::peel(expr);
+            if let Some((ops, arity, ok, err)) = band_input(scope, &ops, cur, ctx, locals) {
+                let stack = RowStack::new(ops, arity);
+                let (ok2, err2) = split_results(ok.flat_map(move |row| stack.eval_owned(row)));
+                return (ok2, err.concat(err2));
+            }
             let stack = RowStack::new(ops, cur.arity());
             // Over a table or view, the stack reads each row borrowed from
             // its arrangement, and copies out only the rows it keeps.
@@ -518,8 +523,13 @@ fn render_uncached<'s, T: RenderTime>(
                 // aggregation's first pass, over the rows of a table or
                 // view where they lie.
                 let (stack, base) = crate::dataflow::fused::peel(input);
+                let (totals, err) = if let Some((stack, arity, ok, err)) = band_input(scope, &stack, base, ctx, locals) {
+                    let combiner = Combiner::new(&stack, arity, group_key, shape, aggregates.clone());
+                    let (totals, combine_err) = combine_rows(ok, combiner);
+                    (totals, err.concat(combine_err))
+                } else {
                 let combiner = Combiner::new(&stack, base.arity(), group_key, shape, aggregates.clone());
-                let (totals, err) = match base {
+                match base {
                     RelationExpr::Get { id, name, .. } => match T::import_combined(scope, *id, ctx, combiner) {
                         Some(out) => out,
                         None => return internal_error(scope, format!("relation {name} is not available"), ctx),
@@ -529,6 +539,7 @@ fn render_uncached<'s, T: RenderTime>(
                         let (totals, combine_err) = combine_rows(ok, combiner);
                         (totals, err.concat(combine_err))
                     }
+                }
                 };
                 ctx.built.push(reduce::describe(group_key, aggregates, T::TOTALLY_ORDERED));
                 let mut router = || T::key_router(scope, ctx);
@@ -594,6 +605,40 @@ fn render_uncached<'s, T: RenderTime>(
             (ok2, err.concat(err2))
         }
     }
+}
+
+/// Where a Map/Filter/Project stack (`ops`, innermost first) over `base`
+/// starts with a comparison with a one-row input that the stack reads no
+/// more of (`expr::band`), and times are totally ordered: the rows that
+/// pass it (`band.rs`), with the rest of the stack over them and their
+/// arity.
+#[allow(clippy::type_complexity)]
+fn band_input<'s, T: RenderTime>(
+    scope: Scope<'s, T>,
+    ops: &[crate::dataflow::fused::Op],
+    base: &RelationExpr,
+    ctx: &mut Ctx<'_, '_>,
+    locals: &Locals<'s, T>,
+) -> Option<(Vec<crate::dataflow::fused::Op>, usize, Coll<'s, T>, ErrColl<'s, T>)> {
+    use crate::dataflow::fused::Op;
+    if !T::TOTALLY_ORDERED {
+        return None;
+    }
+    let RelationExpr::Join { inputs, .. } = base else { return None };
+    let [Op::Filter(predicates), Op::Project(outputs), rest @ ..] = ops else { return None };
+    let band = crate::expr::band::band_of(predicates, base, outputs, &|_| None)?;
+    let (predicates, outputs) = band.rest(predicates, outputs);
+    let mut stack = Vec::with_capacity(rest.len() + 2);
+    if !predicates.is_empty() {
+        stack.push(Op::Filter(predicates));
+    }
+    stack.push(Op::Project(outputs));
+    stack.extend(rest.iter().cloned());
+    let (rows, rows_err) = render(scope, &inputs[band.rows], ctx, locals);
+    let (scalar, scalar_err) = render(scope, &inputs[1 - band.rows], ctx, locals);
+    ctx.built.push(format!("input {} of a join kept in order for a comparison with one row", band.rows));
+    let ok = crate::dataflow::band::render_band(rows, scalar, &band);
+    Some((stack, band.arity, ok, rows_err.concat(scalar_err)))
 }
 
 fn default_plan(n: usize) -> JoinPlan {

@@ -7,6 +7,7 @@
 //! Must not: know SQL syntax, the catalog, or dataflow internals.
 
 pub mod agg;
+pub mod band;
 pub mod byte_pred;
 pub mod fold;
 pub mod func;

@@ -632,6 +632,21 @@ impl RelationExpr {
             RelationExpr::Project { input, outputs } => {
                 let cols: Vec<String> = outputs.iter().map(|c| format!("#{c}")).collect();
                 let _ = writeln!(out, "{pad}Project ({})", cols.join(", "));
+                // A comparison with a one-row input that nothing above
+                // reads more of (`band.rs`): no join arrangements.
+                if let RelationExpr::Filter { input: join, predicates } = input.as_ref() {
+                    if let (Some(band), RelationExpr::Join { inputs, equivalences, .. }) =
+                        (crate::expr::band::band_of(predicates, join, outputs, &|_| None), join.as_ref())
+                    {
+                        let eqs: Vec<String> = equivalences.iter().map(|c| format!("[{}]", list(c))).collect();
+                        let _ = writeln!(out, "{pad}  Filter ({})  [{}]", list(predicates), band.describe());
+                        let _ = writeln!(out, "{pad}    Join on ({})  [arranges neither input]", eqs.join(", "));
+                        for i in inputs {
+                            i.explain_into(out, depth + 3, lets);
+                        }
+                        return;
+                    }
+                }
                 input.explain_into(out, depth + 1, lets);
             }
             RelationExpr::Join { inputs, equivalences, plan } => {
