@@ -26,6 +26,7 @@ mod demand;
 mod eager_agg;
 mod join_fusion;
 mod join_plan;
+mod outer_join_agg;
 mod projections;
 mod restriction;
 pub mod fast_path;
@@ -74,6 +75,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("read plain columns through projections, not maps (projections.rs)", |e, _| projections::fold_column_maps(e)),
     ("fuse filters, turn equalities above joins into join keys", |e, _| fuse_filters(e)),
     ("fuse joins under maps into the joins above them (join_fusion.rs)", |e, _| join_fusion::fuse_nested_joins(e)),
+    ("pad every row of a left join's preserved side where the aggregates skip the padding (outer_join_agg.rs)", |e, _| outer_join_agg::pad_all_rows(e)),
     ("aggregate a join's input first where the plan computes that aggregate anyway (eager_agg.rs)", |e, _| eager_agg::aggregate_early(e)),
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
