@@ -107,6 +107,11 @@ impl Binder<'_> {
     /// Binds an expression and gives it a definite type (unknowns → text).
     pub fn bind_scalar(&mut self, e: &Expr, ctx: &mut ExprCtx) -> Result<(ScalarExpr, ColumnType), Error> {
         let b = self.bind_expr(e, ctx)?;
+        self.bind_typed(b)
+    }
+
+    /// Gives a bound expression a definite type (unknowns → text).
+    pub fn bind_typed(&mut self, b: Bound) -> Result<(ScalarExpr, ColumnType), Error> {
         let ty = b.ty.clone().unwrap_or(ScalarType::Text);
         let nullable = b.nullable;
         Ok((self.coerce(b, &ty)?, ColumnType::new(ty, nullable)))

@@ -24,6 +24,7 @@ pub mod parse_cluster;
 pub mod parse_subscribe;
 mod plan;
 mod query;
+mod set_operation;
 mod recursive;
 mod returning;
 mod role;

@@ -1,5 +1,5 @@
 //! Binding queries into MIR: WITH (recursive items in `recursive.rs`), set
-//! operations, VALUES, SELECT blocks (FROM, whose items and joins
+//! operations (combined by `set_operation.rs`), VALUES, SELECT blocks (FROM, whose items and joins
 //! `from.rs` binds; WHERE; GROUP BY; HAVING; DISTINCT [ON]; ORDER BY;
 //! LIMIT/OFFSET).
 //!
@@ -14,10 +14,11 @@ use crate::expr::{BinaryFunc, RelationExpr, ScalarExpr};
 use crate::repr::{ColumnType, Datum, Error, RelationDesc, Row, ScalarType};
 use crate::sql::arrays::contains_subquery;
 use crate::sql::binder::{ident, object_name, Binder};
-use crate::sql::expr::{contains_aggregate, ExprCtx, Grouping};
+use crate::sql::expr::{contains_aggregate, ExprCtx, Grouping, Unknown};
 use crate::sql::plan::Finishing;
 use crate::sql::origin::{self, Origins};
 use crate::sql::scope::{Scope, ScopeItem};
+use crate::sql::set_operation::set_operation;
 use crate::sql::subquery::{
     distinct, filter, join, join_on_keys, map, negate, project, union, unit,
     Bindings, Correlated, Host, Outer, SubqueryKind, PENDING_COLUMN_BASE,
@@ -26,7 +27,7 @@ use crate::sql::types::common_type;
 use crate::sql::window::{remap_windows, WindowCall};
 use std::borrow::Cow;
 use sqlparser::ast::{
-    self, Expr, GroupByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Value,
+    self, Expr, GroupByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, Value,
 };
 
 /// A bound query: its relation and how to finish it.
@@ -51,6 +52,11 @@ pub struct Block {
     /// where the prefix value has none. Before the finishing's LIMIT and
     /// OFFSET. False wherever that is not known.
     pub one_row: bool,
+    /// For each output column that is an untyped literal (`NULL`, `'2'`)
+    /// of a SELECT list, the literal: as in Postgres, a set operation
+    /// gives it the other side's type (`SELECT 1 UNION SELECT NULL` is
+    /// integer), where any other context makes it text.
+    pub unknown: Vec<Option<Unknown>>,
 }
 
 impl Block {
@@ -196,7 +202,8 @@ impl Binder<'_> {
                 let prefix = b.prefix;
                 let desc = b.desc.clone();
                 let origins = b.origins.clone();
-                Ok(Block { origins, ..plain_block(b.into_relation(), prefix, desc) })
+                let unknown = b.unknown.clone();
+                Ok(Block { origins, unknown, ..plain_block(b.into_relation(), prefix, desc) })
             }
             SetExpr::Values(v) => {
                 let (expr, desc) = self.bind_values(v)?;
@@ -773,12 +780,18 @@ impl Binder<'_> {
         let mut out_types = Vec::new();
         let mut names = Vec::new();
         let mut origins = Vec::new();
+        let mut unknown = Vec::new();
         for (e, nm) in &items {
             let mut ctx = ExprCtx::new(&input_scope, "SELECT");
             ctx.grouping = if grouped { Some(&mut grouping) } else { None };
             ctx.host = Some(&mut host);
             ctx.windows = Some(&mut windows);
-            let (x, t) = self.bind_scalar(e, &mut ctx)?;
+            let b = self.bind_expr(e, &mut ctx)?;
+            unknown.push(match (&b.ty, &b.unknown) {
+                (None, Some(u @ (Unknown::Text(_) | Unknown::Null))) => Some(u.clone()),
+                _ => None,
+            });
+            let (x, t) = self.bind_typed(b)?;
             origins.push(origin::of_output(&x, &input_scope, if grouped { Some(&grouping) } else { None }));
             out_exprs.push(x);
             out_types.push(t);
@@ -926,7 +939,7 @@ impl Binder<'_> {
         // Set-returning functions run over the FROM rows, before grouping;
         // DISTINCT and window functions keep a single row.
         let one_row = grouped && user_keys == 0 && s.having.is_none();
-        Ok(Block { expr: rel, prefix: n, desc, origins, fields, finishing: Finishing { order, limit: None, offset: 0, arity }, one_row })
+        Ok(Block { expr: rel, prefix: n, desc, origins, fields, finishing: Finishing { order, limit: None, offset: 0, arity }, one_row, unknown })
     }
 
     /// For `x IN (SELECT y FROM ... WHERE ...)` used as a semi-join: the
@@ -1106,11 +1119,21 @@ fn record_star() -> Error {
     Error::FeatureNotSupported("SELECT * over a record-valued column is not supported; select its fields, as (name).field".into())
 }
 
-fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
+pub(crate) fn plain_block(expr: RelationExpr, prefix: usize, desc: RelationDesc) -> Block {
     let arity = prefix + desc.arity();
     let origins = origin::none(desc.arity());
     let fields = vec![None; desc.arity()];
-    Block { expr, prefix, desc, origins, fields, finishing: Finishing { order: vec![], limit: None, offset: 0, arity }, one_row: false }
+    let unknown = vec![None; desc.arity()];
+    Block {
+        expr,
+        prefix,
+        desc,
+        origins,
+        fields,
+        finishing: Finishing { order: vec![], limit: None, offset: 0, arity },
+        one_row: false,
+        unknown,
+    }
 }
 
 /// Casts the non-prefix columns of `e` to `types` where they differ.
@@ -1121,7 +1144,7 @@ pub(crate) fn coerce_columns(e: RelationExpr, prefix: usize, types: &[ColumnType
 
 /// `coerce_columns` of a relation whose columns after `prefix` are known
 /// to be of types `have`.
-fn coerce_known(e: RelationExpr, prefix: usize, have: &[ColumnType], types: &[ColumnType]) -> RelationExpr {
+pub(crate) fn coerce_known(e: RelationExpr, prefix: usize, have: &[ColumnType], types: &[ColumnType]) -> RelationExpr {
     debug_assert_eq!(e.typ().len(), prefix + have.len());
     if have.iter().zip(types).all(|(h, t)| h.scalar == t.scalar) {
         return e;
@@ -1237,57 +1260,6 @@ pub fn check_new_label(existing: &Scope, new: &Scope) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// `l op r` (`UNION [ALL]`, `INTERSECT [ALL]`, `EXCEPT [ALL]`): the
-/// columns' common types, each side coerced to them.
-fn set_operation(l: Block, op: &SetOperator, quantifier: &SetQuantifier, r: Block) -> Result<Block, Error> {
-    let what = match op {
-        SetOperator::Union => "UNION",
-        SetOperator::Intersect => "INTERSECT",
-        SetOperator::Except | SetOperator::Minus => "EXCEPT",
-    };
-    if l.desc.arity() != r.desc.arity() {
-        return Err(Error::Syntax(format!("each {what} query must have the same number of columns")));
-    }
-    let prefix = l.prefix;
-    let mut types = Vec::new();
-    for (a, b) in l.desc.types.iter().zip(&r.desc.types) {
-        let t = common_type(&a.scalar, &b.scalar).ok_or_else(|| {
-            Error::DatatypeMismatch(format!("{what} types {} and {} cannot be matched", a.scalar.name(), b.scalar.name()))
-        })?;
-        types.push(ColumnType::new(t, a.nullable || b.nullable));
-    }
-    let desc = RelationDesc::new(l.desc.names.clone(), types.clone());
-    // (The blocks' descriptions give their columns' types: asking a chain
-    // of N set operations for its type again at each step would take N²
-    // steps.)
-    let (l_types, r_types) = (l.desc.types.clone(), r.desc.types.clone());
-    let le = coerce_known(l.into_relation(), prefix, &l_types, &types);
-    let re = coerce_known(r.into_relation(), prefix, &r_types, &types);
-    let all = matches!(quantifier, SetQuantifier::All);
-    let threshold = |e| RelationExpr::Threshold { input: Box::new(e) };
-    let expr = match (op, all) {
-        // A chain of UNION ALLs is one flat union.
-        (SetOperator::Union, true) => match le {
-            RelationExpr::Union { mut inputs } => {
-                inputs.push(re);
-                union(inputs)
-            }
-            le => union(vec![le, re]),
-        },
-        (SetOperator::Union, false) => distinct(union(vec![le, re])),
-        (SetOperator::Except | SetOperator::Minus, true) => threshold(union(vec![le, negate(re)])),
-        (SetOperator::Except | SetOperator::Minus, false) => threshold(union(vec![distinct(le), negate(distinct(re))])),
-        (SetOperator::Intersect, all) => {
-            let mut lets = Bindings::default();
-            let le = lets.share(le, "intersect input");
-            let l_minus_r = threshold(union(vec![le.clone(), negate(re)]));
-            let both = union(vec![le, negate(l_minus_r)]);
-            lets.wrap(if all { both } else { distinct(both) })
-        }
-    };
-    Ok(plain_block(expr, prefix, desc))
 }
 
 /// The subquery of `x op ANY/ALL (...)` or `x IN (...)` has one column.
