@@ -293,3 +293,40 @@ async fn waiting_for_the_write_token_ends_with_the_timeout_or_a_cancel() {
     b.batch_execute("INSERT INTO other VALUES (2)").await.unwrap();
     assert_eq!(scalar_i64(&b, "SELECT count(*) FROM other").await, 1);
 }
+
+/// A read waiting for a view still being built, whose view is dropped
+/// before it is answered, fails (40001) instead of answering with what the
+/// half-built view held: a dropped arrangement reports itself complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_view_dropped_under_it_fails() {
+    let server = TestServer::start(1);
+    let a = server.connect().await;
+    a.batch_execute(
+        "CREATE TABLE big (id int);
+         INSERT INTO big SELECT g FROM generate_series(1, 3000) g;
+         CREATE MATERIALIZED VIEW pairs AS SELECT x.id AS a, y.id AS b FROM big x, big y WHERE x.id < y.id;",
+    )
+    .await
+    .unwrap();
+    // 4,498,500 pairs: seconds to build, so the read below waits for it.
+    let b = server.connect().await;
+    let read = tokio::spawn(async move { b.simple_query("SELECT count(*) FROM pairs").await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.batch_execute("DROP MATERIALIZED VIEW pairs").await.unwrap();
+    match tokio::time::timeout(HANG, read).await.unwrap().unwrap() {
+        Ok(messages) => {
+            // Answered before the drop: then whole.
+            let count = messages.iter().find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            });
+            assert_eq!(count.as_deref(), Some("4498500"), "a read answered with part of a dropped view");
+        }
+        Err(e) => {
+            assert_eq!(sqlstate(&e), "40001", "{e}");
+            let message = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+            assert_eq!(message, "relation \"pairs\" was dropped while this query read it");
+        }
+    }
+    assert_eq!(scalar_i64(&a, "SELECT count(*) FROM big").await, 3000);
+}

@@ -12,7 +12,7 @@ use super::catalog::{Item, ItemRecord};
 use super::{checkpoint, unique, State, META_NEXT_ID};
 use crate::dataflow::{Command, DataflowDesc, Export};
 use crate::expr::RelationExpr;
-use crate::repr::{Diff, Error, GlobalId, Row};
+use crate::repr::{Diff, Error, EvalError, GlobalId, Row};
 use crate::sql::binder_names::USER_SCHEMA;
 use crate::sql::{ItemKind, Plan, QualifiedName};
 use crate::storage::WriteSet;
@@ -286,15 +286,33 @@ impl State {
     /// Drops the dataflow and arrangement `id` — once no dataflow imports
     /// it any more (until then it is an orphan).
     pub(super) fn drop_arrangement(&mut self, id: GlobalId) {
+        let reads_fail_with = self.dropped_while_read(id);
+        self.drop_arrangement_failing(id, reads_fail_with);
+    }
+
+    /// [`Self::drop_arrangement`], the reads still waiting on it failing
+    /// with `reads_fail_with`.
+    fn drop_arrangement_failing(&mut self, id: GlobalId, reads_fail_with: EvalError) {
         match self.catalog.items.values().any(|i| i.imports.contains(&id)) {
             true => self.orphans.push(id),
-            false => self.dataflow.broadcast(Command::Drop { id }),
+            false => self.dataflow.broadcast(Command::Drop { id, reads_fail_with }),
         }
+    }
+
+    /// What a read still waiting on arrangement `id` fails with when it is
+    /// dropped (named while `id` is still in the catalog).
+    fn dropped_while_read(&self, id: GlobalId) -> EvalError {
+        let what = match self.catalog.items.get(&id) {
+            Some(item) => format!("relation \"{}\"", item.name),
+            None => "an arrangement".into(),
+        };
+        EvalError::DroppedWhileRead { what }
     }
 
     /// Takes dropped items (already deleted from storage) out of the
     /// catalog and the dataflows (a table's key arrangements with it).
     pub(super) fn forget_items(&mut self, to_drop: Vec<GlobalId>) {
+        let reads_fail_with: Vec<EvalError> = to_drop.iter().map(|id| self.dropped_while_read(*id)).collect();
         for id in &to_drop {
             self.drop_key_arrangements(*id);
             self.catalog.items.remove(id);
@@ -308,15 +326,16 @@ impl State {
             self.stopped.remove(id);
             self.building.remove(id);
         }
-        for id in to_drop {
-            self.drop_arrangement(id);
+        for (id, fail_with) in to_drop.into_iter().zip(reads_fail_with) {
+            self.drop_arrangement_failing(id, fail_with);
         }
         let items = &self.catalog.items;
         let (keep, release): (Vec<GlobalId>, Vec<GlobalId>) =
             self.orphans.iter().partition(|o| items.values().any(|i| i.imports.contains(o)));
         self.orphans = keep;
         for id in release {
-            self.dataflow.broadcast(Command::Drop { id });
+            let reads_fail_with = self.dropped_while_read(id);
+            self.dataflow.broadcast(Command::Drop { id, reads_fail_with });
         }
         self.release_shared();
     }

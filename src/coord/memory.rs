@@ -16,7 +16,7 @@
 
 use super::{Coordinator, State};
 use crate::dataflow::Command;
-use crate::repr::{Error, GlobalId, Timestamp};
+use crate::repr::{Error, EvalError, GlobalId, Timestamp};
 use crate::sql::ItemKind;
 use std::time::{Duration, Instant};
 
@@ -124,7 +124,8 @@ impl State {
         for &i in &ids {
             tracing::warn!(view = %self.name_of(i), "stopped: the server reached its memory limit while it was being built");
             self.stopped.insert(i);
-            self.dataflow.broadcast(Command::Drop { id: i });
+            let reads_fail_with = EvalError::ViewStopped { name: self.name_of(i) };
+            self.dataflow.broadcast(Command::Drop { id: i, reads_fail_with });
         }
         ids
     }
@@ -142,7 +143,7 @@ impl State {
                 continue;
             }
             if self.stopped.contains(&id) {
-                return Err(Error::ViewStopped { name: self.name_of(id) });
+                return Err(EvalError::ViewStopped { name: self.name_of(id) }.into());
             }
             if let Some(item) = self.catalog.items.get(&id) {
                 todo.extend(item.depends_on.iter().copied());

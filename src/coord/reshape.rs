@@ -41,7 +41,7 @@ use super::{schema, Coordinator, ExecuteResponse, Session, State, META_NEXT_ID};
 use crate::expr::RelationExpr;
 use crate::dataflow::Command;
 use crate::expr::ScalarExpr;
-use crate::repr::{Datum, Diff, Error, GlobalId, Row, Timestamp};
+use crate::repr::{Datum, Diff, Error, EvalError, GlobalId, Row, Timestamp};
 use crate::sql::ddl_text::{self, ColumnEdit};
 use crate::sql::{ItemKind, Plan};
 use crate::storage::WriteSet;
@@ -295,7 +295,8 @@ impl State {
         let mut fresh = Vec::new();
         if map.is_some() {
             self.drop_key_arrangements(table);
-            self.dataflow.broadcast(Command::Drop { id: table });
+            let reads_fail_with = EvalError::DroppedWhileRead { what: format!("the old shape of table \"{name}\"") };
+            self.dataflow.broadcast(Command::Drop { id: table, reads_fail_with });
             self.dataflow.broadcast(Command::CreateTable { id: table, name });
             fresh.push((table, contents));
         }

@@ -228,7 +228,10 @@ pub enum Command {
     /// Builds a maintained dataflow.
     CreateDataflow(#[serde(with = "crate::repr::serde_util::arc")] Arc<DataflowDesc>),
     /// Drops a table, materialized view or index and its arrangements.
-    Drop { id: GlobalId },
+    /// The reads still waiting on them fail with `reads_fail_with`: a
+    /// dropped arrangement's trace reports itself complete, and they
+    /// would be answered with what it held so far.
+    Drop { id: GlobalId, reads_fail_with: EvalError },
     /// Reads the contents of a registered collection at `time`, once every
     /// worker's arrangement is complete through `time`.
     /// Answered in parts of about `reply.chunk_bytes` (`ReadMore`).

@@ -323,7 +323,7 @@ mod tests {
     fn commands_are_plain_data() {
         use crate::dataflow::{Command, DataflowDesc, Export, ReadReply};
         use crate::expr::{RelationExpr, ScalarExpr};
-        use crate::repr::{ColumnType, ScalarType};
+        use crate::repr::{ColumnType, EvalError, ScalarType};
         let row = Row::pack([Datum::Int64(1), Datum::Text("a".into())].iter());
         let types = vec![ColumnType::new(ScalarType::Int64, false), ColumnType::new(ScalarType::Text, true)];
         let get = RelationExpr::Get { id: 5, name: "t".into(), types };
@@ -345,7 +345,7 @@ mod tests {
             Command::Load { id: 5, rows: Arc::new(vec![(row.clone(), 1)]), ack: Some(11) },
             Command::LoadEnd { id: 5 },
             Command::CreateDataflow(Arc::new(desc)),
-            Command::Drop { id: 6 },
+            Command::Drop { id: 6, reads_fail_with: EvalError::DroppedWhileRead { what: "relation \"v\"".into() } },
             Command::Peek { id: 5, time: 9, reply },
             Command::Lookup { id: 5, keys: Arc::new(vec![row.clone()]), values: true, time: 9, reply },
             Command::Checkpoint { id: 6, time: 9, chunk_bytes: 100, request: 12 },

@@ -162,6 +162,8 @@ impl TableInput {
 }
 
 struct PendingPeek {
+    /// The arrangements it reads: dropping one ends it (`end_reads_of`).
+    reads: Vec<GlobalId>,
     ok: RowTrace,
     err: Option<ErrTrace>,
     time: Timestamp,
@@ -192,6 +194,22 @@ impl WorkerState {
                 drop(peek);
                 worker.drop_dataflow(df);
             }
+        }
+    }
+}
+
+/// Ends the reads waiting on arrangement `id`, about to be dropped, with
+/// `error`: a dropped arrangement's writer seals its trace, which would
+/// then report itself complete at every time and answer them with what it
+/// held so far (a view stopped half built, a table dropped mid-load).
+fn end_reads_of(worker: &mut Worker, state: &mut WorkerState, id: GlobalId, error: &EvalError) {
+    let (ended, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut state.peeks).into_iter().partition(|p| p.reads.contains(&id));
+    state.peeks = kept;
+    for peek in ended {
+        peek.reply.fail(&state.responder, state.index, error.clone());
+        if let Some(df) = peek.drop_dataflow {
+            drop(peek);
+            worker.drop_dataflow(df);
         }
     }
 }
@@ -454,6 +472,7 @@ fn source_of(inputs: &BTreeMap<GlobalId, TableInput>, id: GlobalId, bundle: &Tra
 fn read_at(state: &mut WorkerState, id: GlobalId, time: Timestamp, reply: ReadReply, lookup: Option<(Arc<Vec<Row>>, bool)>) {
     match state.traces.get(&id) {
         Some(bundle) => state.peeks.push(PendingPeek {
+            reads: vec![id],
             ok: reader(&bundle.ok),
             err: bundle.err.as_ref().map(reader),
             time,
@@ -575,7 +594,8 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             }
         }
         Command::CreateDataflow(desc) => create_dataflow(worker, state, &desc),
-        Command::Drop { id } => {
+        Command::Drop { id, reads_fail_with } => {
+            end_reads_of(worker, state, id, &reads_fail_with);
             state.checkpoints.remove(&id);
             state.chunked.remove(&id);
             state.seeds.retain(|(owner, _)| *owner != id);
@@ -610,6 +630,7 @@ fn handle(worker: &mut Worker, state: &mut WorkerState, cmd: Command) {
             };
             state.chunked.remove(&id);
             state.peeks.push(PendingPeek {
+                reads: vec![id],
                 ok,
                 err: bundle.err.as_ref().map(reader),
                 time,
@@ -892,6 +913,7 @@ fn query(
     state.adopt_controls(df, binner);
     match bundle {
         Some(mut bundle) => state.peeks.push(PendingPeek {
+            reads: plan.depends_on().into_iter().chain(plan.imported_indexes().iter().map(|ix| ix.id)).collect(),
             ok: {
                 release_physical(&mut bundle.ok);
                 bundle.ok

@@ -281,6 +281,15 @@ pub enum EvalError {
     /// of this many bytes (`dataflow::subscribe`; 53400).
     #[error("subscription ended: its client fell behind by more than {0} bytes of changes")]
     SubscribeBufferFull(usize),
+    /// A materialized view stopped when the server reached its memory
+    /// limit while it was being built (`coord::memory`; 53200): what reads
+    /// it, or anything built on it, fails with this until it is dropped.
+    #[error("materialized view \"{name}\" was stopped: the server reached its memory limit while it was being built")]
+    ViewStopped { name: String },
+    /// What a read was reading (`what`: `relation "x"`) was dropped
+    /// before the read was answered (40001).
+    #[error("{what} was dropped while this query read it")]
+    DroppedWhileRead { what: String },
 }
 
 impl EvalError {
@@ -329,6 +338,10 @@ impl EvalError {
             EvalError::SubscribeBufferFull(_) => Some(
                 "Read the subscription's rows as they arrive, or raise the limit with SET subscribe_buffer_limit.".into(),
             ),
+            EvalError::ViewStopped { name } => Some(format!(
+                "Drop it (DROP MATERIALIZED VIEW \"{name}\") and create it again once the server has room: a larger --memory-limit, or less data."
+            )),
+            EvalError::DroppedWhileRead { .. } => Some("Run the query again.".into()),
             _ => None,
         }
     }
@@ -377,6 +390,8 @@ impl EvalError {
             EvalError::InvalidRegularExpression(_) => SqlState::InvalidRegularExpression,
             EvalError::OutOfMemory { .. } | EvalError::MemoryExhausted => SqlState::OutOfMemory,
             EvalError::SubscribeBufferFull(_) => SqlState::ConfigurationLimitExceeded,
+            EvalError::ViewStopped { .. } => SqlState::OutOfMemory,
+            EvalError::DroppedWhileRead { .. } => SqlState::SerializationFailure,
         }
     }
 }
@@ -498,10 +513,6 @@ pub enum Error {
     /// needs (`storage::space`; 53100).
     #[error("could not write to the data directory \"{dir}\": No space left on device (only {free} free; ripple keeps {reserve} free for its own work)")]
     DiskFull { dir: String, free: String, reserve: String },
-    /// A materialized view stopped when the server reached its memory
-    /// limit while it was being built (`coord::memory`; 53200).
-    #[error("materialized view \"{name}\" was stopped: the server reached its memory limit while it was being built")]
-    ViewStopped { name: String },
     /// Malformed COPY input: wrong column count, bad quoting, a corrupt
     /// end marker (22P04); `hint` is Postgres's HINT line, if any.
     #[error("{message}")]
@@ -624,7 +635,7 @@ impl Error {
             Error::Storage(_) => SqlState::IoError,
             Error::Internal(_) => SqlState::InternalError,
             Error::Canceled | Error::StatementTimeout | Error::CopyFromStdinFailed(_) => SqlState::QueryCanceled,
-            Error::OutOfMemory { .. } | Error::ViewStopped { .. } => SqlState::OutOfMemory,
+            Error::OutOfMemory { .. } => SqlState::OutOfMemory,
             Error::DiskFull { .. } => SqlState::DiskFull,
             Error::BadCopyFormat { .. } => SqlState::BadCopyFileFormat,
             Error::InvalidBinaryRepresentation(_) => SqlState::InvalidBinaryRepresentation,
@@ -690,9 +701,6 @@ impl Error {
             Error::DiskFull { .. } => Some(
                 "Free disk space (DROP or TRUNCATE tables, or remove other files on that filesystem); writes resume once there is room.".into(),
             ),
-            Error::ViewStopped { name } => Some(format!(
-                "Drop it (DROP MATERIALIZED VIEW \"{name}\") and create it again once the server has room: a larger --memory-limit, or less data."
-            )),
             Error::OutOfMemory { .. }
             | Error::Eval(EvalError::OutOfMemory { .. })
             | Error::Eval(EvalError::MemoryExhausted) => Some(

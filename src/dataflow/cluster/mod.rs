@@ -257,7 +257,7 @@ impl Journal {
                 desc.resume = None;
                 self.0.push(Command::CreateDataflow(Arc::new(desc)));
             }
-            Command::Drop { id } => self.0.retain(|c| subject(c) != Some(*id)),
+            Command::Drop { id, .. } => self.0.retain(|c| subject(c) != Some(*id)),
             _ => {}
         }
     }
@@ -332,6 +332,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repr::EvalError;
 
     #[test]
     fn the_journal_keeps_what_is_in_force_in_order() {
@@ -355,7 +356,7 @@ mod tests {
             Command::Advance { time: 3, updates: Arc::new(vec![]) },
             view(3, false),
             Command::AllowCompaction { time: 4 },
-            Command::Drop { id: 2 },
+            Command::Drop { id: 2, reads_fail_with: EvalError::ViewStopped { name: "v".into() } },
             view(4, false),
         ] {
             journal.note(&command);
