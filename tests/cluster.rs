@@ -179,13 +179,6 @@ fn killing_the_server_ends_its_compute_processes() {
     }
 }
 
-/// Two ports free a moment ago, distinct (bound together).
-fn two_ports() -> [u16; 2] {
-    let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let b = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    [a.local_addr().expect("addr").port(), b.local_addr().expect("addr").port()]
-}
-
 /// Two free ports below the kernel's ephemeral range (which no connection
 /// takes as its source port), from a start that differs per process so
 /// that concurrent test runs rarely try the same ones.
@@ -275,7 +268,7 @@ async fn an_external_cluster_is_driven_and_reconnected() {
     let dir = tempfile::tempdir().expect("dir");
     // The processes come back at the same addresses, so the ports must stay
     // free while they are down: ports the kernel hands out for connections
-    // (its ephemeral range, where `two_ports` picks) can be taken meanwhile,
+    // (its ephemeral range, where a port bound to 0 comes from) can be taken meanwhile,
     // by another test's connection or by a reconnect attempt's own source
     // port, as a real deployment's fixed ports are not.
     let peers = two_fixed_ports();
