@@ -301,7 +301,7 @@ impl State {
 
     /// What a read still waiting on arrangement `id` fails with when it is
     /// dropped (named while `id` is still in the catalog).
-    fn dropped_while_read(&self, id: GlobalId) -> EvalError {
+    pub(super) fn dropped_while_read(&self, id: GlobalId) -> EvalError {
         let what = match self.catalog.items.get(&id) {
             Some(item) => format!("relation \"{}\"", item.name),
             None => "an arrangement".into(),

@@ -22,7 +22,7 @@ use super::catalog::Catalog;
 use super::keys::FIRST_KEY_ARRANGEMENT;
 use crate::dataflow::Command;
 use crate::expr::RelationExpr;
-use crate::repr::{EvalError, GlobalId};
+use crate::repr::GlobalId;
 use crate::sql::ItemKind;
 
 /// The shared arrangements: each one's id, its relation and its name.
@@ -68,7 +68,7 @@ impl State {
             .collect();
         for k in unused {
             if let Some(id) = self.catalog.shared_arrangements.remove(&k) {
-                let reads_fail_with = EvalError::DroppedWhileRead { what: "an arrangement".into() };
+                let reads_fail_with = self.dropped_while_read(id);
                 self.dataflow.broadcast(Command::Drop { id, reads_fail_with });
             }
         }
