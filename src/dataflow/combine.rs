@@ -16,7 +16,9 @@
 //!
 //! The Map/Filter/Project stack under the aggregation runs in the same
 //! pass (`fused.rs`): a row is decoded once, for the columns the filters,
-//! the key and the inputs read.
+//! the key and the inputs read. Key columns that are input columns are
+//! not decoded at all: their encoded bytes are the key's (except values
+//! that keys normalize, numerics, jsonb and arrays).
 //!
 //! Owns: that operator. Must not: finish aggregates or keep state across
 //! batches.
@@ -46,7 +48,12 @@ type Combined<T> = Vec<(Result<Row, EvalError>, T, Accum)>;
 /// totals.
 pub struct Combiner<T> {
     fused: Fused,
-    key_places: Vec<usize>,
+    /// Per key column, where its value comes from.
+    key_sources: Vec<KeySource>,
+    /// The input columns some key column copies (ascending, no repeats).
+    copied: Vec<usize>,
+    /// Their spans in the current row.
+    spans: Vec<(usize, usize)>,
     key_shape: KeyShape,
     inputs: Vec<ScalarExpr>,
     aggregates: Vec<AggregateExpr>,
@@ -62,16 +69,39 @@ pub struct Combiner<T> {
     failed: Combined<T>,
 }
 
+/// Where a key column's value comes from.
+#[derive(Clone, Copy, Debug)]
+enum KeySource {
+    /// A column of the input row, copied as it is encoded (slot in
+    /// `Combiner::copied`) unless it is a value keys normalize.
+    Copied(usize),
+    /// A place of the stack's buffer (a computed value).
+    Place(usize),
+}
+
 impl<T: Timestamp + std::hash::Hash> Combiner<T> {
     /// For a Reduce of `aggregates` (each of one input, `expr`) grouped by
     /// `group_key`, over the Map/Filter/Project `stack` on rows of `arity`
     /// columns.
     pub fn new(stack: &[Op], arity: usize, group_key: &[usize], key_shape: KeyShape, aggregates: Vec<AggregateExpr>) -> Self {
-        // The stack's output columns read: the key and the inputs.
-        let read = crate::dataflow::render::read_mask(aggregates.iter().map(|a| &a.expr), group_key);
+        // Key columns that are input columns are copied from the row's
+        // bytes: Q1's return flag and line status are never decoded into
+        // strings only to be packed again. The others, and the inputs, are
+        // read from the stack's buffer.
+        let places = Fused::new(stack, arity, &[]).outputs().to_vec();
+        let mut copied: Vec<usize> = group_key.iter().map(|c| places[*c]).filter(|p| *p < arity).collect();
+        copied.sort_unstable();
+        copied.dedup();
+        let computed: Vec<usize> = group_key.iter().copied().filter(|c| places[*c] >= arity).collect();
+        let read = crate::dataflow::render::read_mask(aggregates.iter().map(|a| &a.expr), &computed);
         let fused = Fused::new(stack, arity, &read);
-        let places = fused.outputs().to_vec();
-        let key_places = group_key.iter().map(|c| places[*c]).collect();
+        let key_sources = group_key
+            .iter()
+            .map(|c| match copied.binary_search(&places[*c]) {
+                Ok(slot) => KeySource::Copied(slot),
+                Err(_) => KeySource::Place(places[*c]),
+            })
+            .collect();
         let inputs = aggregates
             .iter()
             .map(|a| {
@@ -82,7 +112,9 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
             .collect();
         Combiner {
             fused,
-            key_places,
+            key_sources,
+            spans: Vec::with_capacity(copied.len()),
+            copied,
             key_shape,
             inputs,
             vals: Vec::with_capacity(aggregates.len()),
@@ -106,8 +138,23 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
             self.vals.push(e.eval(&self.datums)?);
         }
         self.key.clear();
-        for (i, p) in self.key_places.iter().enumerate() {
-            self.key_shape.push(&mut self.key, i, &self.datums[*p]);
+        if !self.copied.is_empty() {
+            row.datum_spans(&self.copied, &mut self.spans);
+        }
+        for (i, source) in self.key_sources.iter().enumerate() {
+            match *source {
+                KeySource::Place(p) => self.key_shape.push(&mut self.key, i, &self.datums[p]),
+                KeySource::Copied(slot) => {
+                    let (start, end) = self.spans[slot];
+                    let encoded = &row.as_bytes()[start..end];
+                    if RowPacker::is_key_form(encoded) {
+                        self.key.push_encoded(encoded);
+                    } else {
+                        let d = RowRef::from_packed(encoded).iter().next().unwrap_or(Datum::Null);
+                        self.key_shape.push(&mut self.key, i, &d);
+                    }
+                }
+            }
         }
         Ok(true)
     }
@@ -230,4 +277,67 @@ fn split<'s, T: Timestamp>(combined: Stream<'s, T, Combined<T>>) -> (VecCollecti
         Err(e) => Err((e, t, totals.rows)),
     });
     (ok.as_collection(), err.as_collection())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{AggregateFunc, BinaryFunc};
+    use crate::repr::{ColumnType, ScalarType};
+    use rust_decimal::Decimal;
+
+    /// Groups of (key, count, sum) from the combiner's totals of `rows`.
+    fn groups(combiner: &mut Combiner<u64>, rows: &[Vec<Datum>]) -> Vec<(Vec<Datum>, Vec<Datum>)> {
+        for r in rows {
+            combiner.row(Row::from_datums(r.clone()).as_ref(), [(0, 1)]);
+        }
+        let aggregates = combiner.aggregates.clone();
+        let mut out: Vec<_> = combiner
+            .drain()
+            .map(|(key, _, totals)| (key.expect("no error").unpack(), totals.finish(&aggregates).expect("finishes")))
+            .collect();
+        out.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        out
+    }
+
+    #[test]
+    fn keys_copied_from_the_row_group_as_decoded_keys_do() {
+        // Input (flag text, qty numeric(10,2), price numeric); grouped by
+        // the flag (copied), qty (copied but normalized and shown at its
+        // scale) and flag || '!' (computed), counting and summing price.
+        let types = vec![
+            ColumnType::new(ScalarType::Text, true),
+            ColumnType::new(ScalarType::Numeric { precision: Some(10), scale: Some(2) }, true),
+            ColumnType::new(ScalarType::Text, true),
+        ];
+        let stack = vec![Op::Map(vec![ScalarExpr::Column(0).call_binary(
+            ScalarExpr::Literal(Datum::Text("!".into()), ScalarType::Text),
+            BinaryFunc::Concat,
+        )])];
+        let aggregates = vec![
+            AggregateExpr::new(AggregateFunc::Count, ScalarExpr::Column(2), false),
+            AggregateExpr::new(AggregateFunc::SumNumeric, ScalarExpr::Column(2), false),
+        ];
+        let mut combiner = Combiner::<u64>::new(&stack, 3, &[0, 1, 3], KeyShape::of(&types), aggregates);
+        let num = |m: i64, s: u32| Datum::Numeric(Decimal::new(m, s));
+        let text = |t: &str| Datum::Text(t.into());
+        let out = groups(
+            &mut combiner,
+            &[
+                vec![text("A"), num(15, 1), num(100, 2)],
+                // 1.50 and 1.5 are one group, shown at the column's scale.
+                vec![text("A"), num(150, 2), num(1, 0)],
+                vec![text("B"), Datum::Null, num(5, 0)],
+                // A short row: the missing columns are NULL.
+                vec![text("B")],
+            ],
+        );
+        assert_eq!(
+            out,
+            vec![
+                (vec![text("A"), num(150, 2), text("A!")], vec![Datum::Int64(2), num(200, 2)]),
+                (vec![text("B"), Datum::Null, text("B!")], vec![Datum::Int64(1), num(5, 0)]),
+            ]
+        );
+    }
 }

@@ -24,6 +24,7 @@ mod fused;
 mod held;
 mod hierarchy;
 mod in_order;
+mod join_keys;
 mod merging;
 mod offsets;
 pub mod operator_stats;

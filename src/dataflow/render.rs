@@ -23,6 +23,7 @@ use crate::dataflow::combine::{combine_arranged, combine_rows, combine_streamed,
 use crate::dataflow::streamed;
 use crate::expr::row_bound;
 use crate::dataflow::row_stack::RowStack;
+use crate::dataflow::join_keys::{keyed_by, keyed_import};
 use crate::dataflow::{reduce, topk};
 use crate::expr::{JoinPlan, LocalId, RelationExpr, ScalarExpr};
 use crate::repr::{Datum, Diff, EvalError, GlobalId, Row, RowRef, Timestamp};
@@ -193,14 +194,15 @@ pub trait RenderTime: timely::progress::Timestamp + Lattice + differential_dataf
     /// The rows of the registered item `id`, each passed borrowed to
     /// `logic` as it is read (only what `logic` returns is copied), and its
     /// errors.
-    fn import_rows_through<'s, F>(
+    fn import_rows_through<'s, D, F>(
         scope: Scope<'s, Self>,
         id: GlobalId,
         ctx: &mut Ctx<'_, '_>,
         logic: F,
-    ) -> Option<(VecCollection<'s, Self, Result<Row, EvalError>, Diff>, ErrColl<'s, Self>)>
+    ) -> Option<(VecCollection<'s, Self, Result<D, EvalError>, Diff>, ErrColl<'s, Self>)>
     where
-        F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
+        D: differential_dataflow::Data,
+        F: Fn(RowRef<'_>) -> Option<Result<D, EvalError>> + 'static,
     {
         let (ok, err) = Self::import_rows(scope, id, ctx)?;
         Some((ok.flat_map(move |row| logic(row.as_ref())), err))
@@ -328,20 +330,6 @@ pub(crate) fn read_mask<'a>(exprs: impl IntoIterator<Item = &'a ScalarExpr>, als
         mask[c] = true;
     }
     mask
-}
-
-/// Evaluates a list of key expressions on a row into a packed key. A NULL
-/// key component never joins (SQL equality), reported as `Ok(None)`.
-fn eval_key(key: &[ScalarExpr], datums: &[Datum]) -> Result<Option<Row>, EvalError> {
-    let mut vals = Vec::with_capacity(key.len());
-    for k in key {
-        let d = k.eval(datums)?;
-        if d.is_null() {
-            return Ok(None);
-        }
-        vals.push(normalize_key(d));
-    }
-    Ok(Some(Row::from_datums(vals)))
 }
 
 /// Values that are equal in SQL are equal as keys: see
@@ -882,39 +870,6 @@ impl JoinKeep {
     }
 }
 
-/// Pairs each row with its join key; rows with a NULL key component are
-/// dropped (they never join), key evaluation errors are split off. With
-/// `keep`, the row is masked to those columns (`Row::mask`).
-fn keyed_by<'s, T: RenderTime>(
-    rows: Coll<'s, T>,
-    key: Vec<ScalarExpr>,
-    keep: Option<Vec<bool>>,
-) -> (VecCollection<'s, T, (Row, Row), Diff>, ErrColl<'s, T>) {
-    let needed = support_mask(&key);
-    // A key of plain columns is packed from the row's bytes where their
-    // stored form is their key form.
-    let columns: Option<Vec<usize>> =
-        key.iter().map(|k| if let ScalarExpr::Column(c) = k { Some(*c) } else { None }).collect::<Option<Vec<usize>>>().filter(|c| !c.is_empty());
-    let keyed = rows.flat_map(move |row| {
-        if let Some(k) = columns.as_ref().and_then(|c| row.as_ref().key_of_columns(c)) {
-            return k.map(|k| Ok((k, match &keep {
-                Some(m) => row.mask(m),
-                None => row,
-            })));
-        }
-        let datums = row.as_ref().unpack_prefix(&needed);
-        match eval_key(&key, &datums) {
-            Ok(Some(k)) => Some(Ok((k, match &keep {
-                Some(m) => row.mask(m),
-                None => row,
-            }))),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        }
-    });
-    split_results(keyed)
-}
-
 /// The lookup side of a join step: an imported index, or the input
 /// rendered and arranged by the step's lookup key (`spread`: copied into
 /// every bucket, `spreads`).
@@ -942,10 +897,16 @@ fn lookup_side<'s, T: RenderTime>(
     }
     let input = &inputs[step.input];
     let (arr, err) = shared_arrangement(input, &step.lookup_key, keep, locals, ctx, |ctx, keep| {
-        let (ok, err) = render(scope, input, ctx, locals);
-        let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
+        let (keyed, errs) = match keyed_import(scope, input, &step.lookup_key, keep.clone(), ctx) {
+            Some(keyed) => keyed,
+            None => {
+                let (ok, err) = render(scope, input, ctx, locals);
+                let (keyed, key_errs) = keyed_by(ok, step.lookup_key.clone(), keep);
+                (keyed, err.concat(key_errs))
+            }
+        };
         ctx.built.push(format!("join input {} by {}", step.input, fmt_key(&step.lookup_key)));
-        (T::arrange_keyed(keyed, "JoinLookup", ctx), err.concat(key_errs))
+        (T::arrange_keyed(keyed, "JoinLookup", ctx), errs)
     });
     *errs = errs.clone().concat(err);
     arr
@@ -1069,14 +1030,15 @@ impl RenderTime for Timestamp {
         Some((ok, err))
     }
 
-    fn import_rows_through<'s, F>(
+    fn import_rows_through<'s, D, F>(
         scope: Scope<'s, Self>,
         id: GlobalId,
         ctx: &mut Ctx<'_, '_>,
         logic: F,
-    ) -> Option<(VecCollection<'s, Self, Result<Row, EvalError>, Diff>, ErrColl<'s>)>
+    ) -> Option<(VecCollection<'s, Self, Result<D, EvalError>, Diff>, ErrColl<'s>)>
     where
-        F: Fn(RowRef<'_>) -> Option<Result<Row, EvalError>> + 'static,
+        D: differential_dataflow::Data,
+        F: Fn(RowRef<'_>) -> Option<Result<D, EvalError>> + 'static,
     {
         if let Some(shared) = streamed_input(scope, id, ctx) {
             return Some((streamed::flat_map_rows(shared, logic), empty(scope)));

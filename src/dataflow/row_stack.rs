@@ -88,7 +88,8 @@ impl Filters {
         Filters { rest_needed: needed(&rest), all_needed: needed(&all), bytes, rest, all }
     }
 
-    fn passes(&self, row: RowRef<'_>) -> Result<bool, EvalError> {
+    /// Whether `row` passes every predicate.
+    pub(crate) fn passes(&self, row: RowRef<'_>) -> Result<bool, EvalError> {
         let (preds, needed) = match self.bytes.check(row) {
             Some(false) => return Ok(false),
             Some(true) => (&self.rest, &self.rest_needed),
@@ -130,6 +131,15 @@ impl RowStack {
                 let needed = columns_read(&stack, arity);
                 RowStack::General { first: Filters::new(bytes, vec![], arity), ops: stack, needed }
             }
+        }
+    }
+
+    /// The stack's filters, when it is nothing else (no map, no
+    /// projection): its output rows are its input rows.
+    pub(crate) fn into_filters(self) -> Option<Filters> {
+        match self {
+            RowStack::FilterProject { preds, project: None } => Some(preds),
+            _ => None,
         }
     }
 

@@ -425,6 +425,32 @@ impl<'a> RowRef<'a> {
         Some(Some(Row { data: data.into_boxed_slice() }))
     }
 
+    /// The spans (start, end) of the encoded datums (tag and payload) of
+    /// columns `columns` (ascending, no repeats), located in one walk,
+    /// into `out` (cleared first): an empty span for a column past the
+    /// row's end, as for the rest once the row is malformed.
+    pub fn datum_spans(self, columns: &[usize], out: &mut Vec<(usize, usize)>) {
+        out.clear();
+        let (mut pos, mut column) = (0, 0);
+        for &c in columns {
+            while column < c && pos < self.0.len() {
+                pos = datum_end(self.0, pos).unwrap_or(self.0.len());
+                column += 1;
+            }
+            match (column == c).then(|| datum_end(self.0, pos)).flatten() {
+                Some(end) => {
+                    out.push((pos, end));
+                    pos = end;
+                    column += 1;
+                }
+                None => {
+                    out.push((pos, pos));
+                    pos = self.0.len();
+                }
+            }
+        }
+    }
+
     /// Whether any datum is NULL (without decoding the others).
     pub fn has_null(self) -> bool {
         let mut pos = 0;
@@ -573,6 +599,22 @@ impl RowPacker {
         write_varint(data, (text.len() + pad) as u64);
         data.extend_from_slice(text.as_bytes());
         data.resize(data.len() + pad, b' ');
+    }
+
+    /// Appends one datum as encoded in a packed row (a span of
+    /// `RowRef::datum_spans`; an empty one is NULL).
+    pub fn push_encoded(&mut self, datum: &[u8]) {
+        match datum {
+            [] => self.data.push(TAG_NULL),
+            bytes => self.data.extend_from_slice(bytes),
+        }
+    }
+
+    /// Whether an encoded datum is in the form a key takes: all but
+    /// numeric, jsonb and array values, which keys normalize
+    /// (`Datum::normalize_for_key`; floats are normalized when packed).
+    pub fn is_key_form(datum: &[u8]) -> bool {
+        !matches!(datum.first(), Some(&(TAG_NUMERIC | TAG_JSONB | TAG_ARRAY)))
     }
 
     /// The bytes packed so far (a row's encoding).
@@ -784,6 +826,29 @@ mod tests {
         assert_eq!(row.as_ref().key_of_columns(&[0, 2]), Some(None));
         assert_eq!(row.as_ref().key_of_columns(&[3]), None);
         assert_eq!(row.as_ref().key_of_columns(&[5]), None);
+    }
+
+    #[test]
+    fn datum_spans_locate_columns_as_encoded() {
+        let datums = vec![Datum::Int32(7), Datum::Text("key".into()), Datum::Null, Datum::Numeric(Decimal::new(150, 2))];
+        let row = Row::from_datums(datums.clone());
+        let mut spans = Vec::new();
+        row.as_ref().datum_spans(&[1, 3, 5], &mut spans);
+        let one = |d: &Datum| Row::pack([d]).as_bytes().to_vec();
+        assert_eq!(&row.as_bytes()[spans[0].0..spans[0].1], one(&datums[1]).as_slice());
+        assert_eq!(&row.as_bytes()[spans[1].0..spans[1].1], one(&datums[3]).as_slice());
+        // Past the row's end: an empty span, which packs as NULL.
+        assert_eq!(spans[2].0, spans[2].1);
+        let mut packer = RowPacker::new();
+        for (s, e) in &spans {
+            packer.push_encoded(&row.as_bytes()[*s..*e]);
+        }
+        assert_eq!(packer.finish().unpack(), vec![datums[1].clone(), datums[3].clone(), Datum::Null]);
+        assert!(RowPacker::is_key_form(&one(&datums[1])));
+        assert!(!RowPacker::is_key_form(&one(&datums[3])));
+        row.as_ref().datum_spans(&[0, 2], &mut spans);
+        assert_eq!(spans.len(), 2);
+        assert_eq!(&row.as_bytes()[spans[1].0..spans[1].1], &[TAG_NULL]);
     }
 
     #[test]

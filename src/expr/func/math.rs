@@ -24,6 +24,44 @@ fn numeric_overflow() -> EvalError {
     EvalError::OutOfRange("value overflows numeric format".into())
 }
 
+/// Powers of ten up to the largest scale.
+const POW10: [i128; 29] = {
+    let mut t = [1i128; 29];
+    let mut i = 1;
+    while i < 29 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// `a * b` (`mul`), else `a - b` (`sub`) or `a + b`, computed exactly in
+/// 128-bit integers when both mantissas fit in 64 bits and the result
+/// fits the numeric representation without rounding: the value, at the
+/// scale the general path gives (the sum of the scales for a product,
+/// the larger scale for a sum or difference), never a negative zero.
+/// `None` where that does not hold; the caller then takes the general
+/// path, which rounds or reports the overflow.
+pub fn small_numeric_arith(mul: bool, sub: bool, a: &Decimal, b: &Decimal) -> Option<Decimal> {
+    let (ma, mb) = (a.mantissa(), b.mantissa());
+    if ma.unsigned_abs() > i64::MAX as u128 || mb.unsigned_abs() > i64::MAX as u128 {
+        return None;
+    }
+    let (sa, sb) = (a.scale() as usize, b.scale() as usize);
+    let (m, scale) = if mul {
+        (ma * mb, sa + sb)
+    } else {
+        let scale = sa.max(sb);
+        let xa = ma.checked_mul(POW10[scale - sa])?;
+        let xb = mb.checked_mul(POW10[scale - sb])?;
+        (if sub { xa.checked_sub(xb)? } else { xa.checked_add(xb)? }, scale)
+    };
+    if scale > MAX_SCALE as usize {
+        return None;
+    }
+    Decimal::try_from_i128_with_scale(m, scale as u32).ok()
+}
+
 /// Checks a float result as Postgres's `check_float8_val` does.
 pub fn check_f64(v: f64, inf_ok: bool, zero_ok: bool) -> Result<f64, EvalError> {
     if v.is_infinite() && !inf_ok {
