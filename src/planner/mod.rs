@@ -27,6 +27,7 @@ mod eager_agg;
 mod join_fusion;
 mod join_plan;
 mod outer_join_agg;
+mod distinct_agg;
 mod projections;
 mod restriction;
 pub mod fast_path;
@@ -77,6 +78,7 @@ pub const TRANSFORMS: &[(&str, Transform)] = &[
     ("fuse joins under maps into the joins above them (join_fusion.rs)", |e, _| join_fusion::fuse_nested_joins(e)),
     ("pad every row of a left join's preserved side where the aggregates skip the padding (outer_join_agg.rs)", |e, _| outer_join_agg::pad_all_rows(e)),
     ("aggregate a join's input first where the plan computes that aggregate anyway (eager_agg.rs)", |e, _| eager_agg::aggregate_early(e)),
+    ("count distinct values per group as a count of distinct pairs (distinct_agg.rs)", |e, _| distinct_agg::count_distinct_pairs(e)),
     ("bind repeated subexpressions once (cse.rs)", |e, _| cse::bind_common(e)),
     ("plan joins: order, keys and indexes", plan_joins),
     ("record the columns each join carries (demand.rs)", |e, _| demand::annotate_join_demand(e)),
