@@ -7,7 +7,9 @@
 //! `String` for text) into a buffer first, for every row, though most
 //! rows fail the first test. Here those tests read the values where they
 //! lie in the row (`RawDatum`), all columns located in one walk, and a
-//! row that fails is dropped without anything decoded.
+//! row that fails is dropped without anything decoded. A prefix of a text
+//! compared with a constant of its length (`substring(c_phone from 1 for
+//! 2) = '13'`) is tested as `LIKE '13%'`, without the substring built.
 //!
 //! A filter's predicates are split: the ones compiled here are decided
 //! first; the rest are evaluated over datums as before, only for rows the
@@ -263,6 +265,14 @@ fn compile(e: &ScalarExpr, columns: &mut Vec<usize>, depth: usize) -> Option<Tes
             let subject = operand(left, columns).filter(|o| matches!(o, Operand::Column { .. }))?;
             Some(Test::Like { subject, pattern, negated: false })
         }
+        ScalarExpr::CallBinary { func: f @ (BinaryFunc::Eq | BinaryFunc::NotEq), left, right }
+            if substr_prefix(left, right).or_else(|| substr_prefix(right, left)).is_some() =>
+        {
+            let (subject, prefix) = substr_prefix(left, right).or_else(|| substr_prefix(right, left))?;
+            let subject = operand(subject, columns).filter(|o| matches!(o, Operand::Column { .. }))?;
+            let pattern = LikePattern { prefix: prefix.as_bytes().to_vec(), middle: Vec::new(), suffix: Some(Vec::new()) };
+            Some(Test::Like { subject, pattern, negated: *f == BinaryFunc::NotEq })
+        }
         ScalarExpr::CallBinary { func, left, right } => {
             let op = match func {
                 BinaryFunc::Eq | BinaryFunc::NotEq | BinaryFunc::Lt | BinaryFunc::Lte | BinaryFunc::Gt | BinaryFunc::Gte => {
@@ -291,6 +301,22 @@ fn compile(e: &ScalarExpr, columns: &mut Vec<usize>, depth: usize) -> Option<Tes
         }
         _ => None,
     }
+}
+
+/// `substr(s, 1, n)` compared with a text constant of exactly `n`
+/// characters (TPC-H Q22's `substring(c_phone from 1 for 2) = '13'`): the
+/// first `n` characters of `s` are the constant exactly when `s` starts
+/// with it (a shorter `s` is its own substring, of fewer characters), so
+/// the comparison is `s LIKE 'constant%'`, NULL where `s` is. Returns `s`
+/// and the constant. Other starts, lengths and constants stay over datums.
+fn substr_prefix<'e>(e: &'e ScalarExpr, other: &'e ScalarExpr) -> Option<(&'e ScalarExpr, &'e str)> {
+    let ScalarExpr::CallVariadic { func: VariadicFunc::Substr, exprs } = e else { return None };
+    let [subject, ScalarExpr::Literal(Datum::Int32(1), _), ScalarExpr::Literal(Datum::Int32(n), _)] = exprs.as_slice() else {
+        return None;
+    };
+    let ScalarExpr::Literal(Datum::Text(constant), _) = other else { return None };
+    let exact = usize::try_from(*n).is_ok_and(|n| constant.chars().count() == n);
+    exact.then_some((subject, constant.as_str()))
 }
 
 fn operand(e: &ScalarExpr, columns: &mut Vec<usize>) -> Option<Operand> {
@@ -405,6 +431,47 @@ mod tests {
         // The two orders of the rows tell the filters apart.
         assert!(over_bytes(&q6, &rows[0]) && !over_bytes(&q6, &rows[1]));
         assert!(over_bytes(&q12, &rows[0]) && !over_bytes(&q12, &rows[1]));
+    }
+
+    #[test]
+    fn prefix_substrings_compared_with_constants_answer_as_over_datums() {
+        let text = |s: &str| lit(Datum::Text(s.into()));
+        let int = |n: i32| lit(Datum::Int32(n));
+        let bpchar = |c| ScalarExpr::CallUnary { func: UnaryFunc::BpcharToText, expr: Box::new(col(c)) };
+        let substr = |s: ScalarExpr, start: i32, n: i32| ScalarExpr::CallVariadic { func: VariadicFunc::Substr, exprs: vec![s, int(start), int(n)] };
+        let not = |e: ScalarExpr| e.call_unary(UnaryFunc::Not);
+        // TPC-H Q22's country codes, both operand orders, <>, NOT, and
+        // constants of several characters.
+        let codes = any(["13", "31", "23"].iter().map(|c| cmp(substr(bpchar(0), 1, 2), BinaryFunc::Eq, text(c))).collect());
+        let compiled = vec![
+            vec![codes],
+            vec![not(cmp(substr(bpchar(0), 1, 2), BinaryFunc::Eq, text("13")))],
+            vec![cmp(text("ab"), BinaryFunc::Eq, substr(col(0), 1, 2))],
+            vec![cmp(substr(col(0), 1, 2), BinaryFunc::NotEq, text("ab"))],
+            vec![cmp(substr(col(0), 1, 1), BinaryFunc::Eq, text("é"))],
+            vec![cmp(substr(col(0), 1, 0), BinaryFunc::Eq, text(""))],
+        ];
+        let texts = ["13-555", "31", "1", "", "ab", "abc", "a", "éa", "é", "13  ", "1 3", " 13", "ab  "];
+        for preds in &compiled {
+            let (bytes, rest) = BytePreds::split(preds);
+            assert!(rest.is_empty() && !bytes.is_empty(), "{preds:?} compiles");
+            for t in texts.iter().map(|t| Datum::Text(t.to_string())).chain([Datum::Null]) {
+                let row = [t.clone()];
+                assert_eq!(over_bytes(preds, &row), over_datums(preds, &row), "{preds:?} on {t:?}");
+            }
+        }
+        assert!(over_bytes(&compiled[0], &[Datum::Text("13-555".into())]) && !over_bytes(&compiled[0], &[Datum::Text("1".into())]));
+        // A constant shorter or longer than the length, another start, or
+        // a negative length (an error over datums) stays over datums.
+        for e in [
+            cmp(substr(col(0), 1, 3), BinaryFunc::Eq, text("ab")),
+            cmp(substr(col(0), 1, 1), BinaryFunc::Eq, text("ab")),
+            cmp(substr(col(0), 2, 2), BinaryFunc::Eq, text("ab")),
+            cmp(substr(col(0), 1, -1), BinaryFunc::Eq, text("")),
+            cmp(substr(col(0), 1, 2), BinaryFunc::Lt, text("ab")),
+        ] {
+            assert!(BytePreds::split(&[e]).0.is_empty());
+        }
     }
 
     #[test]
