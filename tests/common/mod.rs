@@ -324,6 +324,11 @@ fn pgwire_handshake(addr: SocketAddr) -> bool {
     let mut tag = [0u8; 1];
     let ok = matches!(stream.read_exact(&mut tag), Ok(()) if tag[0] == b'R');
     let _ = stream.write_all(&[b'X', 0, 0, 0, 4]);
+    // Read on until the server closes the probe's session, so that the
+    // session (and its connection slot, which `--max-connections` tests
+    // count) is gone, or nearly, once the server is reported ready.
+    let mut rest = [0u8; 4096];
+    while matches!(stream.read(&mut rest), Ok(n) if n > 0) {}
     ok
 }
 
