@@ -84,6 +84,16 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
     /// `group_key`, over the Map/Filter/Project `stack` on rows of `arity`
     /// columns.
     pub fn new(stack: &[Op], arity: usize, group_key: &[usize], key_shape: KeyShape, aggregates: Vec<AggregateExpr>) -> Self {
+        // Subexpressions the inputs repeat are computed once, as values
+        // the stack appends (`shared_scalars`).
+        let mut exprs: Vec<ScalarExpr> = aggregates.iter().map(|a| a.expr.clone()).collect();
+        let width = Fused::new(stack, arity, &[]).outputs().len();
+        let shared = crate::expr::shared_scalars::share(&mut exprs, width);
+        let mut stack = stack.to_vec();
+        if !shared.is_empty() {
+            stack.push(Op::Map(shared));
+        }
+        let stack = &stack[..];
         // Key columns that are input columns are copied from the row's
         // bytes: Q1's return flag and line status are never decoded into
         // strings only to be packed again. The others, and the inputs, are
@@ -93,7 +103,7 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
         copied.sort_unstable();
         copied.dedup();
         let computed: Vec<usize> = group_key.iter().copied().filter(|c| places[*c] >= arity).collect();
-        let read = crate::dataflow::render::read_mask(aggregates.iter().map(|a| &a.expr), &computed);
+        let read = crate::dataflow::render::read_mask(exprs.iter(), &computed);
         let fused = Fused::new(stack, arity, &read);
         let key_sources = group_key
             .iter()
@@ -102,10 +112,9 @@ impl<T: Timestamp + std::hash::Hash> Combiner<T> {
                 Err(_) => KeySource::Place(places[*c]),
             })
             .collect();
-        let inputs = aggregates
-            .iter()
-            .map(|a| {
-                let mut e = a.expr.clone();
+        let inputs = exprs
+            .into_iter()
+            .map(|mut e| {
                 e.permute(&|c| places[c]);
                 e
             })

@@ -30,15 +30,30 @@ enum Step {
     Skip,
 }
 
+/// One step of a compiled stack, over a buffer with a place for every
+/// input column and computed value.
+#[derive(Clone, Debug)]
+enum Run {
+    /// Writes the value of the expression into its place.
+    Push(usize, ScalarExpr),
+    /// Drops the row unless the predicate holds.
+    Filter(ScalarExpr),
+}
+
 /// A compiled stack: which input columns to decode, the steps, and the
 /// buffer place of each output column.
+///
+/// The buffer keeps its places from row to row: a row writes the input
+/// columns the steps and the reader read and the values they compute,
+/// and leaves every other place as the last row left it (NULL, for a
+/// place never written). Liveness guarantees nobody reads those.
 #[derive(Clone, Debug)]
 pub struct Fused {
     /// The input columns decoded, up to the last one read.
     needed: Vec<bool>,
-    /// Columns of the input rows.
-    arity: usize,
-    steps: Vec<Step>,
+    /// Places in the buffer: input columns, then computed values.
+    len: usize,
+    steps: Vec<Run>,
     outputs: Vec<usize>,
     bytes: Option<Bytes>,
 }
@@ -184,7 +199,23 @@ impl Fused {
             read,
         );
         let bytes = (!bytes.is_empty()).then(|| Bytes { preds: bytes, needed_all });
-        Fused { needed, arity, steps, outputs: places, bytes }
+        // Pushes and skips take the places after the input's, in order.
+        let mut place = arity;
+        let steps = steps
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::Push(e) => {
+                    place += 1;
+                    Some(Run::Push(place - 1, e))
+                }
+                Step::Skip => {
+                    place += 1;
+                    None
+                }
+                Step::Filter(p) => Some(Run::Filter(p)),
+            })
+            .collect();
+        Fused { needed, len, steps, outputs: places, bytes }
     }
 
     /// The buffer place of each output column.
@@ -194,13 +225,17 @@ impl Fused {
 
     /// Decodes `row` into `buf` and runs the steps: `Ok(true)` if the row
     /// passes the filters (its output columns are then at `outputs()`).
+    /// `buf` is the caller's, kept from row to row.
     pub fn run(&self, row: RowRef<'_>, buf: &mut Vec<Datum>) -> Result<bool, EvalError> {
+        if buf.len() != self.len {
+            buf.clear();
+            buf.resize(self.len, Datum::Null);
+        }
         match self.bytes.as_ref().map(|b| (b, b.preds.check(row))) {
             Some((_, Some(false))) => return Ok(false),
-            None | Some((_, Some(true))) => row.unpack_prefix_into(&self.needed, buf),
+            None | Some((_, Some(true))) => row.decode_places(&self.needed, buf),
             Some((b, None)) => {
-                row.unpack_prefix_into(&b.needed_all, buf);
-                buf.resize(self.arity, Datum::Null);
+                row.decode_places(&b.needed_all, buf);
                 for p in b.preds.sources() {
                     if !p.eval_predicate(buf)? {
                         return Ok(false);
@@ -208,16 +243,10 @@ impl Fused {
                 }
             }
         }
-        // The columns not decoded (and those of a short row) are NULL.
-        buf.resize(self.arity, Datum::Null);
         for step in &self.steps {
             match step {
-                Step::Push(e) => {
-                    let d = e.eval(buf)?;
-                    buf.push(d);
-                }
-                Step::Skip => buf.push(Datum::Null),
-                Step::Filter(p) => {
+                Run::Push(place, e) => buf[*place] = e.eval(buf)?,
+                Run::Filter(p) => {
                     if !p.eval_predicate(buf)? {
                         return Ok(false);
                     }
@@ -246,6 +275,49 @@ mod tests {
     fn output(f: &Fused, row: &Row) -> Option<Vec<Datum>> {
         let mut buf = Vec::new();
         f.run(row.as_ref(), &mut buf).expect("evaluates").then(|| f.outputs().iter().map(|p| buf[*p].clone()).collect())
+    }
+
+    #[test]
+    fn one_buffer_for_many_rows_gives_what_a_fresh_one_gives() {
+        // Input (a, b, c): Filter a > 0 (on bytes, or over datums for a
+        // float), Map b * 2, Filter #3 < 100, Map c + #3; read #1 and #4.
+        let ops = vec![
+            Op::Filter(vec![col(0).call_binary(int(0), BinaryFunc::Gt)]),
+            Op::Map(vec![col(1).call_binary(int(2), BinaryFunc::Mul)]),
+            Op::Filter(vec![col(3).call_binary(int(100), BinaryFunc::Lt)]),
+            Op::Map(vec![col(2).call_binary(col(3), BinaryFunc::Add)]),
+        ];
+        let f = Fused::new(&ops, 3, &[false, true, false, false, true]);
+        let rows = [
+            Row::from_datums(vec![Datum::Int64(1), Datum::Int64(2), Datum::Int64(3)]),
+            Row::from_datums(vec![Datum::Int64(0), Datum::Int64(5), Datum::Int64(6)]),
+            Row::from_datums(vec![Datum::Float64(0.5), Datum::Int64(7), Datum::Null]),
+            Row::from_datums(vec![Datum::Int64(4), Datum::Int64(60), Datum::Int64(1)]),
+            // A short row (a column added since it was written): c is NULL.
+            Row::from_datums(vec![Datum::Int64(4), Datum::Int64(9)]),
+            Row::from_datums(vec![Datum::Int64(2), Datum::Null, Datum::Int64(8)]),
+        ];
+        // The columns read; the others may hold what an earlier row left.
+        let read = |o: Option<Vec<Datum>>| o.map(|o| (o[1].clone(), o[4].clone()));
+        let mut buf = Vec::new();
+        let mut reused = Vec::new();
+        for row in &rows {
+            let kept = f.run(row.as_ref(), &mut buf).expect("evaluates");
+            reused.push(read(kept.then(|| f.outputs().iter().map(|p| buf[*p].clone()).collect())));
+        }
+        let fresh: Vec<_> = rows.iter().map(|r| read(output(&f, r))).collect();
+        assert_eq!(reused, fresh);
+        assert_eq!(
+            reused,
+            vec![
+                Some((Datum::Int64(2), Datum::Int64(7))),
+                None,
+                Some((Datum::Int64(7), Datum::Null)),
+                None,
+                Some((Datum::Int64(9), Datum::Null)),
+                None,
+            ]
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod func;
 pub mod relation;
 pub mod row_bound;
 pub mod scalar;
+pub mod shared_scalars;
 pub mod window;
 
 pub use agg::{AggregateExpr, AggregateFunc};

@@ -292,6 +292,32 @@ impl<'a> RowRef<'a> {
         self.decode_columns(|c| needed.get(c).copied(), out, false);
     }
 
+    /// Decodes the columns `needed` marks true into their places of `out`
+    /// (which has a place for each), leaving every other place as it is:
+    /// a reader that keeps one buffer for all its rows pays for the
+    /// columns it reads, not for clearing and refilling the others. A
+    /// needed column past the row's end is NULL.
+    pub fn decode_places(self, needed: &[bool], out: &mut [Datum]) {
+        let mut it = self.iter();
+        let mut column = 0;
+        while column < needed.len() && it.pos < self.0.len() {
+            if needed[column] {
+                match it.next() {
+                    Some(d) => out[column] = d,
+                    None => break,
+                }
+            } else {
+                it.pos = datum_end(self.0, it.pos).unwrap_or(self.0.len());
+            }
+            column += 1;
+        }
+        for c in column..needed.len() {
+            if needed[c] {
+                out[c] = Datum::Null;
+            }
+        }
+    }
+
     /// As `unpack_prefix_into`, into a new vector.
     pub fn unpack_prefix(self, needed: &[bool]) -> Vec<Datum> {
         let mut out = Vec::with_capacity(needed.len());
@@ -860,6 +886,17 @@ mod tests {
         // A row shorter than the mask gives what it has.
         Row::from_datums(vec![Datum::Int32(1)]).as_ref().unpack_prefix_into(&[true, false, true], &mut out);
         assert_eq!(out, vec![Datum::Int32(1)]);
+    }
+
+    #[test]
+    fn decode_places_writes_only_the_needed_places() {
+        let row = Row::from_datums(vec![Datum::Int32(1), Datum::Text("skipped".into()), Datum::Int32(3), Datum::Text("never read".into())]);
+        let mut out = vec![Datum::Int32(9), Datum::Int32(8), Datum::Int32(7), Datum::Int32(6), Datum::Int32(5)];
+        row.as_ref().decode_places(&[true, false, true], &mut out);
+        assert_eq!(out, vec![Datum::Int32(1), Datum::Int32(8), Datum::Int32(3), Datum::Int32(6), Datum::Int32(5)]);
+        // A needed column past the row's end is NULL; the others are kept.
+        Row::from_datums(vec![Datum::Int32(4)]).as_ref().decode_places(&[true, false, true], &mut out);
+        assert_eq!(out, vec![Datum::Int32(4), Datum::Int32(8), Datum::Null, Datum::Int32(6), Datum::Int32(5)]);
     }
 
     #[test]
